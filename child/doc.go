@@ -1,0 +1,30 @@
+// Package child starts, signals and waits for one agent process and its
+// process tree. It knows nothing of backoff or storage: it runs a tree and
+// reports how it ended.
+//
+// Invariants:
+//
+//   - A Reaper owns every wait on the supervisor's children. It makes the
+//     process a child subreaper, so descendants orphaned by the agent are
+//     re-parented to it and can be found and killed. Nothing else in the
+//     process may call wait4, exec.Cmd.Wait or os.Process.Wait: a second
+//     reaper steals exit statuses.
+//   - A child is forked while the reaper's lock is held and registered
+//     before the lock is released, so an exit that happens at once is never
+//     reaped unclaimed.
+//   - When a leader exits, its process group is killed while the unreaped
+//     zombie still pins the group id (no pid reuse can redirect the kill),
+//     then every remaining unregistered child of the supervisor (re-parented
+//     descendants, including ones that called setsid) is killed until none
+//     is left. Done is closed after that sweep.
+//   - Children are forked from one OS thread locked for the Reaper's
+//     lifetime, with Pdeathsig SIGKILL: if the supervisor is killed, the
+//     agent dies with it instead of running unsupervised. Descendants are
+//     found by the next supervisor through the tag in their environment
+//     (KillTagged) and the recorded pid plus start time (KillRecorded).
+//   - Identity is pid plus process start time (gopsutil's CreateTime, in ms
+//     since the epoch); a bare pid is never signalled unless it is an
+//     unreaped child of this process.
+//
+// Close must be called on a Reaper after its last Process is done.
+package child

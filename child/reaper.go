@@ -1,0 +1,452 @@
+package child
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrClosed is returned by Start after Close.
+var ErrClosed = errors.New("reaper is closed")
+
+// sweepTimeout bounds how long the reaper keeps killing leftover
+// descendants after a leader exits. SIGKILL is immediate except for a
+// process stuck in uninterruptible sleep, which no signal can hurry.
+const sweepTimeout = 2 * time.Second
+
+// Spec describes one agent process.
+type Spec struct {
+	// Args is the command line; Args[0] is looked up in the PATH of Env
+	// (or of the supervisor when Env has none) unless it contains a slash.
+	Args []string
+	// Env is the child's environment; nil means the supervisor's.
+	Env []string
+	// Dir is the working directory; "" means the supervisor's.
+	Dir string
+	// Foreground keeps the child in the supervisor's process group, for a
+	// terminal: a Ctrl-C then reaches the agent exactly once, from the
+	// kernel. Otherwise the child leads a process group of its own and
+	// signals go to that whole group.
+	Foreground bool
+	// Stdin, Stdout and Stderr default to the supervisor's own.
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Reaper starts children and owns every wait on them. The zero value is not
+// usable; call NewReaper.
+type Reaper struct {
+	log *slog.Logger
+
+	// mu is held while forking and while reaping, so no status can be
+	// reaped between a fork and the registration of its pid, and an
+	// unreaped child's pid (and group id) cannot be reused while mu is held.
+	mu     sync.Mutex
+	procs  map[int]*Process
+	closed bool
+
+	sigc  chan os.Signal
+	forkc chan forkReq
+	quit  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type forkReq struct {
+	path  string
+	args  []string
+	attr  *syscall.ProcAttr
+	spec  Spec
+	reply chan forkReply
+}
+
+type forkReply struct {
+	p   *Process
+	err error
+}
+
+// NewReaper makes this process a child subreaper and starts the reaper and
+// the spawner thread. log may be nil.
+func NewReaper(log *slog.Logger) (*Reaper, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, err
+	}
+	r := &Reaper{
+		log:   log,
+		procs: map[int]*Process{},
+		sigc:  make(chan os.Signal, 1),
+		forkc: make(chan forkReq),
+		quit:  make(chan struct{}),
+	}
+	signal.Notify(r.sigc, unix.SIGCHLD)
+	r.wg.Add(2)
+	go r.reapLoop()
+	go r.spawnLoop()
+	return r, nil
+}
+
+// Close stops the reaper. Children still running get SIGKILL through their
+// parent-death signal when the spawner thread exits; Close waits for
+// nothing else.
+func (r *Reaper) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	signal.Stop(r.sigc)
+	close(r.quit)
+	r.wg.Wait()
+	return nil
+}
+
+// Start forks and execs one agent. An agent that cannot be started returns a
+// *StartError (see FailedExit).
+func (r *Reaper) Start(spec Spec) (*Process, error) {
+	if len(spec.Args) == 0 {
+		return nil, &StartError{Code: CodeNotFound, Err: errors.New("empty command")}
+	}
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	path, err := lookPath(spec.Args[0], spec.Dir, env)
+	if err != nil {
+		return nil, newStartError(spec.Args[0], err)
+	}
+	files := []*os.File{spec.Stdin, spec.Stdout, spec.Stderr}
+	for i, def := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		if files[i] == nil {
+			files[i] = def
+		}
+	}
+	attr := &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   env,
+		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
+		Sys: &syscall.SysProcAttr{
+			Setpgid:   !spec.Foreground,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	req := forkReq{path: path, args: spec.Args, attr: attr, spec: spec, reply: make(chan forkReply, 1)}
+	select {
+	case r.forkc <- req:
+	case <-r.quit:
+		return nil, ErrClosed
+	}
+	rep := <-req.reply
+	runtime.KeepAlive(files)
+	return rep.p, rep.err
+}
+
+// lookPath resolves argv0 like a shell would, using the PATH the child will
+// see.
+func lookPath(argv0, dir string, env []string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		p := argv0
+		if dir != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", err
+		}
+		return argv0, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, argv0)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if fi.Mode()&0o111 == 0 {
+				return "", &exec.Error{Name: argv0, Err: syscall.EACCES}
+			}
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: argv0, Err: exec.ErrNotFound}
+}
+
+// spawnLoop forks every child from one locked OS thread: Pdeathsig fires
+// when the forking thread exits, so that thread must live as long as the
+// children (golang/go#27505).
+func (r *Reaper) spawnLoop() {
+	defer r.wg.Done()
+	runtime.LockOSThread()
+	// Never unlocked: when this goroutine returns the thread exits with it,
+	// which is exactly when its children should get their SIGKILL.
+	for {
+		select {
+		case req := <-r.forkc:
+			req.reply <- r.fork(req)
+		case <-r.quit:
+			return
+		}
+	}
+}
+
+func (r *Reaper) fork(req forkReq) forkReply {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return forkReply{err: ErrClosed}
+	}
+	started := time.Now()
+	pid, err := syscall.ForkExec(req.path, req.args, req.attr)
+	if err != nil {
+		// ForkExec reaps a child whose exec failed itself; nothing is left.
+		return forkReply{err: newStartError(req.args[0], err)}
+	}
+	p := &Process{r: r, pid: pid, started: started, done: make(chan struct{})}
+	if !req.spec.Foreground {
+		p.pgid = pid
+	}
+	// The child cannot be reaped while we hold mu, so /proc/<pid> exists.
+	p.startTime, _ = StartTime(context.Background(), pid)
+	r.procs[pid] = p
+	return forkReply{p: p}
+}
+
+func (r *Reaper) reapLoop() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.sigc:
+		case <-r.quit:
+			return
+		}
+		ended := r.reap()
+		if len(ended) > 0 {
+			ended = append(ended, r.sweep(ended)...)
+		}
+		for _, p := range ended {
+			p.finish()
+		}
+	}
+}
+
+// reap collects every child that exited. For a registered leader it first
+// kills the leader's process group, while the zombie still pins the group
+// id, then reaps it. It returns the leaders that ended.
+func (r *Reaper) reap() []*Process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ended []*Process
+	for pid, p := range r.procs {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err != nil || info.Signo == 0 {
+			continue
+		}
+		if p.pgid > 0 {
+			_ = unix.Kill(-p.pgid, unix.SIGKILL)
+		}
+		var ws unix.WaitStatus
+		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && wpid == pid {
+			ended = append(ended, r.ended(p, ws))
+		}
+	}
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			break
+		}
+		if p, ok := r.procs[pid]; ok {
+			ended = append(ended, r.ended(p, ws))
+			continue
+		}
+		r.log.Debug("reaped orphaned descendant", "pid", pid)
+	}
+	return ended
+}
+
+// ended records p's exit; r.mu is held.
+func (r *Reaper) ended(p *Process, ws unix.WaitStatus) *Process {
+	delete(r.procs, p.pid)
+	p.exit = exitFromStatus(p.pid, ws, p.started, time.Now())
+	p.reaped = true
+	return p
+}
+
+// sweep kills every unregistered child of the supervisor (descendants of a
+// dead leader, re-parented here because the supervisor is a subreaper) and
+// repeats until none is alive: killing one may orphan its own children,
+// which are re-parented here only once it has died. It returns any
+// registered leader it happened to reap on the way.
+func (r *Reaper) sweep(dead []*Process) []*Process {
+	deadline := time.Now().Add(sweepTimeout)
+	groups := map[int]bool{}
+	for _, p := range dead {
+		if p.pgid > 0 {
+			groups[p.pgid] = true
+		}
+	}
+	var ended []*Process
+	for {
+		alive := r.sweepOnce(groups)
+		ended = append(ended, r.reap()...)
+		if alive == 0 {
+			return ended
+		}
+		if time.Now().After(deadline) {
+			r.log.Warn("descendants survived SIGKILL", "count", alive)
+			return ended
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// sweepOnce kills the live unregistered children once. Members of groups
+// already killed as a whole are dying anyway; only escapees are logged.
+func (r *Reaper) sweepOnce(groups map[int]bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	alive := 0
+	for _, pid := range ownChildren() {
+		if _, ok := r.procs[pid]; ok {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		// Our unreaped child, and mu blocks reaping: the pid cannot be reused.
+		_ = unix.Kill(pid, unix.SIGKILL)
+		if !groups[st.pgrp] {
+			r.log.Info("killed a descendant left behind by the agent", "pid", pid)
+		}
+		alive++
+	}
+	return alive
+}
+
+// Process is one running agent started by a Reaper.
+type Process struct {
+	r         *Reaper
+	pid, pgid int
+	startTime int64
+	started   time.Time
+
+	// Guarded by r.mu.
+	reaped bool
+
+	done chan struct{}
+	exit Exit // valid once done is closed
+}
+
+// PID returns the child's pid.
+func (p *Process) PID() int { return p.pid }
+
+// PGID returns the child's process group, 0 when it shares the supervisor's.
+func (p *Process) PGID() int { return p.pgid }
+
+// StartTime returns the child's start time as StartTime reports it; with
+// the pid it identifies the process across pid reuse.
+func (p *Process) StartTime() int64 { return p.startTime }
+
+// Started returns when the child was started.
+func (p *Process) Started() time.Time { return p.started }
+
+// Done is closed when the child has exited, been reaped, and its leftover
+// descendants have been killed.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exit returns how the child ended; it is valid once Done is closed.
+func (p *Process) Exit() Exit {
+	<-p.done
+	return p.exit
+}
+
+func (p *Process) finish() { close(p.done) }
+
+// Signal sends sig to the child's process group (to the child alone when it
+// shares the supervisor's group). It does nothing once the child is reaped.
+func (p *Process) Signal(sig syscall.Signal) error {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if p.reaped {
+		return nil
+	}
+	target := p.pid
+	if p.pgid > 0 {
+		target = -p.pgid
+	}
+	if err := unix.Kill(target, sig); err != nil && err != unix.ESRCH {
+		return err
+	}
+	return nil
+}
+
+// Terminate asks the child to stop: sig, then SIGCONT so a stopped process
+// can act on it (in that order, so it cannot fork in between).
+func (p *Process) Terminate(sig syscall.Signal) error {
+	if err := p.Signal(sig); err != nil {
+		return err
+	}
+	return p.Signal(unix.SIGCONT)
+}
+
+// Kill sends SIGKILL to the child, its process group and every descendant
+// it has now; descendants orphaned later are swept when the child is reaped.
+func (p *Process) Kill() error {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if p.reaped {
+		return nil
+	}
+	if p.pgid > 0 {
+		_ = unix.Kill(-p.pgid, unix.SIGKILL)
+	}
+	for _, d := range descendants(p.pid) {
+		killPinned(context.Background(), d)
+	}
+	if err := unix.Kill(p.pid, unix.SIGKILL); err != nil && err != unix.ESRCH {
+		return err
+	}
+	return nil
+}
+
+// Stop stops the child the way a service manager does: sig and SIGCONT,
+// then up to grace for it to exit, then SIGKILL to the whole tree. Cancelling
+// ctx skips the rest of the grace period. It returns how the child ended.
+func (p *Process) Stop(ctx context.Context, sig syscall.Signal, grace time.Duration) Exit {
+	_ = p.Terminate(sig)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = p.Kill()
+	case <-ctx.Done():
+		_ = p.Kill()
+	}
+	return p.Exit()
+}
