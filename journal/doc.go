@@ -1,0 +1,42 @@
+// Package journal is supervise's durable memory: a bbolt file in the state
+// directory that outlives both the agent and the supervisor. It is the only
+// package that imports bbolt, and it never hands out a *bolt.Tx.
+//
+// Layout (update this drawing, the schema constant and a migration whenever
+// the structure changes):
+//
+//	journal.db
+//	└── v1                                   root bucket, schema generation 1
+//	    ├── meta
+//	    │   ├── schema    : u64 big-endian     additive schema version inside v1 (currently 1)
+//	    │   ├── clean     : 1 byte             1 = the last supervisor shut down cleanly
+//	    │   ├── owner     : JSON Owner         the supervisor holding, or last holding, the journal
+//	    │   ├── child     : JSON Child         the child believed running; absent when none runs
+//	    │   ├── restarts  : u64 big-endian     relaunches after a death, over the journal's life
+//	    │   └── state.<k> : JSON               small policy documents (crash-loop guard, backoff)
+//	    ├── runs
+//	    │   └── <run: u64 big-endian> : JSON Run     one per child run; keys sort by run number
+//	    ├── sessions
+//	    │   └── <session id bytes> : JSON Session    one per agent session
+//	    └── open
+//	        └── <session id bytes> : empty           index of sessions whose state matters after
+//	                                                 a death (see Session.Open); boot reads only
+//	                                                 these, never the settled ones
+//
+// Durability: every Update is one bbolt transaction committed with fsync
+// (NoSync is never set). Once Update returns nil the change survives kill -9
+// of the supervisor and power loss.
+//
+// Single instance: Open takes bbolt's exclusive file lock with a short
+// timeout. A second writer gets a *LockedError (errors.Is ErrLocked) naming
+// the holder's pid, read from the sidecar file journal.db.owner that the
+// holder writes after taking the lock.
+//
+// Corruption: a file that is not a bbolt file, fails bbolt's checksums,
+// belongs to another program, or fails Verify yields ErrCorrupt or
+// ErrNotJournal. Open never modifies such a file; Quarantine renames it
+// aside so that a fresh journal can start without destroying evidence.
+//
+// The caller must Close the DB. Records returned by a Tx are copies and stay
+// valid after the transaction.
+package journal

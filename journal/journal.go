@@ -1,0 +1,505 @@
+package journal
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Schema is the additive schema version inside the v1 root bucket.
+const Schema = 1
+
+// Errors returned by Open and Update.
+var (
+	// ErrLocked means another process holds the journal.
+	ErrLocked = errors.New("journal is in use by another supervise")
+	// ErrCorrupt means the file is damaged: not a bbolt file, bad
+	// checksums, or inconsistent pages.
+	ErrCorrupt = errors.New("journal is corrupt")
+	// ErrNotJournal means the path holds something that is not a
+	// supervise journal: a directory, a symlink, another program's bbolt
+	// file.
+	ErrNotJournal = errors.New("not a supervise journal")
+	// ErrSchema means the journal was written by a newer supervise.
+	ErrSchema = errors.New("journal schema is newer than this supervise")
+	// ErrReadOnly is returned by Update on a journal opened read-only.
+	ErrReadOnly = errors.New("journal is open read-only")
+)
+
+// LockedError is returned when another process holds the journal. It
+// matches ErrLocked with errors.Is.
+type LockedError struct {
+	Path string
+	// PID is the holder's pid from the owner sidecar file, 0 if unknown.
+	PID int
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("journal %s is in use by supervise pid %d", e.Path, e.PID)
+	}
+	return fmt.Sprintf("journal %s is in use by another supervise", e.Path)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Bucket and key names; see doc.go for the drawing.
+var (
+	bucketRoot     = []byte("v1")
+	bucketMeta     = []byte("meta")
+	bucketRuns     = []byte("runs")
+	bucketSessions = []byte("sessions")
+	bucketOpen     = []byte("open")
+
+	keySchema   = []byte("schema")
+	keyClean    = []byte("clean")
+	keyOwner    = []byte("owner")
+	keyChild    = []byte("child")
+	keyRestarts = []byte("restarts")
+)
+
+// Options configure Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock; 0 means 100ms. A second
+	// supervisor should fail at once, not queue.
+	Timeout time.Duration
+	// ReadOnly opens with a shared lock for inspection; the file is not
+	// created and Update fails.
+	ReadOnly bool
+}
+
+// DB is an open journal.
+type DB struct {
+	b        *bolt.DB
+	path     string
+	readOnly bool
+}
+
+// Open opens or creates the journal at path. See the package doc for the
+// errors it returns; a file it rejects is left exactly as it was.
+func Open(path string, opt Options) (db *DB, err error) {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 100 * time.Millisecond
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s: %w: it is a %s, not a regular file", path, ErrNotJournal, fileKind(fi.Mode()))
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case err != nil && opt.ReadOnly:
+		return nil, err
+	}
+	// A damaged file can make bbolt panic or fault on a bad page; turn
+	// that into ErrCorrupt instead of a crash loop.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				db.b.Close()
+			}
+			db, err = nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, r)
+		}
+	}()
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  opt.Timeout,
+		ReadOnly: opt.ReadOnly,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			return os.OpenFile(name, flag|syscall.O_NOFOLLOW, mode)
+		},
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, &LockedError{Path: path, PID: readOwnerPID(path)}
+	case err != nil && isIOError(err):
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	case err != nil:
+		// bbolt's own format errors: ErrInvalid, ErrVersionMismatch,
+		// ErrChecksum, "file size too small", ...
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+	}
+	db = &DB{b: b, path: path, readOnly: opt.ReadOnly}
+	if err := db.init(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if !opt.ReadOnly {
+		writeOwnerPID(path)
+	}
+	return db, nil
+}
+
+// isIOError reports whether err comes from the operating system (permission,
+// disk, lock) rather than from bbolt reading a malformed file.
+func isIOError(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "special file"
+}
+
+// init creates the buckets of a new journal, or checks that an existing
+// file is a journal this supervise can read.
+func (db *DB) init() error {
+	check := func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketRoot)
+		if root == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if empty {
+				return errEmpty
+			}
+			return fmt.Errorf("%s: %w: it has no %s bucket", db.path, ErrNotJournal, bucketRoot)
+		}
+		for _, name := range [][]byte{bucketMeta, bucketRuns, bucketSessions, bucketOpen} {
+			if root.Bucket(name) == nil {
+				return fmt.Errorf("%s: %w: bucket %s/%s is missing", db.path, ErrCorrupt, bucketRoot, name)
+			}
+		}
+		v := root.Bucket(bucketMeta).Get(keySchema)
+		if len(v) != 8 {
+			return fmt.Errorf("%s: %w: bad schema record", db.path, ErrCorrupt)
+		}
+		if n := binary.BigEndian.Uint64(v); n > Schema {
+			return fmt.Errorf("%s: %w (schema %d, this build reads up to %d)", db.path, ErrSchema, n, Schema)
+		}
+		return nil
+	}
+	err := db.b.View(check)
+	if !errors.Is(err, errEmpty) {
+		return err
+	}
+	if db.readOnly {
+		return fmt.Errorf("%s: %w: the file is empty", db.path, ErrNotJournal)
+	}
+	return db.b.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucket(bucketRoot)
+		if err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketMeta, bucketRuns, bucketSessions, bucketOpen} {
+			if _, err := root.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		meta := root.Bucket(bucketMeta)
+		if err := meta.Put(keySchema, u64(Schema)); err != nil {
+			return err
+		}
+		return meta.Put(keyClean, []byte{1})
+	})
+}
+
+var errEmpty = errors.New("empty bolt file")
+
+// Path returns the journal's file path.
+func (db *DB) Path() string { return db.path }
+
+// Close releases the journal and its lock.
+func (db *DB) Close() error {
+	if !db.readOnly {
+		os.Remove(ownerPath(db.path))
+	}
+	return db.b.Close()
+}
+
+// Update runs fn in one read-write transaction and commits it durably. An
+// error from fn rolls everything back and is returned.
+func (db *DB) Update(fn func(*Tx) error) error {
+	if db.readOnly {
+		return ErrReadOnly
+	}
+	return db.b.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+}
+
+// View runs fn in a read-only transaction.
+func (db *DB) View(fn func(*Tx) error) error {
+	return db.b.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+}
+
+// Verify runs bbolt's full consistency check (every page reachable or free,
+// none referenced twice) and returns ErrCorrupt with the first problems.
+func (db *DB) Verify() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
+		}
+	}()
+	var problems []string
+	err = db.b.View(func(tx *bolt.Tx) error {
+		for e := range tx.Check() {
+			if len(problems) < 5 {
+				problems = append(problems, e.Error())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %w: %s", db.path, ErrCorrupt, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Quarantine renames the file at path aside, to path.corrupt-<UTC time>,
+// and returns the new name. It never deletes or rewrites the file.
+func Quarantine(path string, now time.Time) (string, error) {
+	dst := path + ".corrupt-" + now.UTC().Format("20060102T150405.000000000Z")
+	if err := os.Rename(path, dst); err != nil {
+		return "", err
+	}
+	os.Remove(ownerPath(path))
+	return dst, nil
+}
+
+func ownerPath(path string) string { return path + ".owner" }
+
+// writeOwnerPID records our pid beside the journal so that a second
+// supervisor can name the holder. Best effort: the lock itself is bbolt's.
+func writeOwnerPID(path string) {
+	tmp := ownerPath(path) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err == nil {
+		os.Rename(tmp, ownerPath(path))
+	}
+}
+
+func readOwnerPID(path string) int {
+	b, err := os.ReadFile(ownerPath(path))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// Tx is one journal transaction. It is valid only inside the function
+// passed to Update or View.
+type Tx struct {
+	tx   *bolt.Tx
+	root *bolt.Bucket
+}
+
+func (t *Tx) meta() *bolt.Bucket     { return t.root.Bucket(bucketMeta) }
+func (t *Tx) runs() *bolt.Bucket     { return t.root.Bucket(bucketRuns) }
+func (t *Tx) sessions() *bolt.Bucket { return t.root.Bucket(bucketSessions) }
+func (t *Tx) open() *bolt.Bucket     { return t.root.Bucket(bucketOpen) }
+
+func (t *Tx) getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("%w: record %q: %v", ErrCorrupt, key, err)
+	}
+	return true, nil
+}
+
+func (t *Tx) putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// Clean reports whether the last supervisor shut down cleanly.
+func (t *Tx) Clean() bool {
+	v := t.meta().Get(keyClean)
+	return len(v) == 1 && v[0] == 1
+}
+
+// SetClean sets the clean-shutdown flag.
+func (t *Tx) SetClean(clean bool) error {
+	v := byte(0)
+	if clean {
+		v = 1
+	}
+	return t.meta().Put(keyClean, []byte{v})
+}
+
+// Owner returns the supervisor that holds, or last held, the journal.
+func (t *Tx) Owner() (Owner, bool, error) {
+	var o Owner
+	ok, err := t.getJSON(t.meta(), keyOwner, &o)
+	return o, ok, err
+}
+
+// SetOwner records the supervisor holding the journal.
+func (t *Tx) SetOwner(o Owner) error { return t.putJSON(t.meta(), keyOwner, o) }
+
+// Child returns the child believed running, if any.
+func (t *Tx) Child() (Child, bool, error) {
+	var c Child
+	ok, err := t.getJSON(t.meta(), keyChild, &c)
+	return c, ok, err
+}
+
+// SetChild records the running child; nil records that none runs.
+func (t *Tx) SetChild(c *Child) error {
+	if c == nil {
+		return t.meta().Delete(keyChild)
+	}
+	return t.putJSON(t.meta(), keyChild, c)
+}
+
+// Restarts returns how many relaunches after a death the journal has seen.
+func (t *Tx) Restarts() uint64 {
+	v := t.meta().Get(keyRestarts)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// AddRestart counts one relaunch after a death.
+func (t *Tx) AddRestart() error { return t.meta().Put(keyRestarts, u64(t.Restarts()+1)) }
+
+// State reads the policy document stored under key into v.
+func (t *Tx) State(key string, v any) (bool, error) {
+	return t.getJSON(t.meta(), []byte("state."+key), v)
+}
+
+// PutState stores a small policy document under key.
+func (t *Tx) PutState(key string, v any) error {
+	return t.putJSON(t.meta(), []byte("state."+key), v)
+}
+
+// NextRun allocates the next run number (1, 2, ...).
+func (t *Tx) NextRun() (uint64, error) { return t.runs().NextSequence() }
+
+// PutRun stores r under its run number.
+func (t *Tx) PutRun(r Run) error { return t.putJSON(t.runs(), u64(r.Run), r) }
+
+// Run returns run n.
+func (t *Tx) Run(n uint64) (Run, bool, error) {
+	var r Run
+	ok, err := t.getJSON(t.runs(), u64(n), &r)
+	return r, ok, err
+}
+
+// LastRuns returns up to n of the most recent runs, newest first. It reads
+// only those records, however many runs the journal holds.
+func (t *Tx) LastRuns(n int) ([]Run, error) {
+	var out []Run
+	c := t.runs().Cursor()
+	for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+		var r Run
+		if err := json.Unmarshal(v, &r); err != nil {
+			return nil, fmt.Errorf("%w: run %x: %v", ErrCorrupt, k, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// PruneRuns deletes the oldest runs so that at most keep remain, deleting at
+// most max in this call so that one transaction stays small. It returns how
+// many it deleted.
+func (t *Tx) PruneRuns(keep, max int) (int, error) {
+	c := t.runs().Cursor()
+	first, _ := c.First()
+	last, _ := c.Last()
+	if first == nil || keep <= 0 {
+		return 0, nil
+	}
+	lo, hi := binary.BigEndian.Uint64(first), binary.BigEndian.Uint64(last)
+	if hi-lo+1 <= uint64(keep) {
+		return 0, nil
+	}
+	cut := hi - uint64(keep) + 1 // delete keys below cut
+	var doomed [][]byte
+	for k, _ := c.First(); k != nil && len(doomed) < max; k, _ = c.Next() {
+		if binary.BigEndian.Uint64(k) >= cut {
+			break
+		}
+		doomed = append(doomed, append([]byte(nil), k...))
+	}
+	for _, k := range doomed { // not Cursor.Delete then Next: that skips keys
+		if err := t.runs().Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(doomed), nil
+}
+
+// PutSession stores s and keeps the open index in step with its state.
+func (t *Tx) PutSession(s Session) error {
+	id := []byte(s.ID)
+	if len(id) == 0 {
+		return errors.New("session without an id")
+	}
+	if err := t.putJSON(t.sessions(), id, s); err != nil {
+		return err
+	}
+	if s.State.Open() {
+		return t.open().Put(id, nil)
+	}
+	return t.open().Delete(id)
+}
+
+// Session returns the session with the given id.
+func (t *Tx) Session(id string) (Session, bool, error) {
+	var s Session
+	ok, err := t.getJSON(t.sessions(), []byte(id), &s)
+	return s, ok, err
+}
+
+// OpenSessions returns the sessions in the open index, the only ones a
+// boot or a death needs; settled sessions are not read.
+func (t *Tx) OpenSessions() ([]Session, error) {
+	var out []Session
+	err := t.open().ForEach(func(k, _ []byte) error {
+		s, ok, err := t.Session(string(k))
+		if err != nil {
+			return err
+		}
+		if ok {
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ForEachSession calls fn for every session, in id order, until fn returns
+// an error.
+func (t *Tx) ForEachSession(fn func(Session) error) error {
+	return t.sessions().ForEach(func(k, v []byte) error {
+		var s Session
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
+		}
+		return fn(s)
+	})
+}

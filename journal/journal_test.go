@@ -1,0 +1,446 @@
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestMain lets the test binary act as a writer process that gets killed.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("JOURNAL_HELPER_WRITE"); path != "" {
+		helperWrite(path)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// helperWrite commits sessions s0, s1, ... one transaction each, printing
+// each id after its commit returned, until killed.
+func helperWrite(path string) {
+	db, err := Open(path, Options{})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	for i := 0; ; i++ {
+		id := "s" + strconv.Itoa(i)
+		if err := db.Update(func(tx *Tx) error {
+			return tx.PutSession(Session{ID: id, State: InTurn, Turn: "t"})
+		}); err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println(id)
+	}
+}
+
+// open opens a fresh journal and checks its consistency when the test ends.
+func open(t *testing.T, path string) *DB {
+	t.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Verify(); err != nil {
+			t.Errorf("journal inconsistent at end of test: %v", err)
+		}
+		db.Close()
+	})
+	return db
+}
+
+func TestCreateAndReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	err = db.Update(func(tx *Tx) error {
+		if !tx.Clean() {
+			t.Error("new journal not marked clean")
+		}
+		n, err := tx.NextRun()
+		if err != nil || n != 1 {
+			t.Errorf("first run number %d, %v", n, err)
+		}
+		if err := tx.PutRun(Run{Run: n, PID: 42, Started: now, Reason: ReasonRunning}); err != nil {
+			return err
+		}
+		if err := tx.SetChild(&Child{Run: n, PID: 42, StartTime: 123, Tag: "T"}); err != nil {
+			return err
+		}
+		if err := tx.AddRestart(); err != nil {
+			return err
+		}
+		if err := tx.PutState("guard", map[string]int{"chain": 2}); err != nil {
+			return err
+		}
+		return tx.SetClean(false)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = open(t, path)
+	db.View(func(tx *Tx) error {
+		if tx.Clean() {
+			t.Error("clean flag lost")
+		}
+		r, ok, err := tx.Run(1)
+		if !ok || err != nil || r.PID != 42 || !r.Started.Equal(now) {
+			t.Errorf("run 1 = %+v, %v, %v", r, ok, err)
+		}
+		c, ok, _ := tx.Child()
+		if !ok || c.PID != 42 || c.StartTime != 123 {
+			t.Errorf("child = %+v, %v", c, ok)
+		}
+		if tx.Restarts() != 1 {
+			t.Errorf("restarts = %d", tx.Restarts())
+		}
+		var g map[string]int
+		if ok, _ := tx.State("guard", &g); !ok || g["chain"] != 2 {
+			t.Errorf("guard state = %v", g)
+		}
+		return nil
+	})
+	db.Update(func(tx *Tx) error { return tx.SetChild(nil) })
+	db.View(func(tx *Tx) error {
+		if _, ok, _ := tx.Child(); ok {
+			t.Error("SetChild(nil) kept the child")
+		}
+		return nil
+	})
+}
+
+func TestSecondOpenFailsFastNamingTheHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	open(t, path)
+	start := time.Now()
+	_, err := Open(path, Options{})
+	var le *LockedError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+	if le.PID != os.Getpid() {
+		t.Errorf("holder pid %d, want %d", le.PID, os.Getpid())
+	}
+	if !strings.Contains(err.Error(), "in use by supervise pid") {
+		t.Errorf("message %q does not name the holder", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("second open took %v", d)
+	}
+	if _, err := Open(path, Options{ReadOnly: true}); !errors.Is(err, ErrLocked) {
+		t.Errorf("read-only open while held: %v", err)
+	}
+}
+
+// writeFile creates path with content and returns a function that checks
+// the file is byte-for-byte unchanged.
+func unchanged(t *testing.T, path string) func() {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		after, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(before, after) {
+			t.Errorf("Open modified the rejected file (err %v)", err)
+		}
+	}
+}
+
+func TestRejectsWhatIsNotAJournal(t *testing.T) {
+	dir := t.TempDir()
+
+	notBolt := filepath.Join(dir, "text.db")
+	os.WriteFile(notBolt, bytes.Repeat([]byte("not a journal\n"), 1000), 0o600)
+	check := unchanged(t, notBolt)
+	if _, err := Open(notBolt, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("text file: %v", err)
+	}
+	check()
+
+	other := filepath.Join(dir, "other.db")
+	b, _ := bolt.Open(other, 0o600, nil)
+	b.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err })
+	b.Close()
+	check = unchanged(t, other)
+	if _, err := Open(other, Options{}); !errors.Is(err, ErrNotJournal) {
+		t.Errorf("foreign bolt file: %v", err)
+	}
+	check()
+
+	asDir := filepath.Join(dir, "dir.db")
+	os.Mkdir(asDir, 0o700)
+	if _, err := Open(asDir, Options{}); !errors.Is(err, ErrNotJournal) {
+		t.Errorf("directory: %v", err)
+	}
+
+	link := filepath.Join(dir, "link.db")
+	os.Symlink(filepath.Join(dir, "nowhere"), link)
+	if _, err := Open(link, Options{}); !errors.Is(err, ErrNotJournal) {
+		t.Errorf("dangling symlink: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nowhere")); err == nil {
+		t.Error("Open created the symlink's target")
+	}
+
+	if _, err := Open(filepath.Join(dir, "missing.db"), Options{ReadOnly: true}); err == nil {
+		t.Error("read-only open created or accepted a missing file")
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRoot).Bucket(bucketMeta).Put(keySchema, u64(Schema+1))
+	})
+	db.Close()
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrSchema) {
+		t.Errorf("newer schema: %v", err)
+	}
+	os.Remove(path)
+}
+
+// fillJournal writes enough records to span many pages.
+func fillJournal(t *testing.T, path string) {
+	t.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		db.Update(func(tx *Tx) error {
+			for j := 0; j < 50; j++ {
+				n, _ := tx.NextRun()
+				tx.PutRun(Run{Run: n, PID: j, Reason: ReasonExit, Argv: []string{strings.Repeat("x", 100)}})
+				tx.PutSession(Session{ID: fmt.Sprintf("s%d-%d", i, j), State: InTurn})
+			}
+			return nil
+		})
+	}
+	db.Close()
+}
+
+// TestCorruptFiles damages a real journal in the ways a disk or a person
+// can, and checks that each is reported as corrupt, never opened as if
+// nothing happened, and left untouched.
+func TestCorruptFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	fillJournal(t, good)
+	raw, _ := os.ReadFile(good)
+	const page = 4096
+	cases := map[string][]byte{
+		"truncated to half":   raw[:len(raw)/2],
+		"truncated mid-meta":  raw[:page+100],
+		"meta pages zeroed":   append(make([]byte, 2*page), raw[2*page:]...),
+		"zero-filled":         make([]byte, len(raw)),
+		"one meta bit-flip":   flip(raw, 16+page*0, 0x01),
+		"both meta bit-flips": flip(flip(raw, 20, 0x40), page+20, 0x40),
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			os.WriteFile(path, content, 0o600)
+			check := unchanged(t, path)
+			db, err := Open(path, Options{})
+			if err == nil {
+				// bbolt fell back to the other meta page, or the damage is
+				// in pages only a full check reaches.
+				err = db.Verify()
+				db.Close()
+			}
+			if name == "one meta bit-flip" {
+				// One good meta page is enough: bbolt's two-meta design.
+				if err != nil && !errors.Is(err, ErrCorrupt) {
+					t.Errorf("unexpected error class: %v", err)
+				}
+			} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotJournal) {
+				t.Errorf("damaged journal accepted: %v", err)
+			}
+			os.Remove(ownerPath(path))
+			check()
+		})
+	}
+}
+
+func flip(b []byte, off int, mask byte) []byte {
+	c := append([]byte(nil), b...)
+	c[off] ^= mask
+	return c
+}
+
+func TestQuarantine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	os.WriteFile(path, []byte("garbage"), 0o600)
+	dst, err := Quarantine(path, time.Date(2026, 11, 29, 1, 2, 3, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(dst), "journal.db.corrupt-20261129T010203") {
+		t.Errorf("quarantined as %s", dst)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "garbage" {
+		t.Error("content changed")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Error("original path still exists")
+	}
+	db := open(t, path) // a fresh journal can start in its place
+	_ = db
+}
+
+func TestOpenIndexTracksState(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "journal.db"))
+	put := func(s Session) {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error { return tx.PutSession(s) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openIDs := func() []string {
+		var ids []string
+		db.View(func(tx *Tx) error {
+			ss, err := tx.OpenSessions()
+			for _, s := range ss {
+				ids = append(ids, s.ID+":"+string(s.State))
+			}
+			return err
+		})
+		return ids
+	}
+	put(Session{ID: "a", State: InTurn})
+	put(Session{ID: "b", State: Idle})
+	put(Session{ID: "c", State: Parked, Reason: "x"})
+	if got := strings.Join(openIDs(), ","); got != "a:in_turn,c:parked" {
+		t.Errorf("open = %s", got)
+	}
+	put(Session{ID: "a", State: Idle})
+	put(Session{ID: "c", State: Closed})
+	put(Session{ID: "b", State: Waiting})
+	if got := strings.Join(openIDs(), ","); got != "b:waiting" {
+		t.Errorf("open = %s", got)
+	}
+	var all []string
+	db.View(func(tx *Tx) error {
+		return tx.ForEachSession(func(s Session) error { all = append(all, s.ID); return nil })
+	})
+	if strings.Join(all, ",") != "a,b,c" {
+		t.Errorf("all sessions = %v", all)
+	}
+	if err := db.Update(func(tx *Tx) error { return tx.PutSession(Session{}) }); err == nil {
+		t.Error("session without id accepted")
+	}
+}
+
+func TestLastRunsAndPrune(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "journal.db"))
+	db.Update(func(tx *Tx) error {
+		for i := 0; i < 25; i++ {
+			n, _ := tx.NextRun()
+			tx.PutRun(Run{Run: n})
+		}
+		return nil
+	})
+	runs := func() (nums []uint64) {
+		db.View(func(tx *Tx) error {
+			rs, _ := tx.LastRuns(100)
+			for _, r := range rs {
+				nums = append(nums, r.Run)
+			}
+			return nil
+		})
+		return
+	}
+	db.View(func(tx *Tx) error {
+		rs, _ := tx.LastRuns(3)
+		if len(rs) != 3 || rs[0].Run != 25 || rs[2].Run != 23 {
+			t.Errorf("LastRuns(3) = %+v", rs)
+		}
+		return nil
+	})
+	var n int
+	db.Update(func(tx *Tx) (err error) { n, err = tx.PruneRuns(10, 4); return })
+	if got := runs(); n != 4 || len(got) != 21 || got[len(got)-1] != 5 {
+		t.Errorf("after bounded prune: deleted %d, runs %v", n, got)
+	}
+	db.Update(func(tx *Tx) (err error) { n, err = tx.PruneRuns(10, 1000); return })
+	if got := runs(); n != 11 || len(got) != 10 || got[len(got)-1] != 16 || got[0] != 25 {
+		t.Errorf("after full prune: deleted %d, runs %v", n, got)
+	}
+}
+
+// TestCommittedSurvivesKill kills a writer process with SIGKILL in the
+// middle of a stream of commits: every commit it reported as returned must
+// be in the journal, and the journal must be consistent.
+func TestCommittedSurvivesKill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	for round := 0; round < 3; round++ {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "JOURNAL_HELPER_WRITE="+path)
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(out)
+		var acked []string
+		for len(acked) < 20+round*7 {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("writer: %v (after %v)", err, acked)
+			}
+			acked = append(acked, strings.TrimSpace(line))
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+
+		db, err := Open(path, Options{})
+		if err != nil {
+			t.Fatalf("reopen after kill: %v", err)
+		}
+		if err := db.Verify(); err != nil {
+			t.Errorf("round %d: %v", round, err)
+		}
+		db.View(func(tx *Tx) error {
+			for _, id := range acked {
+				if _, ok, _ := tx.Session(id); !ok {
+					t.Errorf("round %d: acknowledged %s missing", round, id)
+				}
+			}
+			return nil
+		})
+		db.Update(func(tx *Tx) error { // start the next round from scratch
+			ss, _ := tx.OpenSessions()
+			for _, s := range ss {
+				s.State = Closed
+				tx.PutSession(s)
+			}
+			return nil
+		})
+		db.Close()
+	}
+}

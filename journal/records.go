@@ -1,0 +1,116 @@
+package journal
+
+import "time"
+
+// Owner identifies a supervisor process.
+type Owner struct {
+	PID       int       `json:"pid"`
+	StartTime int64     `json:"start_time"` // process start, ms since the epoch
+	BootID    string    `json:"boot_id"`
+	Started   time.Time `json:"started"`
+}
+
+// Child identifies the child a supervisor believes is running, so that the
+// next supervisor can find it after the first one died.
+type Child struct {
+	Run       uint64    `json:"run"`
+	PID       int       `json:"pid"`
+	StartTime int64     `json:"start_time"` // process start, ms since the epoch
+	PGID      int       `json:"pgid"`       // 0 when it shared the supervisor's group
+	Tag       string    `json:"tag"`        // environment entry every process of its tree carries
+	BootID    string    `json:"boot_id"`
+	Started   time.Time `json:"started"`
+}
+
+// Run is one child run.
+type Run struct {
+	Run       uint64    `json:"run"`
+	PID       int       `json:"pid"`
+	StartTime int64     `json:"start_time"`
+	Started   time.Time `json:"started"`
+	// Ended is zero while the run is in progress.
+	Ended    time.Time `json:"ended"`
+	ExitCode int       `json:"exit_code"`
+	// Signal is the signal that killed the child, 0 for none.
+	Signal int `json:"signal"`
+	// Reason says how the run ended: see the Reason constants.
+	Reason        string    `json:"reason"`
+	Dirty         bool      `json:"dirty"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	Argv          []string  `json:"argv,omitempty"`
+}
+
+// Reasons a run ended.
+const (
+	ReasonRunning        = "running"
+	ReasonExit           = "exit"            // exited by itself
+	ReasonSignal         = "signal"          // killed by a signal nobody in supervise sent
+	ReasonExecFailed     = "exec-failed"     // the agent could not be started
+	ReasonStopped        = "stopped"         // stop requested (signal to supervise, unit stop)
+	ReasonWatchdog       = "watchdog"        // no WATCHDOG=1 within the period
+	ReasonMemory         = "memory"          // killed by the memory guard
+	ReasonSupervisorDied = "supervisor-died" // found at the next start: the supervisor was killed
+	ReasonTurnOpen       = "turn-open"       // exited 0 with a turn still open
+)
+
+// SessionState is where an agent session stands.
+type SessionState string
+
+// Session states, as status shows them.
+const (
+	Idle          SessionState = "idle"
+	InTurn        SessionState = "in_turn"
+	Waiting       SessionState = "waiting"
+	ResumePending SessionState = "resume_pending"
+	Parked        SessionState = "parked"
+	Stopped       SessionState = "stopped"
+	Closed        SessionState = "closed"
+)
+
+// Open reports whether a session in state s needs attention after a death
+// or at boot; such sessions are kept in the open index.
+func (s SessionState) Open() bool {
+	switch s {
+	case InTurn, Waiting, ResumePending, Parked, Stopped:
+		return true
+	}
+	return false
+}
+
+// Session is one agent session as the journal knows it.
+type Session struct {
+	ID    string       `json:"id"`
+	State SessionState `json:"state"`
+	Turn  string       `json:"turn,omitempty"`
+	Phase string       `json:"phase,omitempty"`
+	Tool  string       `json:"tool,omitempty"`
+	// Prompt is the agent's excerpt of the current turn's request.
+	Prompt string `json:"prompt,omitempty"`
+	// CrashCount counts consecutive dirty deaths that found the session
+	// mid-turn; it resets on a completed turn and on a manual resume.
+	CrashCount int `json:"crash_count"`
+	// Reason explains a park, a stop or a pending resume.
+	Reason string `json:"reason,omitempty"`
+	// Outcome is the last turn-end outcome.
+	Outcome       string    `json:"outcome,omitempty"`
+	TurnStarted   time.Time `json:"turn_started"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	Updated       time.Time `json:"updated"`
+	// Run is the run in which the session was last active.
+	Run uint64 `json:"run"`
+	// Resume holds the continuation owed to a resume_pending session.
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume is a continuation owed to a session.
+type Resume struct {
+	Attempt int       `json:"attempt"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Since   time.Time `json:"since"`
+	// Manual is true when a person asked for this resume.
+	Manual bool `json:"manual,omitempty"`
+	// Delivered counts how often it was handed to a child without the
+	// agent confirming it took it.
+	Delivered int `json:"delivered,omitempty"`
+}
