@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	oklog "github.com/oklog/run"
+	"github.com/shirou/gopsutil/v4/process"
+	"golang.org/x/sys/unix"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+// runFlags are the flags of `supervise run`.
+type runFlags struct {
+	state       stateFlags
+	restart     string
+	stopTimeout time.Duration
+	stopSignal  string
+	giveUp      int
+	healthy     time.Duration
+	backoffInit time.Duration
+	backoffMax  time.Duration
+	guardTrip   int
+	guardGap    time.Duration
+	keepRuns    int
+	logLevel    string
+	logFormat   string
+	foreground  string
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	f.state.register(fs)
+	fs.StringVar(&f.restart, "restart", "on-failure", "when to relaunch the agent: on-failure (after a dirty death), always, never")
+	fs.DurationVar(&f.stopTimeout, "stop-timeout", 10*time.Second, "grace period between the stop signal and SIGKILL to the agent's process tree")
+	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
+	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
+	fs.DurationVar(&f.healthy, "healthy-after", time.Second, "a run that lives this long is healthy: the next relaunch is immediate and the backoff resets")
+	fs.DurationVar(&f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
+	fs.DurationVar(&f.backoffMax, "backoff-max", 30*time.Second, "cap on the relaunch delay")
+	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
+	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
+	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
+}
+
+func runUsage(fs *flag.FlagSet, w io.Writer) func() {
+	return func() {
+		fmt.Fprint(w, usageText)
+		fmt.Fprint(w, "\nRun flags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	f.register(fs)
+	fs.Usage = runUsage(fs, stderr)
+	set, err := parseFlags(fs, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		runUsage(fs, stdout)()
+		return exitOK
+	}
+	if err != nil {
+		return usageExit(err)
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "supervise: no agent to run: supervise [flags] -- AGENT [ARGS...]")
+		return exitUsage
+	}
+	cfg, log, err := f.config(set, argv, stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitUsage
+	}
+	return supervise(ctx, cfg, log, stderr)
+}
+
+// config turns flags into a supervisor configuration and a logger.
+func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, stderr io.Writer) (supervisor.Config, *slog.Logger, error) {
+	var cfg supervisor.Config
+	restart, err := crashloop.ParseRestart(f.restart)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("--restart: %w", err)
+	}
+	sig := unix.SignalNum(f.stopSignal)
+	if sig == 0 {
+		sig = unix.SignalNum("SIG" + f.stopSignal)
+	}
+	if sig == 0 {
+		return cfg, nil, fmt.Errorf("--stop-signal: unknown signal %q", f.stopSignal)
+	}
+	for name, d := range map[string]time.Duration{"stop-timeout": f.stopTimeout, "healthy-after": f.healthy,
+		"backoff-initial": f.backoffInit, "backoff-max": f.backoffMax, "guard-gap": f.guardGap} {
+		if d < 0 {
+			return cfg, nil, fmt.Errorf("--%s must not be negative", name)
+		}
+	}
+	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 {
+		return cfg, nil, errors.New("--give-up and --guard-trip must be >= 0, --keep-runs >= 1")
+	}
+	log, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return cfg, nil, err
+	}
+	dir, name, err := f.state.resolve(set, filepath.Base(argv[0]))
+	if err != nil {
+		return cfg, nil, err
+	}
+	fg, err := foreground(f.foreground, stdin)
+	if err != nil {
+		return cfg, nil, err
+	}
+	policy := crashloop.DefaultPolicy()
+	policy.Restart = restart
+	policy.Healthy, policy.Initial, policy.Max, policy.GiveUp = f.healthy, f.backoffInit, f.backoffMax, f.giveUp
+	cfg = supervisor.Config{
+		Name:        name,
+		StateDir:    dir,
+		Argv:        argv,
+		Policy:      policy,
+		Guard:       crashloop.Guard{MaxGap: f.guardGap, Trip: f.guardTrip},
+		StopSignal:  sig,
+		StopTimeout: f.stopTimeout,
+		Foreground:  fg,
+		KeepRuns:    f.keepRuns,
+		Stdin:       stdin,
+		Log:         log,
+	}
+	return cfg, log, nil
+}
+
+// foreground decides whether the agent shares supervise's process group:
+// only when stdin is a terminal whose foreground group is ours, so that
+// the kernel delivers a Ctrl-C to the agent directly, exactly once.
+func foreground(mode string, stdin *os.File) (bool, error) {
+	switch mode {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto":
+		pgrp, err := unix.IoctlGetInt(int(stdin.Fd()), unix.TIOCGPGRP)
+		return err == nil && pgrp == unix.Getpgrp(), nil
+	}
+	return false, fmt.Errorf("--foreground must be auto, always or never, not %q", mode)
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %v", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// supervise opens the state dir and runs the actors until the loop ends.
+func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, stderr io.Writer) int {
+	process.EnableBootTimeCache(true)
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
+		return exitInternal
+	}
+	db, err := openJournal(cfg.StateDir, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		if errors.Is(err, journal.ErrLocked) {
+			return exitLocked
+		}
+		return exitInternal
+	}
+	defer db.Close()
+
+	reaper, err := child.NewReaper(log.With("component", "child"))
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitInternal
+	}
+	defer reaper.Close()
+
+	sup := supervisor.New(cfg, db, reaper)
+	ctl, err := supervisor.ListenControl(supervisor.ControlPath(cfg.StateDir), sup)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitInternal
+	}
+
+	code := exitInternal
+	var g oklog.Group
+	{
+		// Signal handler: every SIGTERM, SIGINT or SIGHUP goes to the loop,
+		// which stops the child on the first and kills it on the second.
+		sigc := make(chan os.Signal, 4)
+		signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		cancel := make(chan struct{})
+		g.Add(func() error {
+			for {
+				select {
+				case sig := <-sigc:
+					sup.Signal(sig)
+				case <-cancel:
+					return nil
+				}
+			}
+		}, func(error) {
+			close(cancel)
+		})
+	}
+	{
+		// Supervision loop: launch, watch, journal, decide, relaunch. It
+		// returns when supervision is over; interrupting it stops the child
+		// gracefully first.
+		g.Add(func() error {
+			var err error
+			code, err = sup.Run(ctx)
+			if err != nil {
+				log.Error("supervision ended", "err", err, "exit_code", code)
+			}
+			return errLoopDone
+		}, func(error) {
+			sup.Shutdown()
+		})
+	}
+	{
+		// Control socket: status while the journal is locked.
+		g.Add(func() error {
+			if err := ctl.Serve(); err != nil {
+				return fmt.Errorf("control socket: %w", err)
+			}
+			return nil
+		}, func(error) {
+			ctl.Close()
+		})
+	}
+	if err := g.Run(); err != nil && !errors.Is(err, errLoopDone) {
+		log.Error("supervise failed", "err", err)
+	}
+	return code
+}
+
+var errLoopDone = errors.New("supervision loop ended")
+
+// openJournal opens the state dir's journal. A damaged journal is moved
+// aside (never rewritten) and a fresh one started, with a loud error: nothing
+// is resumed from state that cannot be verified.
+func openJournal(stateDir string, log *slog.Logger) (*journal.DB, error) {
+	path := supervisor.StatePath(stateDir)
+	db, err := journal.Open(path, journal.Options{})
+	if err == nil {
+		var clean bool
+		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
+		if clean {
+			return db, nil
+		}
+		// The last supervisor died: check every page before trusting it.
+		if err = db.Verify(); err == nil {
+			return db, nil
+		}
+		db.Close()
+	}
+	if !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotJournal) {
+		return nil, err
+	}
+	moved, qerr := journal.Quarantine(path, time.Now())
+	if qerr != nil {
+		return nil, fmt.Errorf("%v; moving it aside failed: %w", err, qerr)
+	}
+	log.Error("journal is damaged: moved it aside and started a fresh one; no session will be resumed automatically from it",
+		"err", err, "moved_to", moved)
+	return journal.Open(path, journal.Options{})
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st stateFlags
+	st.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON (fields as in DESIGN.md)")
+	all := fs.Bool("all", false, "list every session, not only open ones and those active now")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all] [--state-dir DIR | --name NAME]")
+		fs.PrintDefaults()
+	}
+	set, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	dir, name, err := st.resolve(set, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise status: %v\n", err)
+		return exitUsage
+	}
+	status, err := loadStatus(ctx, dir, name, *all)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise status: %v\n", err)
+		return exitInternal
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(status); err != nil {
+			return exitInternal
+		}
+		return exitOK
+	}
+	if err := supervisor.WriteText(stdout, status, time.Now()); err != nil {
+		return exitInternal
+	}
+	return exitOK
+}
+
+// loadStatus asks the running supervise, or reads the journal when none
+// runs.
+func loadStatus(ctx context.Context, dir, name string, all bool) (supervisor.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := supervisor.FetchStatus(ctx, dir, all)
+	if err == nil || !errors.Is(err, supervisor.ErrNoSupervisor) {
+		return st, err
+	}
+	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, journal.ErrLocked) {
+			return st, fmt.Errorf("%w, but its control socket %s does not answer", err, supervisor.ControlPath(dir))
+		}
+		return st, err
+	}
+	defer db.Close()
+	return supervisor.ReadStatus(db, name, dir, all)
+}

@@ -1,0 +1,344 @@
+// Package integration builds the real supervise binary and a scriptable test
+// agent once per test run, and drives them from outside: real processes,
+// real signals, real journals.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	superviseBin string
+	agentBin     string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "supervise-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	superviseBin = filepath.Join(dir, "supervise")
+	agentBin = filepath.Join(dir, "testagent")
+	for bin, pkg := range map[string]string{superviseBin: "../cmd/supervise", agentBin: "./testagent"} {
+		args := []string{"build", "-o", bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one test's private world: a state dir, an agent log, an id that
+// every process of the test carries.
+type env struct {
+	t        *testing.T
+	dir      string
+	stateDir string
+	logPath  string
+	id       string
+	vars     []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, dir: dir, stateDir: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "agent.log"),
+		id: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	e.vars = []string{"TESTAGENT_LOG=" + e.logPath, "TESTAGENT_ID=" + e.id, "SUPERVISE_STATE_DIR=" + e.stateDir}
+	t.Cleanup(e.killLeftovers)
+	return e
+}
+
+// set adds environment variables for the supervise processes (and so the
+// agents) started after it.
+func (e *env) set(kv ...string) { e.vars = append(e.vars, kv...) }
+
+// proc is a running supervise.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	errb bytes.Buffer
+	done chan struct{}
+	code int
+}
+
+func (e *env) start(args ...string) *proc {
+	e.t.Helper()
+	cmd := exec.Command(superviseBin, args...)
+	cmd.Env = append(os.Environ(), e.vars...)
+	p := &proc{t: e.t, cmd: cmd, done: make(chan struct{})}
+	stderr, _ := cmd.StderrPipe()
+	cmd.Stdout = nil
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.errb.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+		err := cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			p.code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+		}
+		close(p.done)
+	}()
+	e.t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+		if e.t.Failed() {
+			e.t.Logf("supervise %v stderr:\n%s", args, p.stderr())
+		}
+	})
+	return p
+}
+
+// run starts supervise -- testagent with the given supervise flags.
+func (e *env) run(flags ...string) *proc {
+	return e.start(append(append([]string{"run"}, flags...), "--", agentBin)...)
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.errb.String()
+}
+
+// wait waits for supervise to exit and returns its exit code.
+func (p *proc) wait(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(timeout):
+		p.t.Fatalf("supervise did not exit within %v; stderr:\n%s", timeout, p.stderr())
+	}
+	return -1
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// event is one line of the agent log.
+type event struct {
+	run  int
+	pid  int
+	kind string
+	arg  string
+}
+
+func (e *env) events() []event {
+	b, _ := os.ReadFile(e.logPath)
+	var out []event
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, " ", 4)
+		if len(f) < 3 {
+			continue
+		}
+		ev := event{kind: f[2]}
+		ev.run, _ = strconv.Atoi(strings.TrimPrefix(f[0], "run="))
+		ev.pid, _ = strconv.Atoi(strings.TrimPrefix(f[1], "pid="))
+		if len(f) == 4 {
+			ev.arg = f[3]
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func (e *env) count(kind string) int {
+	n := 0
+	for _, ev := range e.events() {
+		if ev.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls until cond holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitEvent waits until the log has an event of kind from run (0: any run)
+// and returns the latest such event.
+func (e *env) waitEvent(run int, kind string) event {
+	e.t.Helper()
+	var found event
+	waitFor(e.t, 20*time.Second, fmt.Sprintf("agent event %q in run %d", kind, run), func() bool {
+		for _, ev := range e.events() {
+			if ev.kind == kind && (run == 0 || ev.run == run) {
+				found = ev
+			}
+		}
+		return found.kind != ""
+	})
+	return found
+}
+
+// noOverlap fails the test if any agent saw another agent alive at start.
+func (e *env) noOverlap() {
+	e.t.Helper()
+	for _, ev := range e.events() {
+		if ev.kind == "overlap" {
+			e.t.Errorf("run %d started while other agent processes were alive: %s", ev.run, ev.arg)
+		}
+	}
+}
+
+// status is `supervise status --json` decoded loosely.
+type status struct {
+	Supervisor struct {
+		Running       bool `json:"running"`
+		PID           int  `json:"pid"`
+		CleanShutdown bool `json:"clean_shutdown"`
+	} `json:"supervisor"`
+	Child struct {
+		PID      int        `json:"pid"`
+		State    string     `json:"state"`
+		Run      int        `json:"run"`
+		Restarts int        `json:"restarts"`
+		LastExit *runStatus `json:"last_exit"`
+	} `json:"child"`
+	Sessions []struct {
+		ID            string  `json:"id"`
+		State         string  `json:"state"`
+		CrashCount    int     `json:"crash_count"`
+		Reason        string  `json:"reason"`
+		Turn          string  `json:"turn"`
+		LastHeartbeat *string `json:"last_heartbeat"`
+		Phase         string  `json:"phase"`
+		Tool          string  `json:"tool"`
+		ResumeCommand string  `json:"resume_command"`
+	} `json:"sessions"`
+	Runs []runStatus `json:"runs"`
+}
+
+type runStatus struct {
+	Run      int     `json:"run"`
+	PID      int     `json:"pid"`
+	Ended    *string `json:"ended"`
+	ExitCode int     `json:"exit_code"`
+	Signal   int     `json:"signal"`
+	Reason   string  `json:"reason"`
+	Dirty    bool    `json:"dirty"`
+}
+
+func (e *env) status() status {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, superviseBin, "status", "--json", "--state-dir", e.stateDir)
+	cmd.Env = append(os.Environ(), e.vars...)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		e.t.Fatalf("supervise status: %v\n%s", err, stderr)
+	}
+	var st status
+	if err := json.Unmarshal(out, &st); err != nil {
+		e.t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	return st
+}
+
+// run returns run n from status, failing if absent.
+func (st status) run(t *testing.T, n int) runStatus {
+	t.Helper()
+	for _, r := range st.Runs {
+		if r.Run == n {
+			return r
+		}
+	}
+	t.Fatalf("run %d not in status: %+v", n, st.Runs)
+	return runStatus{}
+}
+
+// alive reports whether pid runs (a zombie counts as dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// tagged lists live processes carrying this test's id, other than this
+// test process itself.
+func (e *env) tagged() []int {
+	needle := []byte("TESTAGENT_ID=" + e.id + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() || !alive(pid) {
+			continue
+		}
+		if env, err := os.ReadFile("/proc/" + ent.Name() + "/environ"); err == nil && bytes.Contains(env, needle) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// killLeftovers kills whatever this test left running.
+func (e *env) killLeftovers() {
+	for _, pid := range e.tagged() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,167 @@
+// Command testagent is a scriptable agent for supervise's integration and
+// chaos tests. It runs the steps of a script, one after another, and appends
+// one line per event to $TESTAGENT_LOG:
+//
+//	run=<SUPERVISE_RUN> pid=<pid> <event> [details]
+//
+// The script comes from $TESTAGENT_SCRIPT_<run> if set (so each run can
+// behave differently), else $TESTAGENT_SCRIPT, else "hang". Steps are
+// separated by ';':
+//
+//	log TEXT          write "log TEXT"
+//	sleep DURATION    sleep
+//	exit N            exit with status N
+//	hang              block forever (until a signal)
+//	ignore-term       ignore SIGTERM from now on
+//	term-exit N       exit N on SIGTERM
+//	grandchild        start `sleep 1000` in a new session (escapes the group)
+//	groupchild        start `sleep 1000` in our process group
+//
+// At start it logs "start" and checks that no other process carrying the
+// same $TESTAGENT_ID (other than its own ancestors) is alive: if one is, it
+// logs "overlap <pids>", which tests treat as a violation of "no two
+// children ever run at once".
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var logFile *os.File
+
+func logf(format string, args ...any) {
+	line := fmt.Sprintf("run=%s pid=%d %s\n", os.Getenv("SUPERVISE_RUN"), os.Getpid(), fmt.Sprintf(format, args...))
+	if logFile != nil {
+		logFile.WriteString(line) // O_APPEND: one write per line keeps lines whole
+	}
+}
+
+func main() {
+	if p := os.Getenv("TESTAGENT_LOG"); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err == nil {
+			logFile = f
+		}
+	}
+	logf("start")
+	if others := overlapping(); len(others) > 0 {
+		logf("overlap %v", others)
+	}
+	script := os.Getenv("TESTAGENT_SCRIPT_" + os.Getenv("SUPERVISE_RUN"))
+	if script == "" {
+		script = os.Getenv("TESTAGENT_SCRIPT")
+	}
+	if script == "" {
+		script = "hang"
+	}
+	for _, step := range strings.Split(script, ";") {
+		step = strings.TrimSpace(step)
+		if step != "" {
+			run(step)
+		}
+	}
+	logf("done")
+}
+
+func run(step string) {
+	verb, arg, _ := strings.Cut(step, " ")
+	switch verb {
+	case "log":
+		logf("log %s", arg)
+	case "sleep":
+		d, _ := time.ParseDuration(arg)
+		time.Sleep(d)
+	case "exit":
+		n, _ := strconv.Atoi(arg)
+		logf("exit %d", n)
+		os.Exit(n)
+	case "hang":
+		logf("hang")
+		for {
+			time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock
+		}
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		logf("ignoring-term")
+	case "term-exit":
+		n, _ := strconv.Atoi(arg)
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		go func() {
+			<-c
+			logf("got-term")
+			os.Exit(n)
+		}()
+	case "grandchild", "groupchild":
+		cmd := exec.Command("sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: verb == "grandchild"}
+		if err := cmd.Start(); err != nil {
+			logf("error %v", err)
+			return
+		}
+		logf("%s %d", verb, cmd.Process.Pid)
+	default:
+		logf("error unknown step %q", step)
+	}
+}
+
+// overlapping lists live processes with our TESTAGENT_ID that are not our
+// ancestors (supervise and the test itself carry it too).
+func overlapping() []int {
+	id := os.Getenv("TESTAGENT_ID")
+	if id == "" {
+		return nil
+	}
+	ancestors := map[int]bool{}
+	for pid := os.Getpid(); pid > 1 && !ancestors[pid]; pid = ppid(pid) {
+		ancestors[pid] = true
+	}
+	needle := []byte("TESTAGENT_ID=" + id)
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || ancestors[pid] {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(env, needle) {
+			continue
+		}
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+				continue // a zombie is dead
+			}
+		}
+		// Only exact matches of the whole entry count.
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, needle) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func ppid(pid int) int {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(st, ')')
+	f := bytes.Fields(st[i+2:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(f[1]))
+	return n
+}

@@ -1,0 +1,162 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+var osGetpid = os.Getpid
+
+// request is a control request served on the loop goroutine.
+type request struct {
+	kind    string // "status"
+	all     bool
+	session string
+	reply   chan response
+}
+
+type response struct {
+	status Status
+	err    error
+}
+
+// serve answers one control request; it runs on the loop goroutine.
+func (s *Supervisor) serve(req request) {
+	var resp response
+	switch req.kind {
+	case "status":
+		resp.status, resp.err = s.status(req.all)
+	default:
+		resp.err = fmt.Errorf("unknown request %q", req.kind)
+	}
+	req.reply <- resp
+}
+
+// ask sends a request to the loop and waits for its answer.
+func (s *Supervisor) ask(ctx context.Context, req request) (response, error) {
+	req.reply = make(chan response, 1)
+	select {
+	case s.reqc <- req:
+	case <-s.done:
+		return response{}, ErrNotRunning
+	case <-ctx.Done():
+		return response{}, ctx.Err()
+	}
+	select {
+	case r := <-req.reply:
+		return r, r.err
+	case <-ctx.Done():
+		return response{}, ctx.Err()
+	}
+}
+
+// Control serves the control socket: a small HTTP API on a unix socket in
+// the state dir (mode 0600, inside the 0700 state dir), so status works while
+// the supervisor holds the journal lock.
+//
+//	GET /status[?all=1]   the Status JSON
+type Control struct {
+	ln   net.Listener
+	srv  *http.Server
+	path string
+}
+
+// ListenControl binds the control socket at path, replacing a stale socket
+// file. The caller must hold the journal lock first: that lock, not the
+// socket, decides which supervise owns the state dir.
+func ListenControl(path string, s *Supervisor) (*Control, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	os.Chmod(path, 0o600)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		resp, err := s.ask(ctx, request{kind: "status", all: r.URL.Query().Get("all") == "1"})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(resp.status)
+	})
+	c := &Control{ln: ln, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	return c, nil
+}
+
+// Serve answers requests until Close.
+func (c *Control) Serve() error {
+	if err := c.srv.Serve(c.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close stops serving and removes the socket file; it is safe to call after
+// Serve returned and more than once.
+func (c *Control) Close() error {
+	err := c.srv.Close()
+	os.Remove(c.path)
+	return err
+}
+
+// ErrNoSupervisor means no supervise answers on the control socket.
+var ErrNoSupervisor = errors.New("no supervise is running for this state dir")
+
+// FetchStatus asks the supervise running for stateDir for its status.
+func FetchStatus(ctx context.Context, stateDir string, all bool) (Status, error) {
+	var st Status
+	url := "http://supervise/status"
+	if all {
+		url += "?all=1"
+	}
+	body, err := controlDo(ctx, stateDir, http.MethodGet, url)
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(body, &st)
+}
+
+func controlDo(ctx context.Context, stateDir, method, url string) ([]byte, error) {
+	path := ControlPath(stateDir)
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) && ne.Op == "dial" {
+			return nil, fmt.Errorf("%w (%v)", ErrNoSupervisor, err)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("supervise answered %s: %s", resp.Status, body)
+	}
+	return body, nil
+}

@@ -1,0 +1,289 @@
+package supervisor
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// Status is what `supervise status --json` prints. Field names are a public
+// contract (DESIGN.md, Status); add fields, never rename them.
+type Status struct {
+	Name       string               `json:"name"`
+	StateDir   string               `json:"state_dir"`
+	Supervisor SupervisorStatus     `json:"supervisor"`
+	Child      ChildStatus          `json:"child"`
+	Guard      crashloop.GuardState `json:"crash_loop_guard"`
+	Sessions   []SessionStatus      `json:"sessions"`
+	Runs       []RunStatus          `json:"runs"`
+}
+
+// SupervisorStatus describes the supervise process itself.
+type SupervisorStatus struct {
+	// Running is true when the status came live from a running supervise.
+	Running bool      `json:"running"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// CleanShutdown is false while a supervise runs, and after one died
+	// without shutting down.
+	CleanShutdown bool `json:"clean_shutdown"`
+}
+
+// ChildStatus describes the agent process.
+type ChildStatus struct {
+	PID int `json:"pid"`
+	// State is starting, running, stopping, backoff (waiting to relaunch),
+	// exited, or not-running (no supervise runs).
+	State    string     `json:"state"`
+	Run      uint64     `json:"run"`
+	Started  *time.Time `json:"started"`
+	Restarts uint64     `json:"restarts"`
+	LastExit *RunStatus `json:"last_exit"`
+}
+
+// SessionStatus is one session.
+type SessionStatus struct {
+	ID            string     `json:"id"`
+	State         string     `json:"state"`
+	CrashCount    int        `json:"crash_count"`
+	Reason        string     `json:"reason"`
+	Turn          string     `json:"turn"`
+	LastHeartbeat *time.Time `json:"last_heartbeat"`
+	Phase         string     `json:"phase,omitempty"`
+	Tool          string     `json:"tool,omitempty"`
+	// ResumeCommand is the command that resumes a parked or stopped session.
+	ResumeCommand string `json:"resume_command,omitempty"`
+}
+
+// RunStatus is one child run.
+type RunStatus struct {
+	Run           uint64     `json:"run"`
+	PID           int        `json:"pid"`
+	Started       time.Time  `json:"started"`
+	Ended         *time.Time `json:"ended"`
+	ExitCode      int        `json:"exit_code"`
+	Signal        int        `json:"signal"`
+	Reason        string     `json:"reason"`
+	Dirty         bool       `json:"dirty"`
+	LastHeartbeat *time.Time `json:"last_heartbeat"`
+}
+
+// statusRuns is how many recent runs status shows.
+const statusRuns = 10
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func runStatus(r journal.Run) RunStatus {
+	return RunStatus{Run: r.Run, PID: r.PID, Started: r.Started, Ended: timePtr(r.Ended),
+		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, Dirty: r.Dirty,
+		LastHeartbeat: timePtr(r.LastHeartbeat)}
+}
+
+func sessionStatus(s journal.Session, name, stateDir string) SessionStatus {
+	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
+		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool}
+	if s.State == journal.Parked || s.State == journal.Stopped {
+		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
+	}
+	return st
+}
+
+// ResumeCommand is the exact command that resumes session id.
+func ResumeCommand(stateDir, id string) string {
+	return "supervise resume --state-dir " + shellQuote(stateDir) + " " + shellQuote(id)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func sortSessions(ss []SessionStatus) {
+	sort.Slice(ss, func(i, j int) bool { return ss[i].ID < ss[j].ID })
+}
+
+// ReadStatus builds the status of a supervise that is not running, from its
+// journal (opened read-only). all lists every session, not only open ones.
+func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error) {
+	st := Status{Name: name, StateDir: stateDir, Sessions: []SessionStatus{}, Runs: []RunStatus{}}
+	err := db.View(func(tx *journal.Tx) error {
+		st.Supervisor.CleanShutdown = tx.Clean()
+		if o, ok, err := tx.Owner(); err != nil {
+			return err
+		} else if ok {
+			st.Supervisor.PID, st.Supervisor.Started = o.PID, o.Started
+		}
+		st.Child.State = "not-running"
+		st.Child.Restarts = tx.Restarts()
+		if c, ok, err := tx.Child(); err != nil {
+			return err
+		} else if ok {
+			// Only after a supervise died: the child may or may not be alive.
+			st.Child.PID, st.Child.Run, st.Child.Started = c.PID, c.Run, timePtr(c.Started)
+			st.Child.State = "unknown"
+		}
+		if _, err := tx.State("guard", &st.Guard); err != nil {
+			return err
+		}
+		runs, err := tx.LastRuns(statusRuns)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			st.Runs = append(st.Runs, runStatus(r))
+		}
+		if len(runs) > 0 && !runs[0].Ended.IsZero() {
+			last := runStatus(runs[0])
+			st.Child.LastExit = &last
+		}
+		add := func(s journal.Session) error {
+			st.Sessions = append(st.Sessions, sessionStatus(s, name, stateDir))
+			return nil
+		}
+		if all {
+			return tx.ForEachSession(add)
+		}
+		open, err := tx.OpenSessions()
+		for _, s := range open {
+			add(s)
+		}
+		return err
+	})
+	sortSessions(st.Sessions)
+	return st, err
+}
+
+// status builds the live status; it runs on the loop goroutine.
+func (s *Supervisor) status(all bool) (Status, error) {
+	st, err := ReadStatus(s.db, s.cfg.Name, s.cfg.StateDir, all)
+	if err != nil {
+		return st, err
+	}
+	st.Supervisor = SupervisorStatus{Running: true, PID: osGetpid(), Started: s.started}
+	st.Child.State = s.state
+	st.Child.Restarts = s.restarts
+	st.Child.PID, st.Child.Run, st.Child.Started = 0, 0, nil
+	if s.proc != nil {
+		st.Child.PID = s.proc.PID()
+		st.Child.Run = s.run.Run
+		st.Child.Started = timePtr(s.proc.Started())
+	}
+	if s.lastExit != nil {
+		last := runStatus(*s.lastExit)
+		st.Child.LastExit = &last
+	} else {
+		st.Child.LastExit = nil
+	}
+	st.Guard = s.guard
+	if !all {
+		// The loop's view: open sessions plus those active in this run.
+		st.Sessions = st.Sessions[:0]
+		for _, sess := range s.sessions {
+			st.Sessions = append(st.Sessions, sessionStatus(*sess, s.cfg.Name, s.cfg.StateDir))
+		}
+		sortSessions(st.Sessions)
+	}
+	return st, nil
+}
+
+// WriteText prints st for a person.
+func WriteText(w io.Writer, st Status, now time.Time) error {
+	ago := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return now.Sub(*t).Round(time.Second).String() + " ago"
+	}
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "supervise %q (state dir %s)\n", st.Name, st.StateDir)
+	switch {
+	case st.Supervisor.Running:
+		fmt.Fprintf(b, "supervisor: running, pid %d, up %s\n", st.Supervisor.PID, now.Sub(st.Supervisor.Started).Round(time.Second))
+	case st.Supervisor.CleanShutdown:
+		fmt.Fprintf(b, "supervisor: not running (last one shut down cleanly)\n")
+	default:
+		fmt.Fprintf(b, "supervisor: not running; the last one (pid %d) died without shutting down\n", st.Supervisor.PID)
+	}
+	c := st.Child
+	switch {
+	case c.PID > 0:
+		fmt.Fprintf(b, "child: %s, pid %d, run %d, started %s, restarts %d\n", c.State, c.PID, c.Run, ago(c.Started), c.Restarts)
+	default:
+		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
+	}
+	if l := c.LastExit; l != nil {
+		fmt.Fprintf(b, "last exit: run %d %s (reason %s, %s) %s\n", l.Run, describeExit(*l), l.Reason, dirtyWord(l.Dirty), ago(l.Ended))
+	}
+	if st.Guard.Open {
+		fmt.Fprintf(b, "crash-loop guard: OPEN after %d chained dirty deaths: automatic resumes are held\n", st.Guard.Chain)
+	}
+	tw := tabwriter.NewWriter(b, 0, 2, 2, ' ', 0)
+	if len(st.Sessions) > 0 {
+		fmt.Fprintln(b, "\nsessions:")
+		fmt.Fprintln(tw, "  ID\tSTATE\tCRASHES\tTURN\tHEARTBEAT\tPHASE/TOOL\tREASON")
+		for _, s := range st.Sessions {
+			pt := s.Phase
+			if s.Tool != "" {
+				pt += "/" + s.Tool
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.CrashCount, dash(s.Turn), ago(s.LastHeartbeat), dash(pt), dash(s.Reason))
+		}
+		tw.Flush()
+		for _, s := range st.Sessions {
+			if s.ResumeCommand != "" {
+				fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", s.ID, s.State, s.ResumeCommand)
+			}
+		}
+	}
+	if len(st.Runs) > 0 {
+		fmt.Fprintln(b, "\nrecent runs:")
+		fmt.Fprintln(tw, "  RUN\tPID\tSTARTED\tENDED\tEXIT\tSIGNAL\tREASON\tDIRTY")
+		for _, r := range st.Runs {
+			ended := "running"
+			if r.Ended != nil {
+				ended = ago(r.Ended)
+			}
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%s\t%v\n", r.Run, r.PID, ago(&r.Started), ended, r.ExitCode, r.Signal, r.Reason, r.Dirty)
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func describeExit(r RunStatus) string {
+	switch {
+	case r.Signal != 0:
+		return fmt.Sprintf("killed by signal %d", r.Signal)
+	case r.ExitCode < 0:
+		return "ended (status unknown)"
+	}
+	return fmt.Sprintf("exited %d", r.ExitCode)
+}
+
+func dirtyWord(d bool) string {
+	if d {
+		return "dirty"
+	}
+	return "clean"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
