@@ -21,13 +21,21 @@ func envName(flagName string) string {
 	return "SUPERVISE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parseFlags applies SUPERVISE_<FLAG> environment values, then the command
-// line, so that the command line wins. It returns the names of the flags set
-// on the command line (not from the environment).
+// parseFlags parses the command line, then fills every flag it did not set
+// from SUPERVISE_<FLAG> in the environment, so the command line wins. It
+// returns the names of the flags set on the command line.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (map[string]bool, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, flag.ErrHelp
+		}
+		return nil, errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && envErr == nil {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && !set[f.Name] && envErr == nil {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), err)
 			}
@@ -37,15 +45,16 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (map[string]b
 		fmt.Fprintf(stderr, "supervise: %v\n", envErr)
 		return nil, errUsage
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, flag.ErrHelp
-		}
-		return nil, errUsage
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set, nil
+}
+
+// source names where a flag's value came from, for error messages: the
+// command line, else its environment variable.
+func source(name string, set map[string]bool) string {
+	if _, ok := os.LookupEnv(envName(name)); ok && !set[name] {
+		return envName(name)
+	}
+	return "--" + name
 }
 
 // stateFlags are the flags every subcommand that touches state accepts.

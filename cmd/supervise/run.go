@@ -99,19 +99,19 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	var cfg supervisor.Config
 	restart, err := crashloop.ParseRestart(f.restart)
 	if err != nil {
-		return cfg, nil, fmt.Errorf("--restart: %w", err)
+		return cfg, nil, fmt.Errorf("%s: %w", source("restart", set), err)
 	}
 	sig := unix.SignalNum(f.stopSignal)
 	if sig == 0 {
 		sig = unix.SignalNum("SIG" + f.stopSignal)
 	}
 	if sig == 0 {
-		return cfg, nil, fmt.Errorf("--stop-signal: unknown signal %q", f.stopSignal)
+		return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("stop-signal", set), f.stopSignal)
 	}
 	for name, d := range map[string]time.Duration{"stop-timeout": f.stopTimeout, "healthy-after": f.healthy,
 		"backoff-initial": f.backoffInit, "backoff-max": f.backoffMax, "guard-gap": f.guardGap} {
 		if d < 0 {
-			return cfg, nil, fmt.Errorf("--%s must not be negative", name)
+			return cfg, nil, fmt.Errorf("%s must not be negative", source(name, set))
 		}
 	}
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 {
@@ -228,6 +228,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, std
 				}
 			}
 		}, func(error) {
+			signal.Stop(sigc)
 			close(cancel)
 		})
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// call runs the command in-process and returns its exit code and output.
+func call(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	code := run(context.Background(), args, devnull, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpDocumentsExitCodes(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"run", "-h"}} {
+		code, out, _ := call(t, args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d", args, code)
+		}
+		for _, want := range []string{"Exit codes:", "126,127", "--stop-timeout", "SUPERVISE_STOP_TIMEOUT", "supervise status"} {
+			if args[0] != "help" && !strings.Contains(out, want) {
+				t.Errorf("%v: help lacks %q", args, want)
+			}
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate"`},
+		{[]string{"run"}, nil, "no agent to run"},
+		{[]string{"--restart", "sometimes", "--", "true"}, nil, "restart mode must be"},
+		{[]string{"--", "true"}, map[string]string{"SUPERVISE_RESTART": "sometimes"}, "SUPERVISE_RESTART"},
+		{[]string{"--", "true"}, map[string]string{"SUPERVISE_STOP_TIMEOUT": "soon"}, "SUPERVISE_STOP_TIMEOUT"},
+		{[]string{"--stop-signal", "SIGNOPE", "--", "true"}, nil, "unknown signal"},
+		{[]string{"--name", "a/b", "--", "true"}, nil, "no slashes"},
+		{[]string{"--log-format", "xml", "--", "true"}, nil, "--log-format"},
+		{[]string{"--foreground", "maybe", "--", "true"}, nil, "--foreground"},
+		{[]string{"status", "extra"}, nil, "unexpected argument"},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		code, _, errs := call(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v %v: exit %d, stderr %q; want 2 and %q", tc.args, tc.env, code, errs, tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// Every flag reads SUPERVISE_<FLAG>, and the command line wins.
+func TestEnvironmentSetsFlags(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SUPERVISE_STATE_DIR", filepath.Join(dir, "from-env"))
+	t.Setenv("SUPERVISE_RESTART", "never")
+	t.Setenv("SUPERVISE_LOG_LEVEL", "error")
+	code, _, errs := call(t, "--", "sh", "-c", "exit 7")
+	if code != 7 {
+		t.Fatalf("SUPERVISE_RESTART=never: exit %d, want the child's 7 (stderr %q)", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "from-env", "journal.db")); err != nil {
+		t.Errorf("SUPERVISE_STATE_DIR not used: %v", err)
+	}
+	// The command line beats the environment.
+	other := filepath.Join(dir, "from-flag")
+	code, _, _ = call(t, "--state-dir", other, "--restart", "on-failure", "--", "sh", "-c", "exit 0")
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(other, "journal.db")); err != nil {
+		t.Errorf("--state-dir on the command line not used: %v", err)
+	}
+}
