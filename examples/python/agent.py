@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""A minimal agent-side client for supervise's notify socket.
+
+Standard library only. The protocol is sd_notify: one AF_UNIX datagram of
+newline-separated KEY=VALUE lines to the socket named by NOTIFY_SOCKET.
+
+Rules this client follows (see notify/doc.go in the repository):
+  * a new socket per message, so it keeps working after the supervisor
+    restarts (a connected socket would get ECONNREFUSED forever);
+  * a send timeout, so a slow or stopped supervisor never blocks the agent;
+  * ids are 1..256 bytes without control characters, and a prompt is
+    flattened to one line and cut to 1024 bytes, so no value can add a line;
+  * barrier() sends BARRIER=1 with the write end of a fresh pipe, closes its
+    own copy and waits until the supervisor closes the other one, which it
+    does once every earlier message is journaled.
+
+Usage:
+  agent.py notify STATE                      e.g. agent.py notify READY=1
+  agent.py turn-begin SESSION TURN [PROMPT]
+  agent.py turn-end SESSION TURN completed|failed|cancelled
+  agent.py phase SESSION model|tool|idle [TOOL]
+  agent.py waiting SESSION [TURN]
+  agent.py resumed SESSION [TURN]
+  agent.py closed SESSION
+  agent.py heartbeat SESSION
+  agent.py barrier [TIMEOUT_SECONDS]
+  agent.py script [SESSION]                  a short scripted turn (demo)
+"""
+
+import os
+import select
+import socket
+import sys
+import time
+import unicodedata
+
+SEND_TIMEOUT = 1.0  # seconds; a send never blocks longer
+BARRIER_TIMEOUT = 5.0  # seconds
+MAX_ID = 256  # bytes
+MAX_PROMPT = 1024  # bytes
+
+
+class NotifyError(Exception):
+    """The message could not be sent or acknowledged."""
+
+
+def _address():
+    addr = os.environ.get("NOTIFY_SOCKET", "")
+    if not addr:
+        raise NotifyError("NOTIFY_SOCKET is not set")
+    if addr[0] == "@":
+        return "\0" + addr[1:]  # abstract socket
+    if addr[0] != "/":
+        raise NotifyError("unsupported NOTIFY_SOCKET %r" % addr)
+    return addr
+
+
+def _send(state, fds=(), timeout=SEND_TIMEOUT):
+    """Send one datagram on a new socket, with fds attached (SCM_RIGHTS)."""
+    data = state.encode("utf-8")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(_address())
+            if fds:
+                socket.send_fds(sock, [data], list(fds))
+            else:
+                sock.send(data)
+        except OSError as e:  # includes TimeoutError when the queue is full
+            raise NotifyError("send: %s" % e) from e
+
+
+def _control(c):
+    return unicodedata.category(c) == "Cc"
+
+
+def _check_id(name, value):
+    if not value or len(value.encode("utf-8")) > MAX_ID or any(map(_control, value)):
+        raise ValueError("bad %s %r: want 1..%d bytes without control characters" % (name, value, MAX_ID))
+    return value
+
+
+def _flatten(text, limit):
+    """One line without control characters, at most limit UTF-8 bytes."""
+    text = "".join(" " if _control(c) else c for c in text)
+    data = text.encode("utf-8", "replace")[:limit]
+    return data.decode("utf-8", "ignore")  # drops a rune cut in half
+
+
+def _marker(session, event, **fields):
+    lines = ["X_SUPERVISE_SESSION=" + _check_id("session", session)]
+    if event:
+        lines.append("X_SUPERVISE_EVENT=" + event)
+    for key, value in fields.items():
+        if value:
+            lines.append("X_SUPERVISE_%s=%s" % (key.upper(), value))
+    return "\n".join(lines)
+
+
+def notify(state, timeout=SEND_TIMEOUT):
+    """Send raw sd_notify assignments, e.g. notify("READY=1")."""
+    _send(state, timeout=timeout)
+
+
+def barrier(timeout=BARRIER_TIMEOUT):
+    """Wait until the supervisor has handled (journaled) every earlier message."""
+    deadline = time.monotonic() + timeout
+    r, w = os.pipe()
+    try:
+        try:
+            _send("BARRIER=1", fds=[w], timeout=min(SEND_TIMEOUT, timeout))
+        finally:
+            os.close(w)  # the supervisor's copy must be the last one
+        poller = select.poll()
+        poller.register(r, select.POLLIN)  # POLLHUP is always reported
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotifyError("barrier timed out after %.1fs" % timeout)
+            if poller.poll(left * 1000) and os.read(r, 64) == b"":
+                return  # EOF: the supervisor closed its copy
+    finally:
+        os.close(r)
+
+
+def turn_begin(session, turn=None, prompt=None):
+    notify(_marker(session, "turn-begin",
+                   turn=turn and _check_id("turn", turn),
+                   prompt=prompt and _flatten(prompt, MAX_PROMPT)))
+
+
+def turn_end(session, turn, outcome):
+    if outcome not in ("completed", "failed", "cancelled"):
+        raise ValueError("bad outcome %r" % outcome)
+    notify(_marker(session, "turn-end", turn=turn and _check_id("turn", turn), outcome=outcome))
+
+
+def phase(session, name, tool=None):
+    if name not in ("model", "tool", "idle"):
+        raise ValueError("bad phase %r" % name)
+    notify(_marker(session, "phase", phase=name, tool=tool and _check_id("tool", tool)))
+
+
+def waiting(session, turn=None):
+    notify(_marker(session, "waiting", turn=turn and _check_id("turn", turn)))
+
+
+def resumed(session, turn=None):
+    notify(_marker(session, "resumed", turn=turn and _check_id("turn", turn)))
+
+
+def closed(session):
+    notify(_marker(session, "closed"))
+
+
+def heartbeat(session):
+    """WATCHDOG=1 for the process, plus a liveness mark for session."""
+    notify("WATCHDOG=1\n" + _marker(session, None))
+
+
+def script(session="demo"):
+    """A short turn: every marker before a side effect is acknowledged."""
+    turn = "t1"
+    turn_begin(session, turn, "list the files\nand summarize them")
+    barrier()
+    print("barrier ok: turn-begin", flush=True)
+    phase(session, "tool", "bash")
+    barrier()  # journaled before the side effect, so a resume knows about it
+    print("barrier ok: phase", flush=True)
+    print("running: ls (pretend)", flush=True)
+    turn_end(session, turn, "completed")
+    barrier()  # do not exit before the end of the turn is journaled
+    print("barrier ok: turn-end", flush=True)
+
+
+def main(argv):
+    commands = {
+        "notify": (notify, 1, 1),
+        "turn-begin": (turn_begin, 2, 3),
+        "turn-end": (turn_end, 3, 3),
+        "phase": (phase, 2, 3),
+        "waiting": (waiting, 1, 2),
+        "resumed": (resumed, 1, 2),
+        "closed": (closed, 1, 1),
+        "heartbeat": (heartbeat, 1, 1),
+        "barrier": (lambda t=BARRIER_TIMEOUT: barrier(float(t)), 0, 1),
+        "script": (script, 0, 1),
+    }
+    if not argv or argv[0] not in commands:
+        sys.stderr.write(__doc__)
+        return 2
+    fn, lo, hi = commands[argv[0]]
+    args = argv[1:]
+    if not lo <= len(args) <= hi:
+        sys.stderr.write(__doc__)
+        return 2
+    try:
+        fn(*args)
+    except (NotifyError, ValueError) as e:
+        sys.stderr.write("agent.py: %s\n" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

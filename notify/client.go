@@ -1,0 +1,310 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+)
+
+// Defaults for Client.
+const (
+	// DefaultTimeout bounds one send when Client.Timeout is zero.
+	DefaultTimeout = time.Second
+	// DefaultBarrierTimeout bounds Barrier when it is given no timeout.
+	DefaultBarrierTimeout = 5 * time.Second
+)
+
+// Client errors.
+var (
+	// ErrNoSocket reports that NOTIFY_SOCKET is unset or empty.
+	ErrNoSocket = errors.New("notify: NOTIFY_SOCKET not set")
+	// ErrUnsupportedSocket reports a socket address that is neither a path
+	// ("/...") nor an abstract name ("@..."), such as a vsock address.
+	ErrUnsupportedSocket = errors.New("notify: unsupported NOTIFY_SOCKET address")
+	// ErrBarrierTimeout reports that the supervisor did not acknowledge a
+	// barrier in time.
+	ErrBarrierTimeout = errors.New("notify: barrier timed out")
+)
+
+// Client sends notifications to a supervisor. The zero Client uses
+// NOTIFY_SOCKET and DefaultTimeout. Each message goes out on a new socket,
+// so a Client keeps working across supervisor restarts; it is safe for
+// concurrent use.
+type Client struct {
+	// Socket is the socket address: a path, or "@name" for an abstract
+	// socket. Empty means NOTIFY_SOCKET from the environment.
+	Socket string
+	// Timeout bounds each send, so that a slow or stopped supervisor never
+	// blocks the agent. Zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// FromEnv returns a Client for NOTIFY_SOCKET, or ErrNoSocket if it is unset.
+func FromEnv() (*Client, error) {
+	s := os.Getenv("NOTIFY_SOCKET")
+	if s == "" {
+		return nil, ErrNoSocket
+	}
+	return &Client{Socket: s}, nil
+}
+
+// Notify sends state to NOTIFY_SOCKET with DefaultTimeout, like the zero
+// Client's Notify.
+func Notify(ctx context.Context, state string) error {
+	var c Client
+	return c.Notify(ctx, state)
+}
+
+// Notify sends state, newline-separated KEY=VALUE assignments, as one
+// datagram, unchecked. It returns an error if the datagram could not be
+// queued before the send deadline or ctx is done.
+func (c *Client) Notify(ctx context.Context, state string) error {
+	return c.send(ctx, state, nil)
+}
+
+// Barrier sends BARRIER=1 with the write end of a new pipe and waits until
+// the supervisor closes it, which it does once every earlier message from
+// this process is durable (journaled), like sd_notify_barrier(3). It
+// returns ErrBarrierTimeout after timeout (DefaultBarrierTimeout if zero).
+// As in systemd, a supervisor that drops the barrier (for instance because
+// it does not accept this sender) also closes the fd, so a nil error means
+// "handled", not "accepted".
+func (c *Client) Barrier(ctx context.Context, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = DefaultBarrierTimeout
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	// expired reports the end of ctx: the parent's error if the parent
+	// ended it, else ErrBarrierTimeout.
+	expired := func() error {
+		if err := parent.Err(); err != nil {
+			return fmt.Errorf("notify: barrier: %w", err)
+		}
+		if pd, ok := parent.Deadline(); ok && !pd.After(deadline) {
+			return fmt.Errorf("notify: barrier: %w", context.DeadlineExceeded)
+		}
+		return ErrBarrierTimeout
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("notify: barrier: %w", err)
+	}
+	defer r.Close()
+	err = c.send(ctx, "BARRIER=1", w)
+	w.Close() // the supervisor's copy must be the last one
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return expired()
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("notify: barrier: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var b [64]byte
+	for {
+		_, err := r.Read(b[:])
+		switch {
+		case err == nil: // nothing is meant to be written; keep waiting
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return expired()
+		default:
+			return fmt.Errorf("notify: barrier: %w", err)
+		}
+	}
+}
+
+// TurnBegin reports that session started turn (may be empty), with an
+// excerpt of the request: prompt is flattened to one line and cut to
+// MaxPromptLen bytes.
+func (c *Client) TurnBegin(ctx context.Context, session, turn, prompt string) error {
+	return c.marker(ctx, EventTurnBegin, session,
+		"X_SUPERVISE_TURN", turn, "X_SUPERVISE_PROMPT", flatten(prompt, MaxPromptLen))
+}
+
+// TurnEnd reports that session's turn ended with outcome o.
+func (c *Client) TurnEnd(ctx context.Context, session, turn string, o Outcome) error {
+	return c.marker(ctx, EventTurnEnd, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_OUTCOME", string(o))
+}
+
+// Waiting reports that session is waiting for the user.
+func (c *Client) Waiting(ctx context.Context, session, turn string) error {
+	return c.marker(ctx, EventWaiting, session, "X_SUPERVISE_TURN", turn)
+}
+
+// Phase reports that session entered phase p; tool names the tool for
+// PhaseTool and may be empty.
+func (c *Client) Phase(ctx context.Context, session string, p Phase, tool string) error {
+	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(p), "X_SUPERVISE_TOOL", tool)
+}
+
+// Resumed reports that the agent took over session's interrupted turn
+// from the resume file.
+func (c *Client) Resumed(ctx context.Context, session, turn string) error {
+	return c.marker(ctx, EventResumed, session, "X_SUPERVISE_TURN", turn)
+}
+
+// Closed reports that session is finished and must never be resumed.
+func (c *Client) Closed(ctx context.Context, session string) error {
+	return c.marker(ctx, EventClosed, session)
+}
+
+// Heartbeat sends WATCHDOG=1 for session: a keep-alive for the process
+// and a liveness mark for the session.
+func (c *Client) Heartbeat(ctx context.Context, session string) error {
+	return c.marker(ctx, EventNone, session)
+}
+
+// Ready sends READY=1.
+func (c *Client) Ready(ctx context.Context) error { return c.Notify(ctx, "READY=1") }
+
+// Stopping sends STOPPING=1.
+func (c *Client) Stopping(ctx context.Context) error { return c.Notify(ctx, "STOPPING=1") }
+
+// Watchdog sends WATCHDOG=1.
+func (c *Client) Watchdog(ctx context.Context) error { return c.Notify(ctx, "WATCHDOG=1") }
+
+// Status sends STATUS=line, flattened to one line without control
+// characters.
+func (c *Client) Status(ctx context.Context, line string) error {
+	return c.Notify(ctx, "STATUS="+flatten(line, MaxDatagram-len("STATUS=")))
+}
+
+// marker sends one private-key datagram for session: event e (or, for
+// EventNone, a heartbeat) followed by the non-empty key/value pairs in kv.
+// No value may contain a control character, so none can smuggle in a line
+// of its own; the datagram is then checked with Parse before it is sent.
+func (c *Client) marker(ctx context.Context, e Event, session string, kv ...string) error {
+	label := e
+	if e == EventNone {
+		label = EventHeartbeat
+	}
+	if !validID([]byte(session)) {
+		return fmt.Errorf("notify: %s: bad session id %q: %w", label, session, ErrProtocol)
+	}
+	for i := 1; i < len(kv); i += 2 {
+		if !validText([]byte(kv[i]), false) {
+			return fmt.Errorf("notify: %s: bad %s %q: %w", label, kv[i-1], kv[i], ErrProtocol)
+		}
+	}
+	var b strings.Builder
+	if e == EventNone {
+		b.WriteString("WATCHDOG=1\n")
+	}
+	b.WriteString("X_SUPERVISE_SESSION=")
+	b.WriteString(session)
+	if e != EventNone {
+		b.WriteString("\nX_SUPERVISE_EVENT=")
+		b.WriteString(string(e))
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			b.WriteString("\n" + kv[i] + "=" + kv[i+1])
+		}
+	}
+	state := b.String()
+	if _, err := Parse([]byte(state)); err != nil {
+		return fmt.Errorf("notify: %s: %w", label, err)
+	}
+	return c.Notify(ctx, state)
+}
+
+// send sends state as one datagram, with f's descriptor if f is not nil.
+func (c *Client) send(ctx context.Context, state string, f *os.File) error {
+	addr := c.Socket
+	if addr == "" {
+		addr = os.Getenv("NOTIFY_SOCKET")
+	}
+	switch {
+	case addr == "":
+		return ErrNoSocket
+	case addr[0] != '/' && addr[0] != '@':
+		return fmt.Errorf("%w: %q", ErrUnsupportedSocket, addr)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("notify: send: %w", err)
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	ctxDeadline := false
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline, ctxDeadline = d, true
+	}
+	// A new socket per message: a connected datagram socket stays
+	// connected to the old, dead socket after the supervisor restarts.
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.DialContext(ctx, "unixgram", addr)
+	if err != nil {
+		return fmt.Errorf("notify: send: %w", err)
+	}
+	conn := nc.(*net.UnixConn)
+	defer conn.Close()
+	if err := conn.SetWriteDeadline(deadline); err != nil {
+		return fmt.Errorf("notify: send: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var oob []byte
+	if f != nil {
+		oob = syscall.UnixRights(int(f.Fd()))
+	}
+	if err := sendmsg(conn, []byte(state), oob); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		} else if ctxDeadline && errors.Is(err, os.ErrDeadlineExceeded) {
+			err = context.DeadlineExceeded
+		}
+		return fmt.Errorf("notify: send: %w", err)
+	}
+	return nil
+}
+
+// sendmsg sends one datagram with control data on a connected socket,
+// waiting for room in the receiver's queue until the write deadline.
+// (UnixConn.WriteMsgUnix refuses connected datagram sockets.)
+func sendmsg(conn *net.UnixConn, b, oob []byte) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Write(func(fd uintptr) bool {
+		serr = syscall.Sendmsg(int(fd), b, oob, nil, 0)
+		return serr != syscall.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// flatten makes s one line of valid UTF-8 without control characters
+// (tabs and line breaks become spaces) and cuts it to at most n bytes at a
+// rune boundary.
+func flatten(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return string(cut([]byte(s), n))
+}

@@ -1,0 +1,19 @@
+//go:build !linux
+
+package notify
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Listen is only implemented on Linux: the server relies on SCM_CREDENTIALS.
+// Elsewhere it returns an error wrapping errors.ErrUnsupported.
+func Listen(cfg Config) (*Server, error) {
+	return nil, fmt.Errorf("notify: listen: %w", errors.ErrUnsupported)
+}
+
+// Serve is only implemented on Linux; see Listen.
+func (s *Server) Serve(handle func(Message)) error {
+	return fmt.Errorf("notify: serve: %w", errors.ErrUnsupported)
+}

@@ -1,0 +1,43 @@
+package notify
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// helperEnv names the helper command a re-executed test binary runs
+// instead of the tests (os/exec's helper-process pattern).
+const helperEnv = "NOTIFY_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if h := os.Getenv(helperEnv); h != "" {
+		os.Exit(helper(h))
+	}
+	os.Exit(m.Run())
+}
+
+// helper runs one helper command and returns the exit code.
+func helper(name string) int {
+	switch name {
+	case "closed-after-stdin":
+		// Wait for the parent to learn our pid, then report a session closed.
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		c, err := FromEnv()
+		if err == nil {
+			err = c.Closed(context.Background(), "helper")
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
+	return 2
+}

@@ -1,0 +1,219 @@
+package notify
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	long := func(n int) string { return strings.Repeat("a", n) }
+	sess := "X_SUPERVISE_SESSION=s1\n"
+	tests := []struct {
+		name string
+		in   string
+		want Message
+		err  error
+	}{
+		// Framing.
+		{name: "ready", in: "READY=1", want: Message{Ready: true}},
+		{name: "trailing newline", in: "READY=1\n", want: Message{Ready: true}},
+		{name: "trailing NUL", in: "READY=1\x00", want: Message{Ready: true}},
+		{name: "blank lines", in: "\n\nREADY=1\n\n\n", want: Message{Ready: true}},
+		{name: "empty", in: "", err: ErrEmpty},
+		{name: "only NUL", in: "\x00", err: ErrEmpty},
+		{name: "two trailing NULs", in: "READY=1\x00\x00", err: ErrNUL},
+		{name: "embedded NUL", in: "REA\x00DY=1", err: ErrNUL},
+		{name: "NUL in private value", in: sess + "X_SUPERVISE_EVENT=closed\x00\n", err: ErrNUL},
+		{name: "invalid UTF-8", in: "STATUS=\xff", err: ErrInvalidUTF8},
+		{name: "truncated rune", in: "STATUS=\xc3", err: ErrInvalidUTF8},
+		{name: "4096 bytes", in: "STATUS=" + long(MaxDatagram-7), want: Message{Status: long(MaxDatagram - 7), HasStatus: true}},
+		{name: "4097 bytes", in: "STATUS=" + long(MaxDatagram-6), err: ErrTooLarge},
+		{name: "no equals", in: "READY", err: ErrMalformed},
+		{name: "no equals after valid", in: "READY=1\nfoo", err: ErrMalformed},
+		{name: "empty key", in: "=1", err: ErrMalformed},
+		{name: "lone CR line", in: "READY=1\n\r\n", err: ErrMalformed},
+		{name: "many blank lines", in: strings.Repeat("\n", 4000) + "READY=1", want: Message{Ready: true}},
+		{name: "many unknown lines", in: strings.Repeat("A=\n", 1365), want: Message{}},
+
+		// Standard keys.
+		{name: "READY=0 ignored", in: "READY=0", want: Message{}},
+		{name: "READY=0 does not undo READY=1", in: "READY=1\nREADY=0", want: Message{Ready: true}},
+		{name: "CRLF value ignored", in: "READY=1\r\nSTATUS=x\r\n", want: Message{}},
+		{name: "stopping", in: "STOPPING=1", want: Message{Stopping: true}},
+		{name: "watchdog", in: "WATCHDOG=1", want: Message{Watchdog: true}},
+		{name: "watchdog trigger", in: "WATCHDOG=trigger", want: Message{WatchdogTrigger: true}},
+		{name: "watchdog other", in: "WATCHDOG=2", want: Message{}},
+		{name: "status", in: "STATUS=working on it", want: Message{Status: "working on it", HasStatus: true}},
+		{name: "status empty", in: "STATUS=", want: Message{HasStatus: true}},
+		{name: "status with equals", in: "STATUS=a=b", want: Message{Status: "a=b", HasStatus: true}},
+		{name: "status tab", in: "STATUS=a\tb", want: Message{Status: "a\tb", HasStatus: true}},
+		{name: "status escape ignored", in: "STATUS=a\x1b[2Jb", want: Message{}},
+		{name: "status C1 ignored", in: "STATUS=a\u0085b", want: Message{}},
+		{name: "status last wins", in: "STATUS=a\nSTATUS=b", want: Message{Status: "b", HasStatus: true}},
+		{name: "watchdog usec", in: "WATCHDOG_USEC=30000000", want: Message{WatchdogUSec: 30000000}},
+		{name: "watchdog usec last wins", in: "WATCHDOG_USEC=5\nWATCHDOG_USEC=7", want: Message{WatchdogUSec: 7}},
+		{name: "watchdog usec 24h", in: "WATCHDOG_USEC=86400000000", want: Message{WatchdogUSec: MaxUSec}},
+		{name: "watchdog usec over 24h", in: "WATCHDOG_USEC=86400000001", want: Message{}},
+		{name: "watchdog usec 0", in: "WATCHDOG_USEC=0", want: Message{}},
+		{name: "watchdog usec -1", in: "WATCHDOG_USEC=-1", want: Message{}},
+		{name: "watchdog usec +5", in: "WATCHDOG_USEC=+5", want: Message{}},
+		{name: "watchdog usec 2^64", in: "WATCHDOG_USEC=18446744073709551616", want: Message{}},
+		{name: "watchdog usec text", in: "WATCHDOG_USEC=abc", want: Message{}},
+		{name: "watchdog usec empty", in: "WATCHDOG_USEC=", want: Message{}},
+		{name: "extend timeout", in: "EXTEND_TIMEOUT_USEC=5000000", want: Message{ExtendTimeoutUSec: 5000000}},
+		{name: "extend timeout huge", in: "EXTEND_TIMEOUT_USEC=99999999999999999999999", want: Message{}},
+		{name: "MAINPID ignored", in: "MAINPID=1", want: Message{}},
+		{name: "MAINPID with ready", in: "MAINPID=1\nREADY=1", want: Message{Ready: true}},
+		{name: "unknown keys", in: "ERRNO=2\nFDSTORE=1\nX_OTHER_THING=1\nX_SUPERVISE_FUTURE=1", want: Message{}},
+		{name: "barrier", in: "BARRIER=1\n", want: Message{Barrier: true}},
+		{name: "barrier other value", in: "BARRIER=0\nREADY=1", want: Message{Ready: true}},
+		{name: "barrier with ready", in: "BARRIER=1\nREADY=1", err: ErrProtocol},
+		{name: "barrier with MAINPID", in: "MAINPID=3\nBARRIER=1", err: ErrProtocol},
+		{name: "barrier twice", in: "BARRIER=1\nBARRIER=1", err: ErrProtocol},
+
+		// Private keys.
+		{
+			name: "turn-begin",
+			in:   sess + "X_SUPERVISE_EVENT=turn-begin\nX_SUPERVISE_TURN=t1\nX_SUPERVISE_PROMPT=fix the build",
+			want: Message{Session: "s1", Event: EventTurnBegin, Turn: "t1", Prompt: "fix the build"},
+		},
+		{
+			name: "turn-end completed",
+			in:   sess + "X_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_TURN=t1\nX_SUPERVISE_OUTCOME=completed",
+			want: Message{Session: "s1", Event: EventTurnEnd, Turn: "t1", Outcome: OutcomeCompleted},
+		},
+		{name: "turn-end failed", in: sess + "X_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_OUTCOME=failed", want: Message{Session: "s1", Event: EventTurnEnd, Outcome: OutcomeFailed}},
+		{name: "turn-end cancelled", in: sess + "X_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_OUTCOME=cancelled", want: Message{Session: "s1", Event: EventTurnEnd, Outcome: OutcomeCancelled}},
+		{name: "waiting", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_TURN=t1", want: Message{Session: "s1", Event: EventWaiting, Turn: "t1"}},
+		{
+			name: "phase tool",
+			in:   sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=tool\nX_SUPERVISE_TOOL=bash",
+			want: Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "bash"},
+		},
+		{name: "phase model", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=model", want: Message{Session: "s1", Event: EventPhase, Phase: PhaseModel}},
+		{name: "phase idle", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=idle", want: Message{Session: "s1", Event: EventPhase, Phase: PhaseIdle}},
+		{name: "resumed", in: sess + "X_SUPERVISE_EVENT=resumed\nX_SUPERVISE_TURN=t1", want: Message{Session: "s1", Event: EventResumed, Turn: "t1"}},
+		{name: "closed", in: sess + "X_SUPERVISE_EVENT=closed", want: Message{Session: "s1", Event: EventClosed}},
+		{name: "keys in any order", in: "X_SUPERVISE_EVENT=closed\nX_SUPERVISE_SESSION=s1", want: Message{Session: "s1", Event: EventClosed}},
+		{name: "session heartbeat", in: "WATCHDOG=1\n" + sess, want: Message{Watchdog: true, Session: "s1", Event: EventHeartbeat}},
+		{name: "explicit heartbeat", in: sess + "X_SUPERVISE_EVENT=heartbeat", want: Message{Session: "s1", Event: EventHeartbeat}},
+		{name: "session without event", in: sess + "STATUS=x", want: Message{Session: "s1", Status: "x", HasStatus: true}},
+		{name: "trigger is not a heartbeat", in: "WATCHDOG=trigger\n" + sess, want: Message{WatchdogTrigger: true, Session: "s1"}},
+		{name: "unicode id", in: "X_SUPERVISE_SESSION=séssion-€", want: Message{Session: "séssion-€"}},
+		{name: "256-byte id", in: "X_SUPERVISE_SESSION=" + long(MaxIDLen), want: Message{Session: long(MaxIDLen)}},
+		{
+			name: "long prompt cut",
+			in:   sess + "X_SUPERVISE_EVENT=turn-begin\nX_SUPERVISE_PROMPT=" + long(2000),
+			want: Message{Session: "s1", Event: EventTurnBegin, Prompt: long(MaxPromptLen)},
+		},
+		{
+			name: "long prompt cut at rune",
+			in:   sess + "X_SUPERVISE_EVENT=turn-begin\nX_SUPERVISE_PROMPT=" + strings.Repeat("€", 400),
+			want: Message{Session: "s1", Event: EventTurnBegin, Prompt: strings.Repeat("€", 341)},
+		},
+		{name: "event without session", in: "X_SUPERVISE_EVENT=turn-begin", err: ErrProtocol},
+		{name: "turn without session", in: "X_SUPERVISE_TURN=t1", err: ErrProtocol},
+		{name: "unknown event", in: sess + "X_SUPERVISE_EVENT=bogus", err: ErrProtocol},
+		{name: "empty event", in: sess + "X_SUPERVISE_EVENT=", err: ErrProtocol},
+		{name: "CRLF event", in: "X_SUPERVISE_SESSION=s1\r\nX_SUPERVISE_EVENT=closed\r\n", err: ErrProtocol},
+		{name: "turn-end without outcome", in: sess + "X_SUPERVISE_EVENT=turn-end", err: ErrProtocol},
+		{name: "unknown outcome", in: sess + "X_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_OUTCOME=ok", err: ErrProtocol},
+		{name: "phase without phase", in: sess + "X_SUPERVISE_EVENT=phase", err: ErrProtocol},
+		{name: "unknown phase", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=sleep", err: ErrProtocol},
+		{name: "empty session", in: "X_SUPERVISE_SESSION=\nX_SUPERVISE_EVENT=closed", err: ErrProtocol},
+		{name: "257-byte session", in: "X_SUPERVISE_SESSION=" + long(MaxIDLen+1), err: ErrProtocol},
+		{name: "control in session", in: "X_SUPERVISE_SESSION=s\x01", err: ErrProtocol},
+		{name: "tab in session", in: "X_SUPERVISE_SESSION=s\t1", err: ErrProtocol},
+		{name: "C1 in session", in: "X_SUPERVISE_SESSION=s\u00851", err: ErrProtocol},
+		{name: "empty turn", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_TURN=", err: ErrProtocol},
+		{name: "bad tool", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=tool\nX_SUPERVISE_TOOL=" + long(300), err: ErrProtocol},
+		{name: "duplicate session", in: sess + sess + "X_SUPERVISE_EVENT=closed", err: ErrMalformed},
+		{name: "duplicate event", in: sess + "X_SUPERVISE_EVENT=closed\nX_SUPERVISE_EVENT=closed", err: ErrMalformed},
+		{name: "duplicate turn", in: sess + "X_SUPERVISE_TURN=a\nX_SUPERVISE_TURN=b", err: ErrMalformed},
+		{name: "duplicate prompt", in: sess + "X_SUPERVISE_PROMPT=a\nX_SUPERVISE_PROMPT=a", err: ErrMalformed},
+	}
+	for _, tt := range tests {
+		got, err := Parse([]byte(tt.in))
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("%s: Parse(%.60q) error = %v, want %v", tt.name, tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: Parse(%.60q) error = %v", tt.name, tt.in, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s: Parse(%.60q)\n got %+v\nwant %+v", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestIsHeartbeatOnly(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"WATCHDOG=1", true},
+		{"WATCHDOG=1\nX_SUPERVISE_SESSION=s1", true},
+		{"X_SUPERVISE_SESSION=s1\nX_SUPERVISE_EVENT=heartbeat", true},
+		{"WATCHDOG=1\nMAINPID=7", true},
+		{"WATCHDOG=1\nSTATUS=x", false},
+		{"WATCHDOG=1\nREADY=1", false},
+		{"WATCHDOG=1\nWATCHDOG_USEC=5", false},
+		{"WATCHDOG=trigger", false},
+		{"WATCHDOG=1\nX_SUPERVISE_SESSION=s1\nX_SUPERVISE_TURN=t1", false},
+		{"WATCHDOG=1\nX_SUPERVISE_SESSION=s1\nX_SUPERVISE_EVENT=closed", false},
+		{"READY=1", false},
+		{"X_SUPERVISE_SESSION=s1", false},
+	}
+	for _, tt := range tests {
+		m, err := Parse([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tt.in, err)
+		}
+		if got := m.IsHeartbeatOnly(); got != tt.want {
+			t.Errorf("Parse(%q).IsHeartbeatOnly() = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestParseHeartbeatAllocs checks the server's hot path: a stream of
+// heartbeats, with or without a session, is parsed without allocating.
+func TestParseHeartbeatAllocs(t *testing.T) {
+	for _, in := range []string{"WATCHDOG=1", "WATCHDOG=1\nX_SUPERVISE_SESSION=s1\n"} {
+		var p parser
+		b := []byte(in)
+		if _, err := p.parse(b); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { p.parse(b) }); n != 0 {
+			t.Errorf("parse(%q) allocates %v times, want 0", in, n)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	for _, bc := range []struct{ name, in string }{
+		{"heartbeat", "WATCHDOG=1"},
+		{"session-heartbeat", "WATCHDOG=1\nX_SUPERVISE_SESSION=0196b4a4-6f0e-7cc0-a2c5-3f6d2c8e9b10"},
+		{"turn-begin", "X_SUPERVISE_SESSION=0196b4a4-6f0e-7cc0-a2c5-3f6d2c8e9b10\nX_SUPERVISE_EVENT=turn-begin\n" +
+			"X_SUPERVISE_TURN=42\nX_SUPERVISE_PROMPT=" + strings.Repeat("refactor the parser ", 20)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			in := []byte(bc.in)
+			var p parser
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				if _, err := p.parse(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
