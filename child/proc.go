@@ -288,3 +288,83 @@ func killPinned(ctx context.Context, pid int) {
 		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}
 }
+
+// procStart reads a process's parent and its start time in clock ticks
+// since boot (field 22 of /proc/<pid>/stat): cheaper than StartTime, and
+// just as good for telling whether a pid still names the same process.
+func procStart(pid int) (ppid int, start uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, ErrGone
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, ErrGone
+	}
+	f := bytes.Fields(b[i+2:]) // field 3 (state) is f[0], so field 22 is f[19]
+	if len(f) < 20 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return 0, 0, ErrGone
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	start, err2 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, ErrGone
+	}
+	return ppid, start, nil
+}
+
+// Member is a verified member of a process tree: a pid and the start time
+// (in ticks since boot) it had when it was verified.
+type Member struct {
+	PID   int
+	Start uint64
+}
+
+// Still reports whether m's pid still names the process that was verified.
+func (m Member) Still() bool {
+	_, start, err := procStart(m.PID)
+	return err == nil && start == m.Start
+}
+
+// InTree reports whether pid is root or a descendant of root, walking parent
+// links. A process whose chain reaches this process instead (an orphan
+// re-parented to the supervisor, a subreaper) counts only if its
+// environment carries tag. The answer is re-checked against the start time
+// of pid afterwards, so a pid reused during the walk is not admitted.
+func InTree(pid, root int, tag string) (Member, bool) {
+	_, start, err := procStart(pid)
+	if err != nil {
+		return Member{}, false
+	}
+	m := Member{PID: pid, Start: start}
+	self := os.Getpid()
+	p := pid
+	for hops := 0; hops < 256; hops++ {
+		if p == root {
+			return m, m.Still()
+		}
+		ppid, _, err := procStart(p)
+		if err != nil || ppid <= 1 {
+			return m, false
+		}
+		if ppid == self {
+			if tag == "" {
+				return m, false
+			}
+			env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+			return m, err == nil && hasEnvEntry(env, tag) && m.Still()
+		}
+		p = ppid
+	}
+	return m, false
+}
+
+// hasEnvEntry reports whether environ holds exactly the entry kv.
+func hasEnvEntry(environ []byte, kv string) bool {
+	for _, e := range bytes.Split(environ, []byte{0}) {
+		if string(e) == kv {
+			return true
+		}
+	}
+	return false
+}

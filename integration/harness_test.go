@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 // env is one test's private world: a state dir, an agent log, an id that
 // every process of the test carries.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	stateDir string
 	logPath  string
@@ -61,7 +61,7 @@ type env struct {
 	vars     []string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, dir: dir, stateDir: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "agent.log"),
@@ -77,7 +77,7 @@ func (e *env) set(kv ...string) { e.vars = append(e.vars, kv...) }
 
 // proc is a running supervise.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	errb bytes.Buffer
@@ -200,7 +200,7 @@ func (e *env) count(kind string) int {
 }
 
 // waitFor polls until cond holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -225,6 +225,19 @@ func (e *env) waitEvent(run int, kind string) event {
 		return found.kind != ""
 	})
 	return found
+}
+
+// waitLog waits until run logged "log TEXT".
+func (e *env) waitLog(run int, text string) {
+	e.t.Helper()
+	waitFor(e.t, 20*time.Second, fmt.Sprintf("agent log %q in run %d", text, run), func() bool {
+		for _, ev := range e.events() {
+			if ev.kind == "log" && ev.arg == text && (run == 0 || ev.run == run) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // noOverlap fails the test if any agent saw another agent alive at start.
@@ -280,7 +293,6 @@ func (e *env) status() status {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, superviseBin, "status", "--json", "--state-dir", e.stateDir)
-	cmd.Env = append(os.Environ(), e.vars...)
 	out, err := cmd.Output()
 	if err != nil {
 		stderr := ""
@@ -297,7 +309,7 @@ func (e *env) status() status {
 }
 
 // run returns run n from status, failing if absent.
-func (st status) run(t *testing.T, n int) runStatus {
+func (st status) run(t testing.TB, n int) runStatus {
 	t.Helper()
 	for _, r := range st.Runs {
 		if r.Run == n {

@@ -68,7 +68,7 @@ func BenchmarkServeHeartbeats(b *testing.B) {
 func BenchmarkBarrierRoundTrip(b *testing.B) {
 	s := serve(b, Config{}, func(m Message) {
 		if m.Fd != nil {
-			m.Fd.Close()
+			Ack(m.Fd)
 		}
 	})
 	c := &Client{Socket: s.Path()}

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,27 @@ var (
 	// ErrBarrierTimeout reports that the supervisor did not acknowledge a
 	// barrier in time.
 	ErrBarrierTimeout = errors.New("notify: barrier timed out")
+	// ErrBarrierUnconfirmed reports that the receiver closed the barrier
+	// without confirming it: supervise went away (its fds close when it
+	// dies) before journaling, or the receiver is a plain sd_notify
+	// manager such as systemd, which processes but does not journal.
+	ErrBarrierUnconfirmed = errors.New("notify: barrier closed without confirmation")
 )
+
+// AckByte is what a supervisor writes to a barrier's fd, before closing it,
+// once everything before the barrier is durable. A bare close (the fd of a
+// dying process, or a plain sd_notify manager) carries no such byte.
+const AckByte = '1'
+
+// Ack confirms a barrier: it writes AckByte to the barrier's fd and closes
+// it. Call it only once everything received before the barrier is durable.
+func Ack(f *os.File) error {
+	_, werr := f.Write([]byte{AckByte})
+	if err := f.Close(); err != nil && werr == nil {
+		werr = err
+	}
+	return werr
+}
 
 // Client sends notifications to a supervisor. The zero Client uses
 // NOTIFY_SOCKET and DefaultTimeout. Each message goes out on a new socket,
@@ -70,12 +91,14 @@ func (c *Client) Notify(ctx context.Context, state string) error {
 }
 
 // Barrier sends BARRIER=1 with the write end of a new pipe and waits until
-// the supervisor closes it, which it does once every earlier message from
-// this process is durable (journaled), like sd_notify_barrier(3). It
-// returns ErrBarrierTimeout after timeout (DefaultBarrierTimeout if zero).
-// As in systemd, a supervisor that drops the barrier (for instance because
-// it does not accept this sender) also closes the fd, so a nil error means
-// "handled", not "accepted".
+// the supervisor confirms it, which supervise does once every earlier
+// message from this process is durable (journaled): it writes AckByte and
+// closes the fd, like sd_notify_barrier(3) plus the byte. So nil means
+// "journaled". A close without the byte returns ErrBarrierUnconfirmed: the
+// supervisor died first (the kernel closes a dead process's fds), dropped
+// the barrier (a sender it does not accept), or is a plain sd_notify
+// manager. It returns ErrBarrierTimeout after timeout
+// (DefaultBarrierTimeout if zero).
 func (c *Client) Barrier(ctx context.Context, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = DefaultBarrierTimeout
@@ -115,11 +138,18 @@ func (c *Client) Barrier(ctx context.Context, timeout time.Duration) error {
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var b [64]byte
+	acked := false
 	for {
-		_, err := r.Read(b[:])
+		n, err := r.Read(b[:])
+		if n > 0 && bytes.IndexByte(b[:n], AckByte) >= 0 {
+			acked = true
+		}
 		switch {
-		case err == nil: // nothing is meant to be written; keep waiting
+		case err == nil: // the ack byte; EOF follows
 		case errors.Is(err, io.EOF):
+			if !acked {
+				return ErrBarrierUnconfirmed
+			}
 			return nil
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return expired()

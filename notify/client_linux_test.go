@@ -229,7 +229,7 @@ func TestClientBarrier(t *testing.T) {
 		t.Fatalf("Barrier returned %v while the handler still holds the fd", err)
 	default:
 	}
-	m.Fd.Close() // "durable"
+	Ack(m.Fd) // "durable"
 	if err := <-done; err != nil {
 		t.Fatalf("Barrier: %v", err)
 	}
@@ -262,4 +262,25 @@ func TestClientBarrierTimeout(t *testing.T) {
 		t.Errorf("Barrier with cancelled context = %v, want context.Canceled", err)
 	}
 	(<-fds).Close()
+}
+
+// TestClientBarrierBareCloseIsNotAnAck: a receiver that closes the fd
+// without the ack byte (a supervisor that died: the kernel closed its fds)
+// must never look like "journaled".
+func TestClientBarrierBareCloseIsNotAnAck(t *testing.T) {
+	t.Parallel()
+	s := serve(t, Config{}, func(m Message) {
+		if m.Fd != nil {
+			m.Fd.Close()
+		}
+	})
+	c := &Client{Socket: s.Path()}
+	if err := c.Barrier(context.Background(), waitTimeout); !errors.Is(err, ErrBarrierUnconfirmed) {
+		t.Fatalf("Barrier after a bare close = %v, want ErrBarrierUnconfirmed", err)
+	}
+	// A rejected sender's barrier is closed bare too.
+	s2 := serve(t, Config{Accept: func(int32) bool { return false }}, func(Message) {})
+	if err := (&Client{Socket: s2.Path()}).Barrier(context.Background(), waitTimeout); !errors.Is(err, ErrBarrierUnconfirmed) {
+		t.Fatalf("Barrier from a rejected sender = %v, want ErrBarrierUnconfirmed", err)
+	}
 }

@@ -48,10 +48,13 @@
 //
 // Every file descriptor received is closed by the Server, except the one
 // of a valid BARRIER=1 message: that one is handed to the handler in
-// Message.Fd, and the handler owns it. It must close it once every message
-// received before the barrier is durable (journaled); the agent's Barrier
-// call returns when it does. Closing it early breaks the acknowledgement;
-// never closing it leaks it and makes the agent time out.
+// Message.Fd, and the handler owns it. It must confirm it with Ack (one
+// AckByte, then close) once every message received before the barrier is
+// durable (journaled); the agent's Barrier call returns nil when it does.
+// Acking early breaks the guarantee; never closing the fd leaks it and
+// makes the agent time out. A bare close (as when the supervisor dies and
+// the kernel closes its fds) is seen by Barrier as ErrBarrierUnconfirmed,
+// so a supervisor killed before its commit can never look like an ack.
 //
 // Close must be called to release the socket and remove the socket file;
 // it makes Serve return nil and is safe to call more than once.

@@ -31,7 +31,7 @@ func Example() {
 			if m.Fd != nil {
 				// A barrier: everything before it is handled (a real
 				// supervisor commits its journal first).
-				m.Fd.Close()
+				notify.Ack(m.Fd)
 				return
 			}
 			fmt.Printf("%s session=%s turn=%s\n", m.Event, m.Session, m.Turn)

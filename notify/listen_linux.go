@@ -280,3 +280,19 @@ func closeFDs(fds []int) {
 		unix.Close(fd)
 	}
 }
+
+// Pending reports whether datagrams are waiting in the socket's queue,
+// not yet read by Serve. A watchdog uses it to drain before it judges: a
+// supervisor that was itself frozen must read the pings queued meanwhile
+// before it declares the agent hung.
+func (s *Server) Pending() bool {
+	raw, err := s.conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	raw.Control(func(fd uintptr) {
+		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return n > 0
+}

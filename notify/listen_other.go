@@ -17,3 +17,6 @@ func Listen(cfg Config) (*Server, error) {
 func (s *Server) Serve(handle func(Message)) error {
 	return fmt.Errorf("notify: serve: %w", errors.ErrUnsupported)
 }
+
+// Pending always reports false where Serve is unsupported.
+func (s *Server) Pending() bool { return false }

@@ -68,7 +68,7 @@ func collect() (func(Message), <-chan Message) {
 	ch := make(chan Message, 64)
 	return func(m Message) {
 		if m.Fd != nil {
-			m.Fd.Close()
+			Ack(m.Fd)
 			m.Fd = nil
 		}
 		ch <- m

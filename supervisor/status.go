@@ -22,6 +22,25 @@ type Status struct {
 	Guard      crashloop.GuardState `json:"crash_loop_guard"`
 	Sessions   []SessionStatus      `json:"sessions"`
 	Runs       []RunStatus          `json:"runs"`
+	// Notify and Journal are set only by a running supervise.
+	Notify  *NotifyStatus  `json:"notify,omitempty"`
+	Journal *JournalStatus `json:"journal,omitempty"`
+}
+
+// NotifyStatus counts what arrived on the notify socket since supervise
+// started.
+type NotifyStatus struct {
+	Socket   string            `json:"socket"`
+	Accepted uint64            `json:"accepted"`
+	Pings    uint64            `json:"pings"`
+	Dropped  map[string]uint64 `json:"dropped"`
+}
+
+// JournalStatus counts the journal commits of this supervise.
+type JournalStatus struct {
+	Path         string `json:"path"`
+	Commits      uint64 `json:"commits"`
+	CommitErrors uint64 `json:"commit_errors"`
 }
 
 // SupervisorStatus describes the supervise process itself.
@@ -45,6 +64,12 @@ type ChildStatus struct {
 	Started  *time.Time `json:"started"`
 	Restarts uint64     `json:"restarts"`
 	LastExit *RunStatus `json:"last_exit"`
+	// Ready is true once the agent sent READY=1 in this run; StatusText
+	// is its last STATUS= line.
+	Ready      bool   `json:"ready"`
+	StatusText string `json:"status_text,omitempty"`
+	// Watchdog is the hang-detection period in effect, "" when off.
+	Watchdog string `json:"watchdog,omitempty"`
 }
 
 // SessionStatus is one session.
@@ -187,7 +212,18 @@ func (s *Supervisor) status(all bool) (Status, error) {
 	} else {
 		st.Child.LastExit = nil
 	}
+	st.Child.Ready, st.Child.StatusText = s.ready, s.statusText
+	if s.wd.period > 0 && s.proc != nil {
+		st.Child.Watchdog = s.wd.period.String()
+	}
 	st.Guard = s.guard
+	ns := s.notify.Stats()
+	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
+		Dropped: map[string]uint64{}}
+	for reason, n := range ns.Dropped.All() {
+		st.Notify.Dropped[reason] = n
+	}
+	st.Journal = &JournalStatus{Path: s.db.Path(), Commits: s.cs.commits, CommitErrors: s.cs.errors}
 	if !all {
 		// The loop's view: open sessions plus those active in this run.
 		st.Sessions = st.Sessions[:0]
@@ -223,6 +259,9 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 		fmt.Fprintf(b, "child: %s, pid %d, run %d, started %s, restarts %d\n", c.State, c.PID, c.Run, ago(c.Started), c.Restarts)
 	default:
 		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
+	}
+	if c.StatusText != "" {
+		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)
 	}
 	if l := c.LastExit; l != nil {
 		fmt.Fprintf(b, "last exit: run %d %s (reason %s, %s) %s\n", l.Run, describeExit(*l), l.Reason, dirtyWord(l.Dirty), ago(l.Ended))

@@ -3,8 +3,9 @@
 //
 // One goroutine (Run) owns all loop state: the child, the sessions, the
 // policy state. Everything else talks to it through channels: the signal
-// actor (Signal), the control socket (requests), and Shutdown. Every death is
-// committed to the journal before the next child is started.
+// actor (Signal), the control socket (requests), the notify socket
+// (messages; heartbeats bypass the loop, see intake), and Shutdown. Every
+// death is committed to the journal before the next child is started.
 package supervisor
 
 import (
@@ -20,13 +21,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
-	"golang.org/x/sys/unix"
+	"github.com/supervise-dev/supervise/notify"
 )
 
 // Exit codes of Run, documented in supervise --help.
@@ -55,6 +59,9 @@ type Config struct {
 	// before SIGKILL.
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
+	// Watchdog is the period within which the agent must send WATCHDOG=1;
+	// 0 disables hang detection.
+	Watchdog time.Duration
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
@@ -64,49 +71,66 @@ type Config struct {
 	Log                   *slog.Logger
 }
 
-// Supervisor is the run loop. Create it with New; Run it once.
+// Supervisor is the run loop. Create it with New, serve its notify socket
+// with ServeNotify, and Run it once.
 type Supervisor struct {
 	cfg    Config
 	db     *journal.DB
 	reaper *child.Reaper
 	log    *slog.Logger
+	notify *notify.Server
+	self   int
 
 	sigc     chan os.Signal
 	reqc     chan request
+	msgc     chan notify.Message
 	quit     chan struct{}
 	quitOnce sync.Once
 	done     chan struct{} // closed when Run returns
 
-	// Loop state, owned by the Run goroutine.
-	started  time.Time
-	treeID   string
-	nextRun  uint64
-	restarts uint64
-	proc     *child.Process
-	run      journal.Run // the current or last run
-	lastExit *journal.Run
-	backoff  crashloop.State
-	guard    crashloop.GuardState
-	sessions map[string]*journal.Session
-	state    string // child state for status: starting, running, stopping, backoff, exited
+	in       *intake
+	root     atomic.Pointer[treeRoot]
+	fenceSeq uint64
 
+	// Loop state, owned by the Run goroutine.
+	started       time.Time
+	treeID        string
+	nextRun       uint64
+	restarts      uint64
+	proc          *child.Process
+	run           journal.Run // the current or last run
+	lastExit      *journal.Run
+	backoff       crashloop.State
+	guard         crashloop.GuardState
+	policyDirty   bool // backoff or guard changed since last committed
+	sessions      map[string]*journal.Session
+	state         string // child state for status
+	ready         bool
+	statusText    string
 	stop          *stopRequest
+	abort         *abortState
 	lastInterrupt time.Time
+	wd            watchdogState
+	pingsAtLaunch uint64
+	grace         struct {
+		timer           *time.Timer
+		start, deadline time.Time
+	}
+	cs commitState
 }
 
 // stopRequest is a stop asked of the supervisor.
 type stopRequest struct {
-	sig      os.Signal // what asked for it; nil for Shutdown
-	at       time.Time
-	deadline time.Time // SIGKILL after this
-	forced   bool      // a second signal: kill at once, exit 128+N
-	fromTTY  bool      // a terminal Ctrl-C the child received itself
-	// graceArmed is set once the SIGKILL timer runs.
-	graceArmed bool
+	sig     os.Signal // what asked for it; nil for Shutdown
+	at      time.Time
+	forced  bool // a second signal: kill at once, exit 128+N
+	fromTTY bool // a terminal Ctrl-C the child received itself
 }
 
-// New returns a supervisor over an open journal and a reaper. Run starts it.
-func New(cfg Config, db *journal.DB, reaper *child.Reaper) *Supervisor {
+// New returns a supervisor over an open journal and a reaper, with its
+// notify socket bound (the caller holds the journal lock, so a stale socket
+// may be replaced).
+func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -117,24 +141,48 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) *Supervisor {
 		cfg.KeepRuns = 1000
 	}
 	sum := sha256.Sum256([]byte(cfg.StateDir))
-	return &Supervisor{
+	now := time.Now()
+	s := &Supervisor{
 		cfg:      cfg,
 		db:       db,
 		reaper:   reaper,
 		log:      cfg.Log,
+		self:     os.Getpid(),
 		sigc:     make(chan os.Signal, 8),
 		reqc:     make(chan request),
+		msgc:     make(chan notify.Message, 1024),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
+		in:       newIntake(now),
 		treeID:   hex.EncodeToString(sum[:6]),
 		sessions: map[string]*journal.Session{},
 		state:    "starting",
+		started:  now,
 	}
+	srv, err := notify.Listen(notify.Config{
+		Dir:    NotifyDir(cfg.StateDir),
+		Accept: s.accept,
+		Log:    cfg.Log.With("component", "notify"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.notify = srv
+	return s, nil
 }
+
+// ServeNotify reads the notify socket until CloseNotify (an oklog/run
+// actor).
+func (s *Supervisor) ServeNotify() error { return s.notify.Serve(s.handle) }
+
+// CloseNotify closes the notify socket; safe after ServeNotify returned.
+func (s *Supervisor) CloseNotify() { s.notify.Close() }
 
 // TagPrefix is the environment entry prefix that marks every process of
 // every tree this state dir ever launched.
 func (s *Supervisor) TagPrefix() string { return "SUPERVISE_TREE=" + s.treeID + "." }
+
+func (s *Supervisor) tag(run uint64) string { return s.TagPrefix() + strconv.FormatUint(run, 10) }
 
 // Signal hands a signal received by supervise to the loop: the first
 // SIGTERM, SIGINT or SIGHUP stops the child gracefully, a second one during
@@ -155,12 +203,14 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
+	s.cs = commitState{w: startWriter(s.db), dirty: map[string]bool{}}
+	defer s.stopWriter()
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
 	code, err := s.loop(ctx)
 	if ferr := s.finish(); ferr != nil && err == nil {
-		err = ferr
+		code, err = ExitInternal, ferr
 	}
 	return code, err
 }
@@ -171,7 +221,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0
-		exit := s.launchAndWait(ctx)
+		exit := s.runOnce()
 		dec := s.died(exit)
 		if first && exit.ExecErr != nil {
 			// The very first launch failing is a configuration error: say
@@ -183,23 +233,23 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 		}
 		switch dec.Action {
 		case crashloop.Exit:
-			return s.exitCode(exit), nil
+			return exit.Code, nil
 		case crashloop.GiveUp:
 			s.log.Error("giving up: the agent keeps dying", "failures", dec.Failures,
 				"limit", s.cfg.Policy.GiveUp, "exit_code", ExitGaveUp)
 			return ExitGaveUp, nil
 		}
-		if !s.sleep(dec.Delay) {
-			return s.stopCode(), nil
+		if dec.Delay > 0 {
+			s.state = "backoff"
+			t := time.NewTimer(dec.Delay)
+			s.wait(nil, t.C)
+			t.Stop()
 		}
 	}
 }
 
-// exitCode is supervise's exit code when the policy ends supervision after
-// exit: the child's own status (128+N for a signal, 126/127 when it could
-// not start), so a wrapper sees what the agent did.
-func (s *Supervisor) exitCode(exit child.Exit) int { return exit.Code }
-
+// stopCode is the exit code after a requested stop: 0, or 128+N when a
+// second signal N forced it.
 func (s *Supervisor) stopCode() int {
 	if s.stop.forced {
 		if sig, ok := s.stop.sig.(syscall.Signal); ok {
@@ -213,8 +263,7 @@ func (s *Supervisor) stopCode() int {
 // boot takes over the journal: clears up after a previous supervisor that
 // died, and marks the journal as in use.
 func (s *Supervisor) boot(ctx context.Context) error {
-	s.started = time.Now()
-	startTime, _ := child.StartTime(ctx, os.Getpid())
+	startTime, _ := child.StartTime(ctx, s.self)
 	var prevChild *journal.Child
 	clean := true
 	err := s.db.View(func(tx *journal.Tx) error {
@@ -228,12 +277,10 @@ func (s *Supervisor) boot(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		s.nextRun = 1
 		if len(last) == 1 {
 			s.nextRun = last[0].Run + 1
-			r := last[0]
-			s.lastExit = &r
-		} else {
-			s.nextRun = 1
+			s.lastExit = &last[0]
 		}
 		s.restarts = tx.Restarts()
 		if _, err := tx.State("backoff", &s.backoff); err != nil {
@@ -262,7 +309,7 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			orphan = s.reclaim(ctx, *prevChild)
 		}
 	}
-	return s.db.Update(func(tx *journal.Tx) error {
+	return s.commitSync(func(tx *journal.Tx) error {
 		if orphan != nil {
 			s.guard = s.cfg.Guard.Death(s.guard, orphan.Ended)
 			if err := tx.PutRun(*orphan); err != nil {
@@ -276,7 +323,7 @@ func (s *Supervisor) boot(ctx context.Context) error {
 		if err := tx.SetChild(nil); err != nil {
 			return err
 		}
-		if err := tx.SetOwner(journal.Owner{PID: os.Getpid(), StartTime: startTime,
+		if err := tx.SetOwner(journal.Owner{PID: s.self, StartTime: startTime,
 			BootID: child.BootID(), Started: s.started}); err != nil {
 			return err
 		}
@@ -289,15 +336,12 @@ func (s *Supervisor) boot(ctx context.Context) error {
 // either way its run is recorded as a dirty death.
 func (s *Supervisor) reclaim(ctx context.Context, c journal.Child) *journal.Run {
 	r := journal.Run{Run: c.Run, PID: c.PID, StartTime: c.StartTime, Started: c.Started}
-	err := s.db.View(func(tx *journal.Tx) error {
+	s.db.View(func(tx *journal.Tx) error {
 		if rec, ok, err := tx.Run(c.Run); ok && err == nil {
 			r = rec
 		}
 		return nil
 	})
-	if err != nil {
-		s.log.Warn("reading the orphaned run", "err", err)
-	}
 	r.Ended = time.Now()
 	r.Reason = journal.ReasonSupervisorDied
 	r.Dirty = true
@@ -321,7 +365,7 @@ func (s *Supervisor) reclaim(ctx context.Context, c journal.Child) *journal.Run 
 
 // finish records a clean shutdown.
 func (s *Supervisor) finish() error {
-	return s.db.Update(func(tx *journal.Tx) error {
+	return s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.SetChild(nil); err != nil {
 			return err
 		}
@@ -339,7 +383,7 @@ func (s *Supervisor) childEnv(run uint64) []string {
 	drop := []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "LISTEN_FDS=",
 		"LISTEN_PID=", "LISTEN_FDNAMES=", "SUPERVISE_RUN=", "SUPERVISE_RESUME_FILE=",
 		"SUPERVISE_TREE=", "SUPERVISE_STATE_DIR="}
-	env := make([]string, 0, len(base)+4)
+	env := make([]string, 0, len(base)+5)
 outer:
 	for _, kv := range base {
 		for _, d := range drop {
@@ -349,19 +393,28 @@ outer:
 		}
 		env = append(env, kv)
 	}
-	return append(env,
+	env = append(env,
+		"NOTIFY_SOCKET="+s.notify.Path(),
 		"SUPERVISE_RUN="+strconv.FormatUint(run, 10),
 		"SUPERVISE_STATE_DIR="+s.cfg.StateDir,
-		s.TagPrefix()+strconv.FormatUint(run, 10),
+		s.tag(run),
 	)
+	if s.cfg.Watchdog > 0 {
+		// No WATCHDOG_PID: the pid is unknown before the fork, and a wrong
+		// one switches libsystemd's watchdog off in the agent.
+		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(s.cfg.Watchdog.Microseconds(), 10))
+	}
+	return env
 }
 
-// launchAndWait starts the next run and supervises it until it has died,
-// serving signals and control requests meanwhile.
-func (s *Supervisor) launchAndWait(ctx context.Context) child.Exit {
+// runOnce starts the next run and supervises it until it has died and
+// every notify message it sent has been applied.
+func (s *Supervisor) runOnce() child.Exit {
 	n := s.nextRun
 	s.nextRun++
 	s.state = "starting"
+	s.ready, s.statusText = false, ""
+	relaunch := s.lastExit != nil
 	p, err := s.reaper.Start(child.Spec{
 		Args:       s.cfg.Argv,
 		Env:        s.childEnv(n),
@@ -371,7 +424,6 @@ func (s *Supervisor) launchAndWait(ctx context.Context) child.Exit {
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
 	})
-	relaunch := s.lastExit != nil
 	if err != nil {
 		exit := child.FailedExit(err, time.Now())
 		s.run = journal.Run{Run: n, Started: exit.Started, Argv: s.cfg.Argv}
@@ -382,7 +434,12 @@ func (s *Supervisor) launchAndWait(ctx context.Context) child.Exit {
 	s.state = "running"
 	s.run = journal.Run{Run: n, PID: p.PID(), StartTime: p.StartTime(), Started: p.Started(),
 		Reason: journal.ReasonRunning, Argv: s.cfg.Argv}
-	err = s.db.Update(func(tx *journal.Tx) error {
+	s.root.Store(&treeRoot{pid: p.PID(), run: n, tag: s.tag(n)})
+	s.startWatchdog(p.Started())
+	if relaunch {
+		s.restarts++
+	}
+	err = s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.PutRun(s.run); err != nil {
 			return err
 		}
@@ -392,47 +449,69 @@ func (s *Supervisor) launchAndWait(ctx context.Context) child.Exit {
 			}
 		}
 		return tx.SetChild(&journal.Child{Run: n, PID: p.PID(), StartTime: p.StartTime(),
-			PGID: p.PGID(), Tag: s.TagPrefix() + strconv.FormatUint(n, 10),
-			BootID: child.BootID(), Started: p.Started()})
+			PGID: p.PGID(), Tag: s.tag(n), BootID: child.BootID(), Started: p.Started()})
 	})
 	if err != nil {
 		s.log.Error("journal: recording the child's start failed", "run", n, "err", err)
 	}
-	if relaunch {
-		s.restarts++
-	}
 	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", s.cfg.Argv[0])
-	return s.watch(ctx, p)
+
+	s.wait(p, nil)
+	s.drain()
+	s.root.Store(nil)
+	s.stopWatchdog()
+	s.stopGrace()
+	s.proc = nil
+	s.flushBeats(time.Now())
+	return p.Exit()
 }
 
-// watch waits for p to die, handling stop requests and control requests.
-func (s *Supervisor) watch(ctx context.Context, p *child.Process) child.Exit {
+// wait runs the event loop until the child p has died, or, with p nil
+// (backoff), until backoff fires or a stop is requested.
+func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
+	var done <-chan struct{}
+	if p != nil {
+		done = p.Done()
+	}
 	quit := s.quit
-	var graceC <-chan time.Time // armed once a stop is under way
+	flush := time.NewTicker(time.Second)
+	defer flush.Stop()
 	for {
 		select {
-		case <-p.Done():
-			s.proc = nil
-			return p.Exit()
+		case <-done:
+			return
+		case <-backoff:
+			return
 		case sig := <-s.sigc:
+			if p == nil {
+				s.log.Info("stop requested during backoff", "signal", sig.String())
+				s.stop = &stopRequest{sig: sig, at: time.Now()}
+				return
+			}
 			s.onSignal(sig, p)
 		case <-quit:
 			quit = nil
+			if p == nil {
+				s.stop = &stopRequest{at: time.Now()}
+				return
+			}
 			s.requestStop(nil, p)
 		case req := <-s.reqc:
 			s.serve(req)
-		case <-graceC:
-			s.log.Warn("child did not stop within the grace period: killing its process tree",
-				"pid", p.PID(), "stop_timeout", s.cfg.StopTimeout)
-			_ = p.Kill()
-			graceC = nil
-			continue
-		}
-		if graceC == nil && s.stop != nil && !s.stop.fromTTY && !s.stop.forced && !s.stop.graceArmed {
-			s.stop.graceArmed = true
-			t := time.NewTimer(time.Until(s.stop.deadline))
-			defer t.Stop()
-			graceC = t.C
+		case m := <-s.msgc:
+			if int(m.PID) != s.self {
+				s.apply(m, time.Now())
+			}
+		case err := <-s.cs.w.out:
+			s.committed(err)
+		case <-s.retryC():
+			s.retryFired()
+		case now := <-flush.C:
+			s.flushBeats(now)
+		case now := <-s.wdC():
+			s.checkWatchdog(now)
+		case now := <-s.graceC():
+			s.graceFired(now)
 		}
 	}
 }
@@ -450,7 +529,7 @@ func (s *Supervisor) onSignal(sig os.Signal, p *child.Process) {
 			return
 		}
 		s.lastInterrupt = now
-		s.stop = &stopRequest{sig: sig, at: now, deadline: now.Add(s.cfg.StopTimeout), fromTTY: true}
+		s.stop = &stopRequest{sig: sig, at: now, fromTTY: true}
 		s.log.Info("Ctrl-C reached the agent; if it exits now that is a stop, not a crash; Ctrl-C again within 2s force-quits",
 			"pid", p.PID())
 		return
@@ -471,8 +550,9 @@ func (s *Supervisor) requestStop(sig os.Signal, p *child.Process) {
 		_ = p.Kill()
 		return
 	}
-	s.stop = &stopRequest{sig: sig, at: now, deadline: now.Add(s.cfg.StopTimeout)}
+	s.stop = &stopRequest{sig: sig, at: now}
 	s.state = "stopping"
+	s.stopWatchdog()
 	name := "shutdown"
 	if sig != nil {
 		name = sig.String()
@@ -481,6 +561,9 @@ func (s *Supervisor) requestStop(sig os.Signal, p *child.Process) {
 		"stop_signal", unix.SignalName(s.cfg.StopSignal), "stop_timeout", s.cfg.StopTimeout)
 	if err := p.Terminate(s.cfg.StopSignal); err != nil {
 		s.log.Warn("signalling the child failed", "pid", p.PID(), "err", err)
+	}
+	if s.abort == nil {
+		s.armGrace(now, now.Add(s.cfg.StopTimeout))
 	}
 }
 
@@ -491,14 +574,26 @@ func (s *Supervisor) stopRequested(exit child.Exit) bool {
 		return false
 	}
 	if s.stop.fromTTY {
-		return !exit.Ended.After(s.stop.deadline)
+		return !exit.Ended.After(s.stop.at.Add(s.cfg.StopTimeout))
 	}
 	return true
+}
+
+// openTurn reports whether some session was mid-turn.
+func (s *Supervisor) openTurn() bool {
+	for _, sess := range s.sessions {
+		if sess.State == journal.InTurn || sess.State == journal.Waiting {
+			return true
+		}
+	}
+	return false
 }
 
 // classify decides how a run ended and whether the death is dirty.
 func (s *Supervisor) classify(exit child.Exit) (reason string, dirty bool) {
 	switch {
+	case s.abort != nil && (s.stop == nil || s.abort.at.Before(s.stop.at)):
+		return s.abort.reason, true
 	case s.stopRequested(exit):
 		return journal.ReasonStopped, false
 	case exit.ExecErr != nil:
@@ -507,6 +602,8 @@ func (s *Supervisor) classify(exit child.Exit) (reason string, dirty bool) {
 		return journal.ReasonSignal, true
 	case exit.Code != 0:
 		return journal.ReasonExit, true
+	case s.openTurn():
+		return journal.ReasonTurnOpen, true
 	}
 	return journal.ReasonExit, false
 }
@@ -526,6 +623,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	s.run = r
 	s.lastExit = &r
 	s.state = "exited"
+	s.abort = nil
 
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
@@ -533,17 +631,14 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	dec, st := s.cfg.Policy.Next(s.backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
 		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil}, rand.Float64())
 	s.backoff = st
-	err := s.db.Update(func(tx *journal.Tx) error {
+	err := s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.PutRun(r); err != nil {
 			return err
 		}
 		if err := tx.SetChild(nil); err != nil {
 			return err
 		}
-		if err := tx.PutState("backoff", s.backoff); err != nil {
-			return err
-		}
-		if err := tx.PutState("guard", s.guard); err != nil {
+		if err := s.putPolicy(tx); err != nil {
 			return err
 		}
 		_, err := tx.PruneRuns(s.cfg.KeepRuns, 100)
@@ -576,30 +671,13 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	return dec
 }
 
-// sleep waits out a backoff delay, serving signals and requests; it
-// returns false when a stop was requested meanwhile.
-func (s *Supervisor) sleep(d time.Duration) bool {
-	if d <= 0 {
-		return true
+// putPolicy stores the backoff and guard state.
+func (s *Supervisor) putPolicy(tx *journal.Tx) error {
+	if err := tx.PutState("backoff", s.backoff); err != nil {
+		return err
 	}
-	s.state = "backoff"
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			return true
-		case sig := <-s.sigc:
-			s.log.Info("stop requested during backoff", "signal", sig.String())
-			s.stop = &stopRequest{sig: sig, at: time.Now()}
-			return false
-		case <-s.quit:
-			s.stop = &stopRequest{at: time.Now()}
-			return false
-		case req := <-s.reqc:
-			s.serve(req)
-		}
-	}
+	s.policyDirty = false
+	return tx.PutState("guard", s.guard)
 }
 
 // ErrNotRunning is returned by requests to a supervisor whose loop ended.
@@ -610,3 +688,6 @@ func StatePath(stateDir string) string { return filepath.Join(stateDir, "journal
 
 // ControlPath returns the control socket path inside a state dir.
 func ControlPath(stateDir string) string { return filepath.Join(stateDir, "control.sock") }
+
+// NotifyDir returns the private directory of the notify socket.
+func NotifyDir(stateDir string) string { return filepath.Join(stateDir, "notify") }

@@ -68,6 +68,8 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return runCmd(ctx, args, stdin, stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args, stdout, stderr)
+	case "notify":
+		return notifyCmd(ctx, args, stdin, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK

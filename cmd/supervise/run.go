@@ -29,6 +29,7 @@ type runFlags struct {
 	restart     string
 	stopTimeout time.Duration
 	stopSignal  string
+	watchdog    time.Duration
 	giveUp      int
 	healthy     time.Duration
 	backoffInit time.Duration
@@ -46,6 +47,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.restart, "restart", "on-failure", "when to relaunch the agent: on-failure (after a dirty death), always, never")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 10*time.Second, "grace period between the stop signal and SIGKILL to the agent's process tree")
 	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
+	fs.DurationVar(&f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
 	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
 	fs.DurationVar(&f.healthy, "healthy-after", time.Second, "a run that lives this long is healthy: the next relaunch is immediate and the backoff resets")
 	fs.DurationVar(&f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
@@ -108,7 +110,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	if sig == 0 {
 		return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("stop-signal", set), f.stopSignal)
 	}
-	for name, d := range map[string]time.Duration{"stop-timeout": f.stopTimeout, "healthy-after": f.healthy,
+	for name, d := range map[string]time.Duration{"stop-timeout": f.stopTimeout, "watchdog": f.watchdog, "healthy-after": f.healthy,
 		"backoff-initial": f.backoffInit, "backoff-max": f.backoffMax, "guard-gap": f.guardGap} {
 		if d < 0 {
 			return cfg, nil, fmt.Errorf("%s must not be negative", source(name, set))
@@ -140,6 +142,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Guard:       crashloop.Guard{MaxGap: f.guardGap, Trip: f.guardTrip},
 		StopSignal:  sig,
 		StopTimeout: f.stopTimeout,
+		Watchdog:    f.watchdog,
 		Foreground:  fg,
 		KeepRuns:    f.keepRuns,
 		Stdin:       stdin,
@@ -203,9 +206,14 @@ func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, std
 	}
 	defer reaper.Close()
 
-	sup := supervisor.New(cfg, db, reaper)
+	sup, err := supervisor.New(cfg, db, reaper)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitInternal
+	}
 	ctl, err := supervisor.ListenControl(supervisor.ControlPath(cfg.StateDir), sup)
 	if err != nil {
+		sup.CloseNotify()
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
@@ -245,6 +253,17 @@ func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, std
 			return errLoopDone
 		}, func(error) {
 			sup.Shutdown()
+		})
+	}
+	{
+		// Notify socket: heartbeats and turn markers from the agent's tree.
+		g.Add(func() error {
+			if err := sup.ServeNotify(); err != nil {
+				return fmt.Errorf("notify socket: %w", err)
+			}
+			return nil
+		}, func(error) {
+			sup.CloseNotify()
 		})
 	}
 	{

@@ -103,7 +103,10 @@ def notify(state, timeout=SEND_TIMEOUT):
 
 
 def barrier(timeout=BARRIER_TIMEOUT):
-    """Wait until the supervisor has handled (journaled) every earlier message."""
+    """Wait until supervise has journaled every earlier message.
+
+    supervise confirms by writing "1" to the pipe and closing it; a close
+    without the "1" means it died first, so nothing is known journaled."""
     deadline = time.monotonic() + timeout
     r, w = os.pipe()
     try:
@@ -113,12 +116,22 @@ def barrier(timeout=BARRIER_TIMEOUT):
             os.close(w)  # the supervisor's copy must be the last one
         poller = select.poll()
         poller.register(r, select.POLLIN)  # POLLHUP is always reported
+        acked = False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise NotifyError("barrier timed out after %.1fs" % timeout)
-            if poller.poll(left * 1000) and os.read(r, 64) == b"":
-                return  # EOF: the supervisor closed its copy
+            if not poller.poll(left * 1000):
+                continue
+            data = os.read(r, 64)
+            if data:
+                acked = acked or b"1" in data  # supervise writes "1" once journaled
+                continue
+            # EOF: the supervisor closed its copy. Without the "1" it died
+            # (or is a plain sd_notify manager): nothing is known journaled.
+            if not acked:
+                raise NotifyError("barrier closed without confirmation")
+            return
     finally:
         os.close(r)
 

@@ -17,6 +17,18 @@
 //	grandchild        start `sleep 1000` in a new session (escapes the group)
 //	groupchild        start `sleep 1000` in our process group
 //
+// Protocol steps (over $NOTIFY_SOCKET with the notify client):
+//
+//	turn-begin S T [PROMPT]   turn-end S T OUTCOME   waiting S   phase S PHASE [TOOL]
+//	resumed S   closed S   heartbeat S   ping   ready   status TEXT   trigger
+//	barrier             wait until journaled: logs "barrier-ok" or "barrier-err ERR"
+//	pinger DURATION     WATCHDOG=1 every DURATION in the background
+//	burst N             N WATCHDOG=1 datagrams as fast as possible on one
+//	                    socket; logs "burst sent=N failed=M"
+//	badinput            one datagram of every malformed class; logs "badinput done"
+//	bench-barrier N     N × (phase marker + barrier); logs "bench-barrier N NS"
+//	resume-file         log "resume-file <contents>" of $SUPERVISE_RESUME_FILE
+//
 // At start it logs "start" and checks that no other process carrying the
 // same $TESTAGENT_ID (other than its own ancestors) is alive: if one is, it
 // logs "overlap <pids>", which tests treat as a violation of "no two
@@ -51,8 +63,11 @@ func main() {
 			logFile = f
 		}
 	}
+	// Check before announcing the start: once "start" is logged the test
+	// may run other commands.
+	others := overlapping()
 	logf("start")
-	if others := overlapping(); len(others) > 0 {
+	if len(others) > 0 {
 		logf("overlap %v", others)
 	}
 	script := os.Getenv("TESTAGENT_SCRIPT_" + os.Getenv("SUPERVISE_RUN"))
@@ -109,7 +124,9 @@ func run(step string) {
 		}
 		logf("%s %d", verb, cmd.Process.Pid)
 	default:
-		logf("error unknown step %q", step)
+		if !protocol(verb, strings.Fields(arg), arg) {
+			logf("error unknown step %q", step)
+		}
 	}
 }
 

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/notify"
+)
+
+var client = &notify.Client{Timeout: 2 * time.Second}
+
+// protocol runs a notify step; false means the verb is unknown.
+func protocol(verb string, f []string, rest string) bool {
+	ctx := context.Background()
+	arg := func(i int) string {
+		if i < len(f) {
+			return f[i]
+		}
+		return ""
+	}
+	var err error
+	switch verb {
+	case "turn-begin":
+		prompt := ""
+		if len(f) > 2 {
+			prompt = strings.Join(f[2:], " ")
+		}
+		err = client.TurnBegin(ctx, arg(0), arg(1), prompt)
+	case "turn-end":
+		err = client.TurnEnd(ctx, arg(0), arg(1), notify.Outcome(arg(2)))
+	case "waiting":
+		err = client.Waiting(ctx, arg(0), arg(1))
+	case "phase":
+		err = client.Phase(ctx, arg(0), notify.Phase(arg(1)), arg(2))
+	case "resumed":
+		err = client.Resumed(ctx, arg(0), arg(1))
+	case "closed":
+		err = client.Closed(ctx, arg(0))
+	case "heartbeat":
+		err = client.Heartbeat(ctx, arg(0))
+	case "ping":
+		err = client.Watchdog(ctx)
+	case "ready":
+		err = client.Ready(ctx)
+	case "status":
+		err = client.Status(ctx, rest)
+	case "trigger":
+		err = client.Notify(ctx, "WATCHDOG=trigger")
+	case "barrier":
+		if err := client.Barrier(ctx, 10*time.Second); err != nil {
+			logf("barrier-err %v", err)
+		} else {
+			logf("barrier-ok")
+		}
+		return true
+	case "pinger":
+		d, _ := time.ParseDuration(arg(0))
+		go func() {
+			for {
+				client.Watchdog(ctx)
+				time.Sleep(d)
+			}
+		}()
+	case "burst":
+		n, _ := strconv.Atoi(arg(0))
+		start := time.Now()
+		sent, failed := burst(n)
+		logf("burst sent=%d failed=%d ns=%d", sent, failed, time.Since(start).Nanoseconds())
+		return true
+	case "badinput":
+		badinput()
+		logf("badinput done")
+		return true
+	case "bench-barrier":
+		n, _ := strconv.Atoi(arg(0))
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if err := client.Phase(ctx, "bench", notify.PhaseTool, "t"+strconv.Itoa(i%10)); err != nil {
+				logf("error %v", err)
+				return true
+			}
+			if err := client.Barrier(ctx, 10*time.Second); err != nil {
+				logf("error %v", err)
+				return true
+			}
+		}
+		logf("bench-barrier %d %d", n, time.Since(start).Nanoseconds())
+		return true
+	case "resume-file":
+		b, err := os.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
+		if err != nil {
+			logf("resume-file none")
+		} else {
+			logf("resume-file %s", strings.ReplaceAll(string(b), "\n", " "))
+		}
+		return true
+	default:
+		return false
+	}
+	if err != nil {
+		logf("notify-err %s %v", verb, err)
+	} else {
+		logf("sent %s", verb)
+	}
+	return true
+}
+
+// conn dials the notify socket once, for bursts of raw datagrams.
+func conn() (*net.UnixConn, error) {
+	return net.DialUnix("unixgram", nil, &net.UnixAddr{Name: os.Getenv("NOTIFY_SOCKET"), Net: "unixgram"})
+}
+
+func burst(n int) (sent, failed int) {
+	c, err := conn()
+	if err != nil {
+		return 0, n
+	}
+	defer c.Close()
+	msg := []byte("WATCHDOG=1")
+	for i := 0; i < n; i++ {
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write(msg); err != nil {
+			failed++
+			continue
+		}
+		sent++
+	}
+	return sent, failed
+}
+
+// badinput sends one datagram of every malformed class the notify socket
+// must survive (reliability.md 5 D).
+func badinput() {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		logf("error %v", err)
+		return
+	}
+	defer syscall.Close(fd)
+	to := &syscall.SockaddrUnix{Name: os.Getenv("NOTIFY_SOCKET")}
+	send := func(payload []byte, fds ...int) {
+		var oob []byte
+		if len(fds) > 0 {
+			oob = syscall.UnixRights(fds...)
+		}
+		if err := syscall.Sendmsg(fd, payload, oob, to, 0); err != nil && !errors.Is(err, syscall.EMSGSIZE) {
+			logf("badinput-send-err %v", err)
+		}
+	}
+	big := []byte("X_SUPERVISE_SESSION=evil\nX_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_OUTCOME=completed\n")
+	big = append(big, make([]byte, 64<<10)...)
+	for _, p := range [][]byte{
+		{},                                     // empty (CVE-2016-7796)
+		big[:4097],                             // oversized: truncated, never a prefix
+		big,                                    // 64 KiB
+		[]byte("READY=1\x00MAINPID=1"),         // embedded NUL
+		[]byte("STATUS=\xff\xfe"),              // invalid UTF-8
+		[]byte("NOEQUALS"),                     // no '='
+		[]byte("=value"),                       // empty key
+		[]byte("X_SUPERVISE_EVENT=turn-begin"), // event without session
+		[]byte("X_SUPERVISE_SESSION=s\nX_SUPERVISE_EVENT=bogus"),       // unknown event
+		[]byte("X_SUPERVISE_SESSION=s\nX_SUPERVISE_SESSION=t"),         // duplicate private key
+		[]byte("X_SUPERVISE_SESSION=a\x01b\nX_SUPERVISE_EVENT=closed"), // control char in id
+		[]byte("WATCHDOG_USEC=0"),                                      // absurd watchdog
+		[]byte("WATCHDOG_USEC=99999999999999999999999"),
+		[]byte("WATCHDOG_USEC=-1"),
+		[]byte("EXTEND_TIMEOUT_USEC=18446744073709551615"),
+		[]byte("MAINPID=1"),                            // never honoured
+		[]byte("READY=0\nFDSTORE=1\nX_OTHER_VENDOR=1"), // unknown keys: ignored
+		[]byte("STATUS=line\r\nREADY=1\r"),             // CRLF
+		[]byte(strings.Repeat("A=1\n", 1000)),
+	} {
+		send(p)
+	}
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	null := int(devnull.Fd())
+	send([]byte("READY=1"), null)            // fds on a non-barrier message: closed
+	send([]byte("BARRIER=1"))                // barrier without fd
+	send([]byte("BARRIER=1"), fd, null)      // barrier with two fds
+	send([]byte("BARRIER=1\nREADY=1"), null) // barrier mixed with other keys
+	many := make([]int, 200)
+	for i := range many {
+		many[i] = null
+	}
+	send([]byte("STATUS=fd spam"), many...)
+	// The socket queue holds only a few datagrams (net.unix.max_dgram_qlen):
+	// sends above blocked until supervise read the earlier ones.
+}

@@ -1,0 +1,184 @@
+package supervisor
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// treeRoot is the child whose tree may talk to the notify socket.
+type treeRoot struct {
+	pid int
+	run uint64
+	tag string // SUPERVISE_TREE=... entry of this run
+}
+
+// intake is the notify Serve goroutine's side of the supervisor. Heartbeats
+// are recorded here and never wait for the loop, so a loop busy with a slow
+// fsync cannot stall intake or cause a false hang verdict; everything else
+// is handed to the loop in arrival order.
+type intake struct {
+	base     time.Time    // monotonic origin
+	lastPing atomic.Int64 // ns since base of the last WATCHDOG=1
+	pings    atomic.Uint64
+
+	mu    sync.Mutex
+	beats map[string]time.Time // session heartbeats not yet taken by the loop
+
+	// Serve-goroutine-only state of the sender check.
+	members map[int32]member
+}
+
+type member struct {
+	child.Member
+	run uint64
+	ok  bool
+}
+
+func newIntake(base time.Time) *intake {
+	in := &intake{base: base, beats: map[string]time.Time{}, members: map[int32]member{}}
+	return in
+}
+
+// ping records a WATCHDOG=1 at now.
+func (in *intake) ping(now time.Time) {
+	in.lastPing.Store(int64(now.Sub(in.base)))
+	in.pings.Add(1)
+}
+
+// sincePing is the monotonic time since the last WATCHDOG=1.
+func (in *intake) sincePing(now time.Time) time.Duration {
+	return now.Sub(in.base) - time.Duration(in.lastPing.Load())
+}
+
+// lastPingTime is the wall-clock time of the last WATCHDOG=1, for records.
+func (in *intake) lastPingTime() time.Time {
+	return in.base.Add(time.Duration(in.lastPing.Load())).Round(0)
+}
+
+func (in *intake) beat(session string, now time.Time) {
+	in.mu.Lock()
+	if len(in.beats) < maxSessions {
+		in.beats[session] = now
+	}
+	in.mu.Unlock()
+}
+
+// take returns and forgets the session heartbeats seen since the last take.
+func (in *intake) take() map[string]time.Time {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.beats) == 0 {
+		return nil
+	}
+	b := in.beats
+	in.beats = map[string]time.Time{}
+	return b
+}
+
+// accept is the notify sender check, called on the Serve goroutine for
+// every datagram: only the current child's tree may talk, verified by pid
+// plus start time; supervise itself may send fences.
+func (s *Supervisor) accept(pid int32) bool {
+	if int(pid) == s.self {
+		return true
+	}
+	r := s.root.Load()
+	if r == nil {
+		return false
+	}
+	if int(pid) == r.pid {
+		// Our unreaped child: its pid cannot have been reused.
+		return true
+	}
+	in := s.in
+	if m, ok := in.members[pid]; ok && m.run == r.run && m.Still() {
+		return m.ok
+	}
+	mem, ok := child.InTree(int(pid), r.pid, r.tag)
+	if len(in.members) >= 4096 {
+		clear(in.members)
+	}
+	in.members[pid] = member{Member: mem, run: r.run, ok: ok}
+	return ok
+}
+
+// handle receives every accepted datagram, on the Serve goroutine.
+func (s *Supervisor) handle(m notify.Message) {
+	now := time.Now()
+	if int(m.PID) != s.self {
+		if m.Watchdog {
+			s.in.ping(now)
+		}
+		if m.IsHeartbeatOnly() {
+			if m.Session != "" {
+				s.in.beat(m.Session, now)
+			}
+			return
+		}
+	}
+	select {
+	case s.msgc <- m:
+	case <-s.done:
+		// The loop is gone and will commit nothing more: close the barrier
+		// bare, which the agent sees as unconfirmed, never as an ack.
+		if m.Fd != nil {
+			m.Fd.Close()
+		}
+	}
+}
+
+// fencePrefix marks the STATUS= of a fence datagram supervise sends itself.
+const fencePrefix = "supervise-fence-"
+
+// drain makes sure every datagram that reached the notify socket before now
+// has been applied: it sends a fence datagram to its own socket and applies
+// messages until the fence comes back (datagrams are delivered in order).
+// Called when a child dies, before the sender check forgets its tree, so a
+// marker sent just before a kill -9 is never lost.
+func (s *Supervisor) drain() {
+	s.fenceSeq++
+	want := fencePrefix + strconv.FormatUint(s.fenceSeq, 10)
+	c := &notify.Client{Socket: s.notify.Path(), Timeout: time.Second}
+	if err := c.Notify(context.Background(), "STATUS="+want); err != nil {
+		s.log.Warn("notify: fence not sent; applying what is queued", "err", err)
+		s.applyQueued()
+		return
+	}
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for {
+		select {
+		case m := <-s.msgc:
+			if int(m.PID) == s.self {
+				if m.Status == want {
+					return
+				}
+				continue // a late fence from an earlier drain
+			}
+			s.apply(m, time.Now())
+		case <-deadline.C:
+			s.log.Warn("notify: fence did not come back in time; some late messages may be applied to the next run")
+			return
+		}
+	}
+}
+
+// applyQueued applies the messages already handed to the loop.
+func (s *Supervisor) applyQueued() {
+	for {
+		select {
+		case m := <-s.msgc:
+			if int(m.PID) != s.self {
+				s.apply(m, time.Now())
+			}
+		default:
+			return
+		}
+	}
+}

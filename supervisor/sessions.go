@@ -1,0 +1,155 @@
+package supervisor
+
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// maxSessions bounds the sessions held in memory and the heartbeats
+// buffered for them, so a misbehaving agent cannot grow the supervisor
+// without bound.
+const maxSessions = 100_000
+
+// apply applies one notify message on the loop goroutine.
+func (s *Supervisor) apply(m notify.Message, now time.Time) {
+	if m.Ready && !s.ready {
+		s.ready = true
+		s.log.Info("agent is ready", "run", s.run.Run, "pid", m.PID)
+	}
+	if m.HasStatus {
+		s.statusText = m.Status
+	}
+	if m.Stopping {
+		s.log.Info("agent says it is stopping", "run", s.run.Run, "pid", m.PID)
+	}
+	if m.WatchdogUSec > 0 {
+		s.setWatchdog(time.Duration(m.WatchdogUSec)*time.Microsecond, now)
+	}
+	if m.WatchdogTrigger {
+		s.watchdogTriggered(now)
+	}
+	if m.ExtendTimeoutUSec > 0 {
+		s.extendGrace(time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
+	}
+	if m.Barrier {
+		s.barrier(m.Fd)
+		return
+	}
+	if m.Session == "" {
+		return
+	}
+	sess := s.session(m.Session, now)
+	if sess == nil {
+		return
+	}
+	sess.LastHeartbeat = now
+	sess.Updated = now
+	if s.run.Run != 0 {
+		sess.Run = s.run.Run
+	}
+	switch m.Event {
+	case notify.EventTurnBegin:
+		if sess.State == journal.ResumePending || sess.State == journal.Parked {
+			s.log.Info("a new turn supersedes the session's pending resume or park",
+				"session", sess.ID, "was", string(sess.State), "crash_count", sess.CrashCount)
+		}
+		sess.State = journal.InTurn
+		sess.Turn, sess.Prompt, sess.TurnStarted = m.Turn, m.Prompt, now
+		sess.Phase, sess.Tool, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", nil
+	case notify.EventTurnEnd:
+		if m.Turn != "" {
+			sess.Turn = m.Turn
+		}
+		sess.State = journal.Idle
+		sess.Outcome = string(m.Outcome)
+		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		if m.Outcome == notify.OutcomeCompleted {
+			s.turnCompleted(sess)
+		}
+	case notify.EventWaiting:
+		if m.Turn != "" {
+			sess.Turn = m.Turn
+		}
+		sess.State = journal.Waiting
+	case notify.EventPhase:
+		sess.Phase, sess.Tool = string(m.Phase), m.Tool
+		if sess.State == journal.Waiting {
+			sess.State = journal.InTurn // the turn goes on: the wait is over
+		}
+	case notify.EventResumed:
+		if m.Turn != "" {
+			sess.Turn = m.Turn
+		}
+		if sess.Resume != nil {
+			s.log.Info("agent took the resume", "session", sess.ID, "turn", sess.Turn, "attempt", sess.Resume.Attempt)
+		}
+		sess.State = journal.InTurn
+		sess.Resume, sess.Reason = nil, ""
+		if sess.TurnStarted.IsZero() {
+			sess.TurnStarted = now
+		}
+	case notify.EventClosed:
+		sess.State = journal.Closed
+		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+	}
+	s.markDirty(sess.ID)
+	s.flushAsync()
+}
+
+// turnCompleted resets what a completed turn proves: the session's
+// crash count, and the process-level backoff and crash-loop guard.
+func (s *Supervisor) turnCompleted(sess *journal.Session) {
+	sess.CrashCount = 0
+	s.backoff = s.backoff.Reset()
+	if s.guard.Open || s.guard.Chain > 0 {
+		s.log.Info("a completed turn proves the agent healthy: crash-loop guard cleared", "session", sess.ID)
+		s.guard = s.cfg.Guard.Healthy(s.guard)
+		s.policyDirty = true
+	}
+}
+
+// session returns the in-memory session id, loading it from the journal or
+// creating it; nil when too many sessions are held.
+func (s *Supervisor) session(id string, now time.Time) *journal.Session {
+	if sess, ok := s.sessions[id]; ok {
+		return sess
+	}
+	if len(s.sessions) >= maxSessions {
+		s.log.Warn("too many sessions in memory: message ignored", "session", id, "limit", maxSessions)
+		return nil
+	}
+	var sess journal.Session
+	var found bool
+	err := s.db.View(func(tx *journal.Tx) (err error) {
+		sess, found, err = tx.Session(id)
+		return err
+	})
+	if err != nil {
+		s.log.Error("journal: reading a session failed", "session", id, "err", err)
+	}
+	if !found {
+		sess = journal.Session{ID: id, State: journal.Idle, Updated: now}
+	}
+	s.sessions[id] = &sess
+	return &sess
+}
+
+// flushBeats moves the heartbeats gathered by intake into the session and
+// run records; the next batch commits them (at most about once a second).
+func (s *Supervisor) flushBeats(now time.Time) {
+	for id, at := range s.in.take() {
+		if sess := s.session(id, now); sess != nil && at.After(sess.LastHeartbeat) {
+			sess.LastHeartbeat = at
+			s.markDirty(id)
+		}
+	}
+	if s.run.Run != 0 && s.in.pings.Load() > s.pingsAtLaunch {
+		if t := s.in.lastPingTime(); t.After(s.run.LastHeartbeat) && !t.Before(s.run.Started) {
+			s.run.LastHeartbeat = t
+			s.cs.runDirty = true
+		}
+	}
+	s.flushAsync()
+}

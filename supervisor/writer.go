@@ -1,0 +1,246 @@
+package supervisor
+
+import (
+	"os"
+	"time"
+
+	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// Group commit. The loop marks sessions (and the run's heartbeat) dirty as
+// markers arrive; one writer goroutine commits one batch at a time, and
+// whatever arrived meanwhile goes into the next batch, so 64 sessions
+// marking at once cost a handful of fsyncs, not 64. A barrier's fd rides
+// with the batch that holds every marker received before it and is acked
+// (notify.Ack) only after that batch committed. A failed commit acks
+// nothing: its changes and fds go back to pending and are retried.
+
+// batch is one commit: copies of the records to write and the barriers it
+// acknowledges.
+type batch struct {
+	sessions []journal.Session
+	run      *journal.Run
+	policy   *policy
+	fds      []*os.File
+}
+
+// policy is the backoff and guard state, committed when it changes.
+type policy struct {
+	backoff crashloop.State
+	guard   crashloop.GuardState
+}
+
+// writer is the goroutine that commits batches.
+type writer struct {
+	db  *journal.DB
+	in  chan *batch
+	out chan error
+}
+
+func startWriter(db *journal.DB) *writer {
+	w := &writer{db: db, in: make(chan *batch), out: make(chan error, 1)}
+	go func() {
+		for b := range w.in {
+			w.out <- db.Update(func(tx *journal.Tx) error { return b.write(tx) })
+		}
+		close(w.out)
+	}()
+	return w
+}
+
+func (b *batch) write(tx *journal.Tx) error {
+	for _, s := range b.sessions {
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+	}
+	if b.run != nil {
+		if err := tx.PutRun(*b.run); err != nil {
+			return err
+		}
+	}
+	if b.policy != nil {
+		if err := tx.PutState("backoff", b.policy.backoff); err != nil {
+			return err
+		}
+		return tx.PutState("guard", b.policy.guard)
+	}
+	return nil
+}
+
+// commitState is the loop's side of group commit.
+type commitState struct {
+	w        *writer
+	dirty    map[string]bool // sessions changed since the last batch
+	runDirty bool            // the run record changed (heartbeat)
+	fds      []*os.File      // barriers waiting for the next batch
+	inflight *batch
+	retry    *time.Timer // armed after a failed commit
+	backoff  time.Duration
+	commits  uint64
+	errors   uint64
+}
+
+func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
+
+// barrier handles a BARRIER=1: its fd is acked once everything received
+// before it is durable.
+func (s *Supervisor) barrier(fd *os.File) {
+	cs := &s.cs
+	switch {
+	case s.pendingWork():
+		cs.fds = append(cs.fds, fd)
+		s.flushAsync()
+	case cs.inflight != nil:
+		cs.inflight.fds = append(cs.inflight.fds, fd)
+	default:
+		notify.Ack(fd) // nothing outstanding: everything earlier is durable
+	}
+}
+
+// takeBatch moves everything pending into a batch.
+func (s *Supervisor) takeBatch() *batch {
+	cs := &s.cs
+	b := &batch{fds: cs.fds}
+	for id := range cs.dirty {
+		if sess, ok := s.sessions[id]; ok {
+			b.sessions = append(b.sessions, *sess)
+		}
+	}
+	if cs.runDirty && s.run.Run != 0 {
+		r := s.run
+		b.run = &r
+	}
+	if s.policyDirty {
+		b.policy = &policy{backoff: s.backoff, guard: s.guard}
+		s.policyDirty = false
+	}
+	clear(cs.dirty)
+	cs.runDirty = false
+	cs.fds = nil
+	return b
+}
+
+func (s *Supervisor) pendingWork() bool {
+	cs := &s.cs
+	return len(cs.dirty) > 0 || cs.runDirty || len(cs.fds) > 0 || s.policyDirty
+}
+
+// flushAsync starts a commit of what is pending, unless one is in flight
+// (the next starts when it returns) or a retry is scheduled.
+func (s *Supervisor) flushAsync() {
+	cs := &s.cs
+	if cs.inflight != nil || cs.retry != nil || !s.pendingWork() {
+		return
+	}
+	cs.inflight = s.takeBatch()
+	cs.w.in <- cs.inflight
+}
+
+// committed handles the writer's result for the batch in flight.
+func (s *Supervisor) committed(err error) {
+	cs := &s.cs
+	b := cs.inflight
+	cs.inflight = nil
+	if err != nil {
+		s.requeue(b, err)
+		return
+	}
+	s.acked(b)
+	s.flushAsync()
+}
+
+func (s *Supervisor) acked(b *batch) {
+	s.cs.commits++
+	s.cs.backoff = 0
+	for _, fd := range b.fds {
+		notify.Ack(fd)
+	}
+}
+
+// requeue puts a failed batch back and schedules a retry with backoff.
+// Nothing in it is acknowledged.
+func (s *Supervisor) requeue(b *batch, err error) {
+	cs := &s.cs
+	cs.errors++
+	for _, sess := range b.sessions {
+		cs.dirty[sess.ID] = true
+	}
+	if b.run != nil {
+		cs.runDirty = true
+	}
+	if b.policy != nil {
+		s.policyDirty = true
+	}
+	cs.fds = append(b.fds, cs.fds...)
+	if cs.backoff == 0 {
+		cs.backoff = 100 * time.Millisecond
+	} else if cs.backoff < 5*time.Second {
+		cs.backoff *= 2
+	}
+	s.log.Error("journal: commit failed; nothing in it is acknowledged, retrying", "err", err,
+		"retry_in", cs.backoff, "waiting_barriers", len(cs.fds))
+	if cs.retry == nil {
+		cs.retry = time.NewTimer(cs.backoff)
+	}
+}
+
+// retryC is the retry timer's channel, nil when none is armed.
+func (s *Supervisor) retryC() <-chan time.Time {
+	if s.cs.retry == nil {
+		return nil
+	}
+	return s.cs.retry.C
+}
+
+func (s *Supervisor) retryFired() {
+	s.cs.retry = nil
+	s.flushAsync()
+}
+
+// commitSync waits for the batch in flight, then commits everything pending
+// together with fn in one transaction, and returns when it is durable.
+func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
+	cs := &s.cs
+	for cs.inflight != nil { // committed may start the next batch
+		s.committed(<-cs.w.out)
+	}
+	if cs.retry != nil {
+		cs.retry.Stop()
+		cs.retry = nil
+	}
+	b := s.takeBatch()
+	err := s.db.Update(func(tx *journal.Tx) error {
+		if err := b.write(tx); err != nil {
+			return err
+		}
+		if fn != nil {
+			return fn(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		s.requeue(b, err)
+		return err
+	}
+	s.acked(b)
+	return nil
+}
+
+// stopWriter ends the writer goroutine after the last commit; barriers
+// still unacknowledged are closed bare (unconfirmed to the agent).
+func (s *Supervisor) stopWriter() {
+	cs := &s.cs
+	for cs.inflight != nil {
+		s.committed(<-cs.w.out)
+	}
+	close(cs.w.in)
+	for range cs.w.out {
+	}
+	for _, fd := range cs.fds {
+		fd.Close()
+	}
+	cs.fds = nil
+}
