@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -266,4 +268,49 @@ func (e *env) journalCommits() int {
 	j := strings.IndexAny(rest, ",\n")
 	n, _ := strconv.Atoi(strings.TrimSpace(rest[:j]))
 	return n
+}
+
+// EXTEND_TIMEOUT_USEC during a stop gives the agent more time to flush
+// than --stop-timeout, so it exits by itself instead of being killed.
+func TestExtendTimeoutDuringStop(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT=term-extend 5000000 1s; hang")
+	sv := e.run("--stop-timeout", "300ms")
+	e.waitEvent(1, "hang")
+	sv.signal(syscall.SIGTERM)
+	if code := sv.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if e.count("flushed") != 1 {
+		t.Error("the agent was killed before it finished flushing")
+	}
+	if r := e.status().run(t, 1); r.Signal != 0 || r.ExitCode != 0 || r.Reason != "stopped" {
+		t.Errorf("run 1 = %+v, want a clean exit 0 after the extension", r)
+	}
+}
+
+// supervise notify, run by a shell hook inside the agent's tree with a hook
+// payload on stdin, lands its markers before it returns.
+func TestNotifyCommandFromHooks(t *testing.T) {
+	e := newEnv(t)
+	hook := fmt.Sprintf(`echo '{"session_id":"h1","prompt":"rename the module"}' | %[1]s notify turn-begin --hook-json --turn t7 &&
+%[1]s notify phase --session h1 --phase tool --tool Bash &&
+echo hooks-done >> %[2]s && exec sleep 1000`, superviseBin, e.logPath)
+	sv := e.start("run", "--", "/bin/sh", "-c", hook)
+	waitFor(t, 20*time.Second, "the hooks", func() bool {
+		b, _ := os.ReadFile(e.logPath)
+		return strings.Contains(string(b), "hooks-done")
+	})
+	s, ok := e.status().session("h1")
+	if !ok || s.State != "in_turn" || s.Turn != "t7" || s.Tool != "Bash" {
+		t.Errorf("session h1 = %+v (found %v)", s, ok)
+	}
+	sv.signal(syscall.SIGTERM)
+	sv.wait(20 * time.Second)
+	// Outside supervise the command does nothing and succeeds.
+	cmd := exec.Command(superviseBin, "notify", "turn-begin", "--session", "x")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "not running under supervise") {
+		t.Errorf("outside supervise: %v %s", err, out)
+	}
 }

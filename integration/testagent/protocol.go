@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,6 +53,20 @@ func protocol(verb string, f []string, rest string) bool {
 		err = client.Status(ctx, rest)
 	case "trigger":
 		err = client.Notify(ctx, "WATCHDOG=trigger")
+	case "term-extend":
+		// On SIGTERM: ask for EXTEND_TIMEOUT_USEC=arg(0), take arg(1) to
+		// "flush", then exit 0.
+		d, _ := time.ParseDuration(arg(1))
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		go func() {
+			<-c
+			client.Notify(ctx, "EXTEND_TIMEOUT_USEC="+arg(0))
+			logf("extending")
+			time.Sleep(d)
+			logf("flushed")
+			os.Exit(0)
+		}()
 	case "barrier":
 		if err := client.Barrier(ctx, 10*time.Second); err != nil {
 			logf("barrier-err %v", err)
