@@ -57,6 +57,7 @@ type env struct {
 	dir      string
 	stateDir string
 	logPath  string
+	fifo     string
 	id       string
 	vars     []string
 }
@@ -66,7 +67,13 @@ func newEnv(t testing.TB) *env {
 	dir := t.TempDir()
 	e := &env{t: t, dir: dir, stateDir: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "agent.log"),
 		id: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
-	e.vars = []string{"TESTAGENT_LOG=" + e.logPath, "TESTAGENT_ID=" + e.id, "SUPERVISE_STATE_DIR=" + e.stateDir}
+	fifo := filepath.Join(dir, "cmd.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = []string{"TESTAGENT_LOG=" + e.logPath, "TESTAGENT_ID=" + e.id, "SUPERVISE_STATE_DIR=" + e.stateDir,
+		"TESTAGENT_FIFO=" + fifo}
+	e.fifo = fifo
 	t.Cleanup(e.killLeftovers)
 	return e
 }
@@ -227,17 +234,34 @@ func (e *env) waitEvent(run int, kind string) event {
 	return found
 }
 
-// waitLog waits until run logged "log TEXT".
-func (e *env) waitLog(run int, text string) {
+// waitLog waits until run logged "log TEXT" and returns that event.
+func (e *env) waitLog(run int, text string) event {
 	e.t.Helper()
+	var found event
 	waitFor(e.t, 20*time.Second, fmt.Sprintf("agent log %q in run %d", text, run), func() bool {
 		for _, ev := range e.events() {
 			if ev.kind == "log" && ev.arg == text && (run == 0 || ev.run == run) {
+				found = ev
 				return true
 			}
 		}
 		return false
 	})
+	return found
+}
+
+// tell makes the listening agent run script, as the child itself (so the
+// sender check admits its markers), and waits until it has.
+func (e *env) tell(script string) {
+	e.t.Helper()
+	before := e.count("ran")
+	f, err := os.OpenFile(e.fifo, os.O_WRONLY, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	f.WriteString(script + "\n")
+	f.Close()
+	waitFor(e.t, 20*time.Second, "the agent to run "+script, func() bool { return e.count("ran") > before })
 }
 
 // noOverlap fails the test if any agent saw another agent alive at start.

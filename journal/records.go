@@ -111,6 +111,7 @@ type Resume struct {
 	// Manual is true when a person asked for this resume.
 	Manual bool `json:"manual,omitempty"`
 	// Delivered counts how often it was handed to a child without the
-	// agent confirming it took it.
-	Delivered int `json:"delivered,omitempty"`
+	// agent confirming it took it; Run is the last run it was handed to.
+	Delivered int    `json:"delivered,omitempty"`
+	Run       uint64 `json:"run,omitempty"`
 }

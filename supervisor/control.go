@@ -8,8 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/supervise-dev/supervise/resume"
 )
 
 var osGetpid = os.Getpid
@@ -23,8 +27,9 @@ type request struct {
 }
 
 type response struct {
-	status Status
-	err    error
+	status   Status
+	delivery string
+	err      error
 }
 
 // serve answers one control request; it runs on the loop goroutine.
@@ -33,6 +38,8 @@ func (s *Supervisor) serve(req request) {
 	switch req.kind {
 	case "status":
 		resp.status, resp.err = s.status(req.all)
+	case "resume":
+		resp.delivery, resp.err = s.manualResume(req.session)
 	default:
 		resp.err = fmt.Errorf("unknown request %q", req.kind)
 	}
@@ -61,7 +68,8 @@ func (s *Supervisor) ask(ctx context.Context, req request) (response, error) {
 // the state dir (mode 0600, inside the 0700 state dir), so status works while
 // the supervisor holds the journal lock.
 //
-//	GET /status[?all=1]   the Status JSON
+//	GET  /status[?all=1]      the Status JSON
+//	POST /resume?session=ID   resume a parked, stopped or pending session
 type Control struct {
 	ln   net.Listener
 	srv  *http.Server
@@ -94,6 +102,22 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 		enc.SetIndent("", "  ")
 		enc.Encode(resp.status)
 	})
+	mux.HandleFunc("POST /resume", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		resp, err := s.ask(ctx, request{kind: "resume", session: r.URL.Query().Get("session")})
+		switch {
+		case errors.Is(err, ErrUnknownSession):
+			http.Error(w, err.Error(), http.StatusNotFound)
+		case errors.Is(err, resume.ErrNotResumable):
+			http.Error(w, err.Error(), http.StatusConflict)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]string{"session": r.URL.Query().Get("session"), "delivery": resp.delivery})
+		}
+	})
 	c := &Control{ln: ln, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	return c, nil
 }
@@ -120,25 +144,42 @@ var ErrNoSupervisor = errors.New("no supervise is running for this state dir")
 // FetchStatus asks the supervise running for stateDir for its status.
 func FetchStatus(ctx context.Context, stateDir string, all bool) (Status, error) {
 	var st Status
-	url := "http://supervise/status"
+	target := "http://supervise/status"
 	if all {
-		url += "?all=1"
+		target += "?all=1"
 	}
-	body, err := controlDo(ctx, stateDir, http.MethodGet, url)
+	body, err := controlDo(ctx, stateDir, http.MethodGet, target)
 	if err != nil {
 		return st, err
 	}
 	return st, json.Unmarshal(body, &st)
 }
 
-func controlDo(ctx context.Context, stateDir, method, url string) ([]byte, error) {
+// RequestResume asks the supervise running for stateDir to resume session
+// id, and returns how the resume will be delivered.
+func RequestResume(ctx context.Context, stateDir, id string) (string, error) {
+	body, err := controlDo(ctx, stateDir, http.MethodPost, "http://supervise/resume?session="+url.QueryEscape(id))
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		Delivery string `json:"delivery"`
+	}
+	err = json.Unmarshal(body, &out)
+	return out.Delivery, err
+}
+
+// ErrRefused wraps a control request the supervisor answered with an error.
+var ErrRefused = errors.New("refused")
+
+func controlDo(ctx context.Context, stateDir, method, target string) ([]byte, error) {
 	path := ControlPath(stateDir)
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +197,7 @@ func controlDo(ctx context.Context, stateDir, method, url string) ([]byte, error
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("supervise answered %s: %s", resp.Status, body)
+		return nil, fmt.Errorf("%w: %s", ErrRefused, strings.TrimSpace(string(body)))
 	}
 	return body, nil
 }

@@ -103,11 +103,8 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 func (s *Supervisor) turnCompleted(sess *journal.Session) {
 	sess.CrashCount = 0
 	s.backoff = s.backoff.Reset()
-	if s.guard.Open || s.guard.Chain > 0 {
-		s.log.Info("a completed turn proves the agent healthy: crash-loop guard cleared", "session", sess.ID)
-		s.guard = s.cfg.Guard.Healthy(s.guard)
-		s.policyDirty = true
-	}
+	s.policyDirty = true
+	s.clearGuard("a turn completed (session " + sess.ID + ")")
 }
 
 // session returns the in-memory session id, loading it from the journal or

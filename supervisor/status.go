@@ -84,6 +84,20 @@ type SessionStatus struct {
 	Tool          string     `json:"tool,omitempty"`
 	// ResumeCommand is the command that resumes a parked or stopped session.
 	ResumeCommand string `json:"resume_command,omitempty"`
+	// Resume describes the continuation owed to a resume_pending session.
+	Resume *ResumeStatus `json:"resume,omitempty"`
+}
+
+// ResumeStatus is a continuation owed to a session.
+type ResumeStatus struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	Manual  bool   `json:"manual"`
+	// DeliveredToRun is the run it was last handed to, 0 if not yet.
+	DeliveredToRun uint64 `json:"delivered_to_run"`
+	// Held says why it is not being dispatched, "" if it is.
+	Held    string `json:"held,omitempty"`
+	Message string `json:"message"`
 }
 
 // RunStatus is one child run.
@@ -115,11 +129,17 @@ func runStatus(r journal.Run) RunStatus {
 		LastHeartbeat: timePtr(r.LastHeartbeat)}
 }
 
-func sessionStatus(s journal.Session, name, stateDir string) SessionStatus {
+func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
 		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool}
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
+	}
+	if r := s.Resume; r != nil && s.State == journal.ResumePending {
+		st.Resume = &ResumeStatus{Attempt: r.Attempt, Reason: r.Reason, Manual: r.Manual, DeliveredToRun: r.Run, Message: r.Message}
+		if !r.Manual {
+			st.Resume.Held = held
+		}
 	}
 	return st
 }
@@ -174,8 +194,12 @@ func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error)
 			last := runStatus(runs[0])
 			st.Child.LastExit = &last
 		}
+		held := ""
+		if st.Guard.Open {
+			held = "crash-loop guard open"
+		}
 		add := func(s journal.Session) error {
-			st.Sessions = append(st.Sessions, sessionStatus(s, name, stateDir))
+			st.Sessions = append(st.Sessions, sessionStatus(s, stateDir, held))
 			return nil
 		}
 		if all {
@@ -228,7 +252,7 @@ func (s *Supervisor) status(all bool) (Status, error) {
 		// The loop's view: open sessions plus those active in this run.
 		st.Sessions = st.Sessions[:0]
 		for _, sess := range s.sessions {
-			st.Sessions = append(st.Sessions, sessionStatus(*sess, s.cfg.Name, s.cfg.StateDir))
+			st.Sessions = append(st.Sessions, sessionStatus(*sess, s.cfg.StateDir, s.held()))
 		}
 		sortSessions(st.Sessions)
 	}
@@ -282,8 +306,15 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 		}
 		tw.Flush()
 		for _, s := range st.Sessions {
-			if s.ResumeCommand != "" {
+			switch {
+			case s.ResumeCommand != "":
 				fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", s.ID, s.State, s.ResumeCommand)
+			case s.Resume != nil && s.Resume.Held != "":
+				fmt.Fprintf(b, "  %s: resume attempt %d held (%s)\n", s.ID, s.Resume.Attempt, s.Resume.Held)
+			case s.Resume != nil && s.Resume.DeliveredToRun > 0:
+				fmt.Fprintf(b, "  %s: resume attempt %d delivered to run %d, not yet taken by the agent\n", s.ID, s.Resume.Attempt, s.Resume.DeliveredToRun)
+			case s.Resume != nil:
+				fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", s.ID, s.Resume.Attempt)
 			}
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/resume"
 )
 
 // Exit codes of Run, documented in supervise --help.
@@ -65,6 +66,16 @@ type Config struct {
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
+	// Resume is the per-session resume policy; ResumeOff computes and shows
+	// decisions but dispatches no automatic resume (--resume off).
+	Resume    resume.Policy
+	ResumeOff bool
+	// ResumeExec is a parsed --resume-exec template: a pending session is
+	// resumed by relaunching the agent in that form. nil: the resume file.
+	ResumeExec []string
+	// ResumeSignal, when set, delivers resumes to a running agent: the
+	// resume file is rewritten and the agent gets this signal.
+	ResumeSignal syscall.Signal
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns              int
 	Stdin, Stdout, Stderr *os.File
@@ -233,6 +244,10 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 		}
 		switch dec.Action {
 		case crashloop.Exit:
+			if s.cfg.ResumeExec != nil && len(s.pending()) > 0 {
+				s.log.Info("relaunching to deliver pending resumes", "sessions", len(s.pending()))
+				continue
+			}
 			return exit.Code, nil
 		case crashloop.GiveUp:
 			s.log.Error("giving up: the agent keeps dying", "failures", dec.Failures,
@@ -307,6 +322,8 @@ func (s *Supervisor) boot(ctx context.Context) error {
 		}
 		if prevChild != nil {
 			orphan = s.reclaim(ctx, *prevChild)
+			s.decide(resume.Death{Reason: orphan.Reason, Signal: orphan.Signal, ExitCode: orphan.ExitCode,
+				Run: orphan.Run, At: orphan.Ended}, time.Now())
 		}
 	}
 	return s.commitSync(func(tx *journal.Tx) error {
@@ -415,9 +432,10 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.state = "starting"
 	s.ready, s.statusText = false, ""
 	relaunch := s.lastExit != nil
+	argv, extra := s.prepareDelivery(n)
 	p, err := s.reaper.Start(child.Spec{
-		Args:       s.cfg.Argv,
-		Env:        s.childEnv(n),
+		Args:       argv,
+		Env:        append(s.childEnv(n), extra...),
 		Dir:        s.cfg.Dir,
 		Foreground: s.cfg.Foreground,
 		Stdin:      s.cfg.Stdin,
@@ -426,14 +444,14 @@ func (s *Supervisor) runOnce() child.Exit {
 	})
 	if err != nil {
 		exit := child.FailedExit(err, time.Now())
-		s.run = journal.Run{Run: n, Started: exit.Started, Argv: s.cfg.Argv}
-		s.log.Error("agent could not be started", "run", n, "cmd", s.cfg.Argv[0], "exit_code", exit.Code, "err", err)
+		s.run = journal.Run{Run: n, Started: exit.Started, Argv: argv}
+		s.log.Error("agent could not be started", "run", n, "cmd", argv[0], "exit_code", exit.Code, "err", err)
 		return exit
 	}
 	s.proc = p
 	s.state = "running"
 	s.run = journal.Run{Run: n, PID: p.PID(), StartTime: p.StartTime(), Started: p.Started(),
-		Reason: journal.ReasonRunning, Argv: s.cfg.Argv}
+		Reason: journal.ReasonRunning, Argv: argv}
 	s.root.Store(&treeRoot{pid: p.PID(), run: n, tag: s.tag(n)})
 	s.startWatchdog(p.Started())
 	if relaunch {
@@ -454,7 +472,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	if err != nil {
 		s.log.Error("journal: recording the child's start failed", "run", n, "err", err)
 	}
-	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", s.cfg.Argv[0])
+	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", argv[0])
 
 	s.wait(p, nil)
 	s.drain()
@@ -508,6 +526,9 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.retryFired()
 		case now := <-flush.C:
 			s.flushBeats(now)
+			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
+				s.clearGuard("the run outlived --guard-gap")
+			}
 		case now := <-s.wdC():
 			s.checkWatchdog(now)
 		case now := <-s.graceC():
@@ -627,6 +648,11 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
+	}
+	requested := r.Reason == journal.ReasonStopped && !r.Dirty
+	if (r.Dirty || requested) && exit.ExecErr == nil {
+		s.decide(resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
+			Run: r.Run, At: r.Ended}, time.Now())
 	}
 	dec, st := s.cfg.Policy.Next(s.backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
 		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil}, rand.Float64())

@@ -70,6 +70,8 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return statusCmd(ctx, args, stdout, stderr)
 	case "notify":
 		return notifyCmd(ctx, args, stdin, stderr)
+	case "resume":
+		return resumeCmd(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -37,6 +40,12 @@ type runFlags struct {
 	guardTrip   int
 	guardGap    time.Duration
 	keepRuns    int
+	resumeMode  string
+	resumeLimit int
+	maxTurnAge  time.Duration
+	resumeExec  string
+	resumeMsg   string
+	resumeSig   string
 	logLevel    string
 	logFormat   string
 	foreground  string
@@ -55,6 +64,12 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
 	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
 	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
+	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
+	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
+	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
+	fs.StringVar(&f.resumeExec, "resume-exec", "", "relaunch a single-session agent as this argv template to resume it, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell)")
+	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {prompt}); default: a built-in honest text")
+	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
@@ -103,10 +118,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", source("restart", set), err)
 	}
-	sig := unix.SignalNum(f.stopSignal)
-	if sig == 0 {
-		sig = unix.SignalNum("SIG" + f.stopSignal)
-	}
+	sig := parseSignal(f.stopSignal)
 	if sig == 0 {
 		return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("stop-signal", set), f.stopSignal)
 	}
@@ -116,8 +128,23 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 			return cfg, nil, fmt.Errorf("%s must not be negative", source(name, set))
 		}
 	}
-	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 {
-		return cfg, nil, errors.New("--give-up and --guard-trip must be >= 0, --keep-runs >= 1")
+	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 {
+		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age must be >= 0, --keep-runs >= 1")
+	}
+	if f.resumeMode != "auto" && f.resumeMode != "off" {
+		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("resume", set), f.resumeMode)
+	}
+	var execTpl []string
+	if f.resumeExec != "" {
+		if execTpl, err = resume.ParseTemplate(f.resumeExec); err != nil {
+			return cfg, nil, fmt.Errorf("%s: %w", source("resume-exec", set), err)
+		}
+	}
+	var resumeSig syscall.Signal
+	if f.resumeSig != "" {
+		if resumeSig = parseSignal(f.resumeSig); resumeSig == 0 {
+			return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("resume-signal", set), f.resumeSig)
+		}
 	}
 	log, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
@@ -145,10 +172,25 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Watchdog:    f.watchdog,
 		Foreground:  fg,
 		KeepRuns:    f.keepRuns,
+		Resume: resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
+		ResumeOff:    f.resumeMode == "off",
+		ResumeExec:   execTpl,
+		ResumeSignal: resumeSig,
 		Stdin:       stdin,
 		Log:         log,
 	}
 	return cfg, log, nil
+}
+
+// parseSignal accepts SIGTERM, TERM or a number.
+func parseSignal(s string) syscall.Signal {
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n)
+	}
+	if sig := unix.SignalNum(strings.ToUpper(s)); sig != 0 {
+		return sig
+	}
+	return unix.SignalNum("SIG" + strings.ToUpper(s))
 }
 
 // foreground decides whether the agent shares supervise's process group:

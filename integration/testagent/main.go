@@ -12,6 +12,8 @@
 //	sleep DURATION    sleep
 //	exit N            exit with status N
 //	hang              block forever (until a signal)
+//	listen            run script lines written to $TESTAGENT_FIFO, forever;
+//	                  logs "ran <line>" after each
 //	ignore-term       ignore SIGTERM from now on
 //	term-exit N       exit N on SIGTERM
 //	grandchild        start `sleep 1000` in a new session (escapes the group)
@@ -67,6 +69,9 @@ func main() {
 	// may run other commands.
 	others := overlapping()
 	logf("start")
+	if len(os.Args) > 1 {
+		logf("args %s", strings.ReplaceAll(strings.Join(os.Args[1:], " | "), "\n", " "))
+	}
 	if len(others) > 0 {
 		logf("overlap %v", others)
 	}
@@ -98,6 +103,9 @@ func run(step string) {
 		n, _ := strconv.Atoi(arg)
 		logf("exit %d", n)
 		os.Exit(n)
+	case "listen":
+		logf("listen")
+		listen()
 	case "hang":
 		logf("hang")
 		for {
@@ -126,6 +134,31 @@ func run(step string) {
 	default:
 		if !protocol(verb, strings.Fields(arg), arg) {
 			logf("error unknown step %q", step)
+		}
+	}
+}
+
+// listen executes the script lines written to $TESTAGENT_FIFO, one writer
+// at a time, forever.
+func listen() {
+	path := os.Getenv("TESTAGENT_FIFO")
+	for {
+		b, err := os.ReadFile(path) // blocks until a writer opens, ends at its close
+		if err != nil {
+			logf("error fifo %v", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			for _, step := range strings.Split(line, ";") {
+				if step = strings.TrimSpace(step); step != "" {
+					run(step)
+				}
+			}
+			logf("ran %s", line)
 		}
 	}
 }

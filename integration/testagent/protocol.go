@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -107,6 +108,22 @@ func protocol(verb string, f []string, rest string) bool {
 		}
 		logf("bench-barrier %d %d", n, time.Since(start).Nanoseconds())
 		return true
+	case "take-resumes":
+		takeResumes()
+		return true
+	case "take-on":
+		// On signal arg(0) (e.g. USR1), take the resumes in the file.
+		sig := map[string]syscall.Signal{"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "HUP": syscall.SIGHUP}[arg(0)]
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, sig)
+		go func() {
+			for range c {
+				logf("got-%s", arg(0))
+				takeResumes()
+			}
+		}()
+		logf("take-on %s", arg(0))
+		return true
 	case "resume-file":
 		b, err := os.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 		if err != nil {
@@ -124,6 +141,48 @@ func protocol(verb string, f []string, rest string) bool {
 		logf("sent %s", verb)
 	}
 	return true
+}
+
+// taken remembers the resumes this process took, by session and attempt,
+// so that a repeated delivery is visible ("dup") instead of acted on twice.
+var taken = map[string]bool{}
+
+// takeResumes reads $SUPERVISE_RESUME_FILE and takes every resume in it:
+// logs "took SESSION attempt=N message=..." and reports resumed (journaled).
+func takeResumes() {
+	path := os.Getenv("SUPERVISE_RESUME_FILE")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		logf("took none")
+		return
+	}
+	var items []struct {
+		Session, Turn, Reason, Phase, Tool, Prompt, Message string
+		Attempt                                             int
+	}
+	if err := json.Unmarshal(b, &items); err != nil {
+		logf("error resume file: %v", err)
+		return
+	}
+	if len(items) == 0 {
+		logf("took none")
+	}
+	for _, it := range items {
+		key := it.Session + "#" + strconv.Itoa(it.Attempt)
+		if taken[key] {
+			logf("dup %s attempt=%d", it.Session, it.Attempt)
+			continue
+		}
+		taken[key] = true
+		logf("took %s attempt=%d turn=%s message=%s", it.Session, it.Attempt, it.Turn, strings.ReplaceAll(it.Message, "\n", " "))
+		ctx := context.Background()
+		if err := client.Resumed(ctx, it.Session, it.Turn); err != nil {
+			logf("notify-err resumed %v", err)
+		}
+		if err := client.Barrier(ctx, 10*time.Second); err != nil {
+			logf("barrier-err %v", err)
+		}
+	}
 }
 
 // conn dials the notify socket once, for bursts of raw datagrams.

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("supervise resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st stateFlags
+	st.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `Usage: supervise resume [--state-dir DIR | --name NAME] SESSION
+
+Resume a parked, stopped or pending session by hand: its crash count is reset
+and it is resumed by the running supervise (at once with --resume-signal, else
+at the agent's next start), or at the next start of supervise. A manual resume
+is dispatched even while the crash-loop guard or --resume off holds automatic
+ones.`)
+		fs.PrintDefaults()
+	}
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	set, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return usageExit(err)
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	if id == "" || fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != id) {
+		fs.Usage()
+		return exitUsage
+	}
+	dir, _, err := st.resolve(set, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
+		return exitUsage
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	delivery, err := supervisor.RequestResume(cctx, dir, id)
+	if errors.Is(err, supervisor.ErrNoSupervisor) {
+		delivery, err = resumeOffline(dir, id)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
+		return exitInternal
+	}
+	fmt.Fprintf(stdout, "session %s will be resumed: %s\n", id, delivery)
+	return exitOK
+}
+
+// resumeOffline marks the session in the journal of a supervise that is
+// not running; the next one dispatches it.
+func resumeOffline(dir, id string) (string, error) {
+	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{})
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	err = db.Update(func(tx *journal.Tx) error {
+		s, ok, err := tx.Session(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w %q in %s", supervisor.ErrUnknownSession, id, dir)
+		}
+		s, err = resume.Manual(s, time.Now(), "")
+		if err != nil {
+			return err
+		}
+		return tx.PutSession(s)
+	})
+	if err != nil {
+		return "", err
+	}
+	return "at the next start of supervise", nil
+}

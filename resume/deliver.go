@@ -1,0 +1,141 @@
+package resume
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// Item is one entry of the resume file (SUPERVISE_RESUME_FILE): a session
+// owed a continuation. Field names are a public contract (DESIGN.md).
+type Item struct {
+	Session string `json:"session"`
+	Turn    string `json:"turn"`
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	Phase   string `json:"phase"`
+	Tool    string `json:"tool"`
+	Prompt  string `json:"prompt"`
+	// Message is the continuation to send as a hidden turn.
+	Message string `json:"message"`
+}
+
+// Items returns the resume file entries of the pending sessions, oldest
+// interruption first.
+func Items(pending []journal.Session) []Item {
+	sort.Slice(pending, func(i, j int) bool {
+		a, b := pending[i].Resume, pending[j].Resume
+		if a.Since.Equal(b.Since) {
+			return pending[i].ID < pending[j].ID
+		}
+		return a.Since.Before(b.Since)
+	})
+	items := make([]Item, 0, len(pending))
+	for _, s := range pending {
+		items = append(items, Item{Session: s.ID, Turn: s.Turn, Attempt: s.Resume.Attempt, Reason: s.Resume.Reason,
+			Phase: s.Phase, Tool: s.Tool, Prompt: s.Prompt, Message: s.Resume.Message})
+	}
+	return items
+}
+
+// WriteFile writes items as the resume file at path, atomically (a reader
+// sees the old file or the new one, never half of one), mode 0600.
+func WriteFile(path string, items []Item) error {
+	b, err := json.MarshalIndent(items, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".resume-*.json")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	if err := tmp.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+// ErrTemplate reports an unusable --resume-exec template.
+var ErrTemplate = errors.New("bad --resume-exec template")
+
+// ParseTemplate splits a --resume-exec template into argv words, the way a
+// shell splits words (single and double quotes, backslash escapes), but it
+// never runs a shell: each word is one argument, and a placeholder inside a
+// word is replaced by the value as it is, spaces and all. Placeholders:
+// {session} {message} {turn}. {session} is required.
+func ParseTemplate(t string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c == '\'':
+			j := strings.IndexByte(t[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("%w: unterminated single quote", ErrTemplate)
+			}
+			cur.WriteString(t[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(t) && t[i] != '"'; i++ {
+				if t[i] == '\\' && i+1 < len(t) && strings.IndexByte(`"\$`+"`", t[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(t[i])
+			}
+			if i >= len(t) {
+				return nil, fmt.Errorf("%w: unterminated double quote", ErrTemplate)
+			}
+			inWord = true
+		case c == '\\' && i+1 < len(t):
+			i++
+			cur.WriteByte(t[i])
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("%w: empty", ErrTemplate)
+	}
+	if !strings.Contains(strings.Join(words, " "), "{session}") {
+		return nil, fmt.Errorf("%w: it must contain {session}: resume by explicit id, never 'latest' or a picker", ErrTemplate)
+	}
+	return words, nil
+}
+
+// ExecArgv substitutes item into a parsed template.
+func ExecArgv(template []string, item Item) []string {
+	r := strings.NewReplacer("{session}", item.Session, "{message}", item.Message, "{turn}", item.Turn)
+	argv := make([]string, len(template))
+	for i, w := range template {
+		argv[i] = r.Replace(w)
+	}
+	return argv
+}

@@ -1,0 +1,64 @@
+package resume
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+func TestResumeFile(t *testing.T) {
+	older := journal.Session{ID: "b", Turn: "t2", Phase: "tool", Tool: "bash", Prompt: "p",
+		Resume: &journal.Resume{Attempt: 1, Reason: "r", Message: "m", Since: now.Add(-time.Minute)}}
+	newer := journal.Session{ID: "a", Resume: &journal.Resume{Attempt: 2, Message: "m2", Since: now}}
+	items := Items([]journal.Session{newer, older})
+	path := filepath.Join(t.TempDir(), "resume.json")
+	if err := WriteFile(path, items); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	raw, _ := os.ReadFile(path)
+	var got []map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"session": "b", "turn": "t2", "attempt": 1.0, "reason": "r", "phase": "tool",
+		"tool": "bash", "prompt": "p", "message": "m"}
+	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || got[1]["session"] != "a" {
+		t.Errorf("resume file, oldest first, contract fields:\n%s", raw)
+	}
+}
+
+func TestExecTemplate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"claude -p -r {session} {message}", []string{"claude", "-p", "-r", "S 1", "hello world; rm -rf /"}},
+		{"codex exec resume {session} {message}", []string{"codex", "exec", "resume", "S 1", "hello world; rm -rf /"}},
+		{`agent --msg="{message}" '--id={session}' x\ y`, []string{"agent", "--msg=hello world; rm -rf /", "--id=S 1", "x y"}},
+		{"gemini -r {session} -p {message} --turn {turn}", []string{"gemini", "-r", "S 1", "-p", "hello world; rm -rf /", "--turn", "T"}},
+	} {
+		tpl, err := ParseTemplate(tc.in)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		got := ExecArgv(tpl, Item{Session: "S 1", Turn: "T", Message: "hello world; rm -rf /"})
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "   ", "claude --continue", "claude -r 'unterminated {session}", `x "{session}`} {
+		if _, err := ParseTemplate(bad); !errors.Is(err, ErrTemplate) {
+			t.Errorf("%q: err %v, want ErrTemplate", bad, err)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+// Package resume decides, per session, what follows the death of an agent
+// process, and delivers the resumes to the next child.
+//
+// The decision half (Decide, Manual, Message) is pure: no goroutines, no
+// I/O, now passed in. The rules are DESIGN.md's table:
+//
+//	session at death                                   decision
+//	idle, closed (and a turn that ended cancelled)     nothing
+//	waiting (approval or human input)                  parked: never auto-resumed
+//	in_turn/resume_pending, turn older than MaxAge     parked: stale
+//	in_turn/resume_pending, crash_count+1 <= Limit     crash_count+1, resume_pending
+//	in_turn/resume_pending, crash_count+1 >  Limit     crash_count+1, parked
+//
+// A stop supervise was asked for is not dirty: open turns become stopped,
+// uncounted. A resume_pending session counts a death only if its resume was
+// handed to the run that died: a resume held back (crash-loop guard, resume
+// off) cannot have caused the death. parked and stopped sessions stay as
+// they are until a person resumes them (Manual).
+//
+// The delivery half (WriteFile, ExecArgv) writes the resume file and builds
+// the argv of a --resume-exec relaunch.
+package resume
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// Policy is the resume policy.
+type Policy struct {
+	// Limit is how many consecutive dirty deaths mid-turn a session may
+	// see and still be resumed automatically (--resume-limit, default 1).
+	Limit int
+	// MaxAge parks turns older than this instead of resuming them
+	// (--max-turn-age, default 1h); 0 means no limit.
+	MaxAge time.Duration
+	// Template overrides the continuation message (--resume-message); ""
+	// uses the built-in text. See Message for its placeholders.
+	Template string
+}
+
+// DefaultPolicy returns the documented defaults.
+func DefaultPolicy() Policy { return Policy{Limit: 1, MaxAge: time.Hour} }
+
+// Death describes how the agent process died, as the decisions need it.
+type Death struct {
+	// Reason is the run's journal reason (journal.ReasonSignal, ...).
+	Reason string
+	// Signal and ExitCode are the run's, for the message.
+	Signal   int
+	ExitCode int
+	// Requested is true for a stop supervise was asked for: not dirty.
+	Requested bool
+	// Run is the run that died; At is when.
+	Run uint64
+	At  time.Time
+}
+
+// Action is what happens to one session.
+type Action int
+
+const (
+	// Keep leaves the session as it is.
+	Keep Action = iota
+	// Resume makes it resume_pending with a continuation.
+	Resume
+	// Park parks it: never resumed automatically, one command away.
+	Park
+	// Stop marks its open turn stopped by a requested stop.
+	Stop
+)
+
+// String names the action for logs.
+func (a Action) String() string {
+	switch a {
+	case Resume:
+		return "resume"
+	case Park:
+		return "park"
+	case Stop:
+		return "stop"
+	}
+	return "keep"
+}
+
+// Decision is the verdict for one session, with the session as it must be
+// journaled (for Keep, unchanged).
+type Decision struct {
+	Action  Action
+	Session journal.Session
+}
+
+// Decide returns the decision for every session given, in session order.
+// The caller commits the sessions of every non-Keep decision in one journal
+// transaction before it starts the next child.
+func Decide(sessions []journal.Session, d Death, now time.Time, p Policy) []Decision {
+	out := make([]Decision, 0, len(sessions))
+	for _, s := range sessions {
+		out = append(out, decide(s, d, now, p))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Session.ID < out[j].Session.ID })
+	return out
+}
+
+func decide(s journal.Session, d Death, now time.Time, p Policy) Decision {
+	midTurn := s.State == journal.InTurn || s.State == journal.Waiting
+	pending := s.State == journal.ResumePending
+	if d.Requested {
+		if !midTurn && !pending {
+			return Decision{Keep, s}
+		}
+		s.State = journal.Stopped
+		s.Reason = "stopped by a requested stop of supervise while mid-turn (" + describe(d) + ")"
+		s.Resume = nil
+		s.Updated = now
+		return Decision{Stop, s}
+	}
+	switch {
+	case pending && (s.Resume == nil || s.Resume.Run != d.Run):
+		// Its resume was never handed to the run that died (held back, or
+		// owed to a later run): this death is not the session's doing.
+		return Decision{Keep, s}
+	case !midTurn && !pending:
+		return Decision{Keep, s} // idle, closed, parked, stopped
+	}
+	s.CrashCount++
+	s.Updated = now
+	switch {
+	case s.State == journal.Waiting:
+		return park(s, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
+	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
+		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
+	case s.CrashCount > p.Limit:
+		return park(s, fmt.Sprintf("mid-turn at %d consecutive dirty deaths (%s): it may be what kills the agent", s.CrashCount, describe(d)))
+	}
+	attempt := 1
+	if s.Resume != nil {
+		attempt = s.Resume.Attempt + 1
+	}
+	s.State = journal.ResumePending
+	s.Reason = "interrupted: " + describe(d)
+	s.Resume = &journal.Resume{Attempt: attempt, Reason: describe(d), Since: now, Message: Message(s, d, p.Template)}
+	return Decision{Resume, s}
+}
+
+func park(s journal.Session, reason string) Decision {
+	s.State = journal.Parked
+	s.Reason = reason
+	s.Resume = nil
+	return Decision{Park, s}
+}
+
+// describe says how the process died, in words.
+func describe(d Death) string {
+	switch d.Reason {
+	case journal.ReasonWatchdog:
+		return "killed by the watchdog after it stopped responding"
+	case journal.ReasonMemory:
+		return "killed by the memory guard"
+	case journal.ReasonSupervisorDied:
+		return "supervise itself died, taking the agent with it"
+	case journal.ReasonTurnOpen:
+		return "the agent exited with status 0 in the middle of the turn"
+	case journal.ReasonStopped:
+		return "a requested stop"
+	case journal.ReasonExecFailed:
+		return "the agent could not be started"
+	}
+	if d.Signal != 0 {
+		return fmt.Sprintf("the agent was killed by signal %d (%s)", d.Signal, signalName(d.Signal))
+	}
+	return fmt.Sprintf("the agent exited with status %d", d.ExitCode)
+}
+
+func signalName(sig int) string {
+	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
+		8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return "signal"
+}
+
+// Message returns the continuation for s: honest about what is known. The
+// built-in text says the turn was interrupted and how, in which phase and
+// tool, that work may already be done and a side effect's outcome is
+// unknown, to check the current state before redoing anything, and then the
+// original request excerpt. A template replaces it; its placeholders are
+// {session} {turn} {how} {phase} {tool} {prompt}.
+func Message(s journal.Session, d Death, template string) string {
+	if template != "" {
+		return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", describe(d),
+			"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
+	}
+	var b strings.Builder
+	b.WriteString("[supervise: automatic continuation] Your previous turn in this session was interrupted: ")
+	b.WriteString(describe(d))
+	switch {
+	case s.Phase == "tool" && s.Tool != "":
+		fmt.Fprintf(&b, ", while the tool %q was running", s.Tool)
+	case s.Phase == "tool":
+		b.WriteString(", while a tool was running")
+	case s.Phase == "model":
+		b.WriteString(", while waiting for the model")
+	}
+	b.WriteString(". Some of the work may already be done, and the outcome of any tool call that was in flight is unknown: ")
+	b.WriteString("check the current state before redoing anything, and do not repeat a side effect that already happened. Then finish the task.")
+	if s.Prompt != "" {
+		b.WriteString(" The interrupted request was:\n\n")
+		b.WriteString(s.Prompt)
+	}
+	return b.String()
+}
+
+// Errors of Manual.
+var (
+	// ErrNotResumable means the session has no interrupted turn to resume.
+	ErrNotResumable = errors.New("session has no interrupted turn to resume")
+)
+
+// Manual applies `supervise resume`: a parked, stopped or pending session
+// is made resume_pending by a person's decision, with its crash count reset
+// (DESIGN: the count resets on a manual resume). Such a resume is dispatched
+// even while the crash-loop guard holds automatic ones.
+func Manual(s journal.Session, now time.Time, template string) (journal.Session, error) {
+	switch s.State {
+	case journal.Parked, journal.Stopped, journal.ResumePending:
+	default:
+		return s, fmt.Errorf("%w: %s is %s", ErrNotResumable, s.ID, s.State)
+	}
+	why := s.Reason
+	if why == "" {
+		why = string(s.State)
+	}
+	msg := manualMessage(s, why, template)
+	attempt := 1
+	if s.Resume != nil {
+		attempt = s.Resume.Attempt + 1
+	}
+	s.State = journal.ResumePending
+	s.CrashCount = 0
+	s.Reason = "resumed by hand (was: " + why + ")"
+	s.Resume = &journal.Resume{Attempt: attempt, Reason: "manual resume", Message: msg, Since: now, Manual: true}
+	s.Updated = now
+	return s, nil
+}
+
+func manualMessage(s journal.Session, why, template string) string {
+	if template != "" {
+		return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", why,
+			"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
+	}
+	var b strings.Builder
+	b.WriteString("[supervise: resumed by hand] Your previous turn in this session did not finish (")
+	b.WriteString(why)
+	b.WriteString("). A person asked to continue it. Some of the work may already be done, and the outcome of any tool call that was in flight is unknown: ")
+	b.WriteString("check the current state before redoing anything, and do not repeat a side effect that already happened. Then finish the task.")
+	if s.Prompt != "" {
+		b.WriteString(" The interrupted request was:\n\n")
+		b.WriteString(s.Prompt)
+	}
+	return b.String()
+}

@@ -1,0 +1,168 @@
+package resume
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func sess(state journal.SessionState, count int) journal.Session {
+	return journal.Session{ID: "s", State: state, CrashCount: count, Turn: "t1", TurnStarted: now.Add(-time.Minute),
+		Phase: "tool", Tool: "bash", Prompt: "rename the package"}
+}
+
+var kill9 = Death{Reason: journal.ReasonSignal, Signal: 9, ExitCode: 137, Run: 7, At: now}
+
+// TestDecisionTable covers every row of DESIGN.md's decision table and the
+// rules around it.
+func TestDecisionTable(t *testing.T) {
+	delivered := func(s journal.Session, run uint64) journal.Session {
+		s.Resume = &journal.Resume{Attempt: 1, Run: run, Delivered: 1}
+		return s
+	}
+	stale := sess(journal.InTurn, 0)
+	stale.TurnStarted = now.Add(-2 * time.Hour)
+	cancelled := sess(journal.Idle, 0)
+	cancelled.Outcome = "cancelled"
+	for _, tc := range []struct {
+		name      string
+		in        journal.Session
+		death     Death
+		policy    Policy
+		action    Action
+		state     journal.SessionState
+		count     int
+		reasonHas string
+	}{
+		{"idle: nothing", sess(journal.Idle, 0), kill9, DefaultPolicy(), Keep, journal.Idle, 0, ""},
+		{"closed: nothing", sess(journal.Closed, 0), kill9, DefaultPolicy(), Keep, journal.Closed, 0, ""},
+		{"turn ended cancelled, then died: nothing", cancelled, kill9, DefaultPolicy(), Keep, journal.Idle, 0, ""},
+		{"waiting: parked, never resumed", sess(journal.Waiting, 0), kill9, DefaultPolicy(), Park, journal.Parked, 1, "waiting for input"},
+		{"in turn, stale: parked", stale, kill9, DefaultPolicy(), Park, journal.Parked, 1, "stale"},
+		{"in turn, first death: resume", sess(journal.InTurn, 0), kill9, DefaultPolicy(), Resume, journal.ResumePending, 1, "signal 9"},
+		{"in turn, second consecutive death: park", sess(journal.InTurn, 1), kill9, DefaultPolicy(), Park, journal.Parked, 2, "2 consecutive dirty deaths"},
+		{"limit 2 allows a second resume", sess(journal.InTurn, 1), kill9, Policy{Limit: 2, MaxAge: time.Hour}, Resume, journal.ResumePending, 2, ""},
+		{"resume pending, delivered to the dead run: counts and parks", delivered(sess(journal.ResumePending, 1), 7), kill9, DefaultPolicy(), Park, journal.Parked, 2, "consecutive"},
+		{"resume pending, held back (never delivered): untouched", delivered(sess(journal.ResumePending, 1), 0), kill9, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
+		{"resume pending, delivered to an earlier run: untouched", delivered(sess(journal.ResumePending, 1), 6), kill9, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
+		{"parked stays parked", sess(journal.Parked, 2), kill9, DefaultPolicy(), Keep, journal.Parked, 2, ""},
+		{"stopped stays stopped", sess(journal.Stopped, 0), kill9, DefaultPolicy(), Keep, journal.Stopped, 0, ""},
+		{"exit 0 with a turn open is dirty", sess(journal.InTurn, 0), Death{Reason: journal.ReasonTurnOpen, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "status 0"},
+		{"watchdog", sess(journal.InTurn, 0), Death{Reason: journal.ReasonWatchdog, Signal: 6, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "watchdog"},
+		{"supervisor died", sess(journal.InTurn, 0), Death{Reason: journal.ReasonSupervisorDied, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "supervise itself died"},
+		{"requested stop, in turn: stopped, uncounted", sess(journal.InTurn, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 0, "requested stop"},
+		{"requested stop, waiting: stopped", sess(journal.Waiting, 1), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
+		{"requested stop, pending: stopped", delivered(sess(journal.ResumePending, 1), 7), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
+		{"requested stop, idle: nothing", sess(journal.Idle, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Keep, journal.Idle, 0, ""},
+		{"no max age", stale, kill9, Policy{Limit: 1}, Resume, journal.ResumePending, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := Decide([]journal.Session{tc.in}, tc.death, now, tc.policy)
+			if len(ds) != 1 {
+				t.Fatalf("%d decisions", len(ds))
+			}
+			d := ds[0]
+			if d.Action != tc.action || d.Session.State != tc.state || d.Session.CrashCount != tc.count {
+				t.Errorf("got %v %s count %d, want %v %s count %d", d.Action, d.Session.State, d.Session.CrashCount, tc.action, tc.state, tc.count)
+			}
+			if !strings.Contains(d.Session.Reason, tc.reasonHas) {
+				t.Errorf("reason %q lacks %q", d.Session.Reason, tc.reasonHas)
+			}
+			switch d.Action {
+			case Resume:
+				if d.Session.Resume == nil || d.Session.Resume.Message == "" || d.Session.Resume.Run != 0 {
+					t.Errorf("a resume decision needs a fresh, undelivered continuation: %+v", d.Session.Resume)
+				}
+			case Park, Stop:
+				if d.Session.Resume != nil {
+					t.Error("a parked or stopped session keeps a pending resume")
+				}
+			case Keep:
+				if d.Session.Updated != tc.in.Updated || d.Session.State != tc.in.State {
+					t.Error("Keep changed the session")
+				}
+			}
+		})
+	}
+}
+
+// One session's park never blocks another's resume.
+func TestParkDoesNotBlockOthers(t *testing.T) {
+	a, b := sess(journal.InTurn, 1), sess(journal.InTurn, 0)
+	a.ID, b.ID = "a", "b"
+	ds := Decide([]journal.Session{b, a}, kill9, now, DefaultPolicy())
+	if ds[0].Session.ID != "a" || ds[0].Action != Park || ds[1].Action != Resume {
+		t.Errorf("decisions %v/%v, want a parked and b resumed", ds[0].Action, ds[1].Action)
+	}
+}
+
+func TestAttemptsCount(t *testing.T) {
+	s := sess(journal.InTurn, 0)
+	d := decisions(Decide([]journal.Session{s}, kill9, now, Policy{Limit: 3})).Session(t)
+	if d.Resume.Attempt != 1 {
+		t.Errorf("attempt %d", d.Resume.Attempt)
+	}
+	d.State = journal.InTurn // the agent took it, then died again
+	d.Resume.Run = 7
+	d2 := decisions(Decide([]journal.Session{d}, kill9, now, Policy{Limit: 3})).Session(t)
+	if d2.Resume.Attempt != 2 || d2.CrashCount != 2 {
+		t.Errorf("attempt %d count %d", d2.Resume.Attempt, d2.CrashCount)
+	}
+}
+
+type decisions []Decision
+
+func (ds decisions) Session(t *testing.T) journal.Session {
+	t.Helper()
+	if len(ds) != 1 {
+		t.Fatalf("%d decisions", len(ds))
+	}
+	return ds[0].Session
+}
+
+func TestMessageIsHonest(t *testing.T) {
+	msg := Message(sess(journal.InTurn, 0), kill9, "")
+	for _, want := range []string{"interrupted", "signal 9 (SIGKILL)", `tool "bash" was running`,
+		"may already be done", "unknown", "check the current state before redoing anything", "rename the package"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	wd := Message(journal.Session{Phase: "model"}, Death{Reason: journal.ReasonWatchdog}, "")
+	if !strings.Contains(wd, "watchdog") || !strings.Contains(wd, "waiting for the model") {
+		t.Errorf("watchdog message: %s", wd)
+	}
+	sd := Message(journal.Session{}, Death{Reason: journal.ReasonSupervisorDied}, "")
+	if !strings.Contains(sd, "supervise itself died") || strings.Contains(sd, "request was") {
+		t.Errorf("supervisor-died message without prompt: %s", sd)
+	}
+	custom := Message(sess(journal.InTurn, 0), kill9, "continue {session}/{turn}: {how}; {prompt}")
+	if custom != "continue s/t1: the agent was killed by signal 9 (SIGKILL); rename the package" {
+		t.Errorf("template: %q", custom)
+	}
+}
+
+func TestManual(t *testing.T) {
+	for _, st := range []journal.SessionState{journal.Parked, journal.Stopped, journal.ResumePending} {
+		s := sess(st, 2)
+		s.Reason = "mid-turn at 2 consecutive dirty deaths"
+		got, err := Manual(s, now, "")
+		if err != nil {
+			t.Fatalf("%s: %v", st, err)
+		}
+		if got.State != journal.ResumePending || got.CrashCount != 0 || got.Resume == nil || !got.Resume.Manual ||
+			!strings.Contains(got.Resume.Message, "resumed by hand") || !strings.Contains(got.Resume.Message, "2 consecutive") {
+			t.Errorf("%s: %+v %+v", st, got, got.Resume)
+		}
+	}
+	for _, st := range []journal.SessionState{journal.Idle, journal.InTurn, journal.Closed, journal.Waiting} {
+		if _, err := Manual(sess(st, 0), now, ""); !errors.Is(err, ErrNotResumable) {
+			t.Errorf("%s: err %v, want ErrNotResumable", st, err)
+		}
+	}
+}
