@@ -404,3 +404,14 @@ func TestKillRecorded(t *testing.T) {
 		t.Errorf("setsid grandchild %d survived", gc)
 	}
 }
+
+func TestTreeRSS(t *testing.T) {
+	r := newReaper(t)
+	p, out := start(t, r, "setsid-grandchild-stay", Spec{})
+	readLine(t, out)
+	one := rss(p.PID())
+	tree := TreeRSS(p.PID())
+	if one == 0 || tree <= one {
+		t.Errorf("leader rss %d, tree rss %d: the tree must count the grandchild too", one, tree)
+	}
+}

@@ -368,3 +368,30 @@ func hasEnvEntry(environ []byte, kv string) bool {
 	}
 	return false
 }
+
+// TreeRSS returns the resident memory, in bytes, of the process root and
+// all its live descendants, read from /proc in one pass.
+func TreeRSS(root int) uint64 {
+	var total uint64
+	for _, pid := range append([]int{root}, descendants(root)...) {
+		total += rss(pid)
+	}
+	return total
+}
+
+// rss reads the resident set of one process from /proc/<pid>/statm.
+func rss(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(string(f[1]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
+}

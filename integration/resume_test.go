@@ -363,3 +363,59 @@ func (e *env) statusAllSession(id string) (string, bool) {
 	rest = rest[j+len(`"state": "`):]
 	return rest[:strings.IndexByte(rest, '"')], true
 }
+
+// Exit 0 with a turn still open is a dirty death: the session is resumed.
+func TestExitZeroMidTurnIsDirty(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; exit 0",
+		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
+	sv := e.run()
+	e.waitLog(2, "took-all")
+	if r := e.status().run(t, 1); !r.Dirty || r.Reason != "turn-open" || r.ExitCode != 0 {
+		t.Errorf("run 1 = %+v, want dirty with reason turn-open", r)
+	}
+	if got := e.took(2); len(got) != 1 {
+		t.Errorf("took %v, want the open turn resumed", got)
+	}
+	if msg := e.tookMessage(2, "s1"); !strings.Contains(msg, "status 0 in the middle of the turn") {
+		t.Errorf("message: %s", msg)
+	}
+	e.stop(sv)
+}
+
+// A run that stays healthy longer than --guard-gap clears an open guard.
+func TestGuardClearedByAHealthyRun(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; barrier; exit 1",
+		"TESTAGENT_SCRIPT_2=turn-begin B tB; barrier; exit 1",
+		"TESTAGENT_SCRIPT=hang")
+	sv := e.run("--guard-trip", "2", "--guard-gap", "2s")
+	e.waitEvent(3, "hang")
+	if raw := e.statusRaw(); !strings.Contains(raw, `"open": true`) {
+		t.Fatalf("guard not open after two chained deaths:\n%s", raw)
+	}
+	waitFor(t, 10*time.Second, "the guard to clear after 2s of health", func() bool {
+		return strings.Contains(e.statusRaw(), `"open": false`)
+	})
+	if !strings.Contains(sv.stderr(), "outlived --guard-gap") {
+		t.Errorf("log does not say why the guard cleared:\n%s", sv.stderr())
+	}
+	e.stop(sv)
+}
+
+// The memory guard stops an agent whose tree exceeds --max-rss; the death's
+// reason is memory, and the turn is resumed with a message that says so.
+func TestMemoryGuard(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; alloc 120; hang",
+		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
+	sv := e.run("--max-rss", "64M", "--stop-timeout", "300ms")
+	e.waitLog(2, "took-all")
+	if r := e.status().run(t, 1); r.Reason != "memory" || !r.Dirty {
+		t.Errorf("run 1 = %+v, want a dirty death by the memory guard", r)
+	}
+	if msg := e.tookMessage(2, "s1"); !strings.Contains(msg, "memory guard") {
+		t.Errorf("message: %s", msg)
+	}
+	e.stop(sv)
+}

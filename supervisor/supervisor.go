@@ -63,6 +63,9 @@ type Config struct {
 	// Watchdog is the period within which the agent must send WATCHDOG=1;
 	// 0 disables hang detection.
 	Watchdog time.Duration
+	// MaxRSS is the memory guard: the agent's whole tree may use at most
+	// this many resident bytes; 0 disables it.
+	MaxRSS uint64
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
@@ -526,6 +529,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.retryFired()
 		case now := <-flush.C:
 			s.flushBeats(now)
+			s.checkMemory()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
 				s.clearGuard("the run outlived --guard-gap")
 			}

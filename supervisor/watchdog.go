@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/journal"
 )
 
 // Watchdog limits: WATCHDOG_USEC from an agent is clamped to this range.
@@ -187,4 +190,27 @@ func (s *Supervisor) extendGrace(d time.Duration, now time.Time) {
 		s.log.Info("agent extended its stop deadline", "pid", s.proc.PID(), "by", d, "deadline", at.Sub(now).Round(time.Millisecond))
 		s.grace.deadline = at
 	}
+}
+
+// checkMemory is the memory guard, run once a second while a child runs:
+// when the RSS of the whole tree exceeds --max-rss, the agent is stopped
+// (stop signal, grace, SIGKILL) and the death's reason is memory.
+func (s *Supervisor) checkMemory() {
+	if s.cfg.MaxRSS == 0 || s.proc == nil || s.stop != nil || s.abort != nil {
+		return
+	}
+	used := child.TreeRSS(s.proc.PID())
+	if used <= s.cfg.MaxRSS {
+		return
+	}
+	now := time.Now()
+	s.abort = &abortState{reason: journal.ReasonMemory, at: now}
+	s.stopWatchdog()
+	s.log.Warn("killing the agent: its process tree uses more memory than --max-rss", "reason", journal.ReasonMemory,
+		"pid", s.proc.PID(), "rss", used, "max_rss", s.cfg.MaxRSS, "signal", unix.SignalName(s.cfg.StopSignal),
+		"sigkill_after", s.cfg.StopTimeout)
+	if err := s.proc.Terminate(s.cfg.StopSignal); err != nil {
+		s.log.Warn("signalling the child failed", "pid", s.proc.PID(), "err", err)
+	}
+	s.armGrace(now, now.Add(s.cfg.StopTimeout))
 }

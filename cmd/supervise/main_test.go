@@ -87,3 +87,18 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 		t.Errorf("--state-dir on the command line not used: %v", err)
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]uint64{"": 0, "1024": 1024, "64M": 64 << 20, "2G": 2 << 30,
+		"512MiB": 512 << 20, "1.5g": 3 << 29, "10kb": 10 << 10} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1M", "0", "1X"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}

@@ -33,6 +33,7 @@ type runFlags struct {
 	stopTimeout time.Duration
 	stopSignal  string
 	watchdog    time.Duration
+	maxRSS      string
 	giveUp      int
 	healthy     time.Duration
 	backoffInit time.Duration
@@ -55,6 +56,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.state.register(fs)
 	fs.StringVar(&f.restart, "restart", "on-failure", "when to relaunch the agent: on-failure (after a dirty death), always, never")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 10*time.Second, "grace period between the stop signal and SIGKILL to the agent's process tree")
+	fs.StringVar(&f.maxRSS, "max-rss", "", "memory guard: stop the agent when its whole process tree uses more resident memory than this, e.g. 2G or 512MiB (empty = off)")
 	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
 	fs.DurationVar(&f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
 	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
@@ -140,6 +142,10 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 			return cfg, nil, fmt.Errorf("%s: %w", source("resume-exec", set), err)
 		}
 	}
+	maxRSS, err := parseSize(f.maxRSS)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("%s: %w", source("max-rss", set), err)
+	}
 	var resumeSig syscall.Signal
 	if f.resumeSig != "" {
 		if resumeSig = parseSignal(f.resumeSig); resumeSig == 0 {
@@ -162,24 +168,47 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	policy.Restart = restart
 	policy.Healthy, policy.Initial, policy.Max, policy.GiveUp = f.healthy, f.backoffInit, f.backoffMax, f.giveUp
 	cfg = supervisor.Config{
-		Name:        name,
-		StateDir:    dir,
-		Argv:        argv,
-		Policy:      policy,
-		Guard:       crashloop.Guard{MaxGap: f.guardGap, Trip: f.guardTrip},
-		StopSignal:  sig,
-		StopTimeout: f.stopTimeout,
-		Watchdog:    f.watchdog,
-		Foreground:  fg,
-		KeepRuns:    f.keepRuns,
-		Resume: resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
+		Name:         name,
+		StateDir:     dir,
+		Argv:         argv,
+		Policy:       policy,
+		Guard:        crashloop.Guard{MaxGap: f.guardGap, Trip: f.guardTrip},
+		StopSignal:   sig,
+		StopTimeout:  f.stopTimeout,
+		Watchdog:     f.watchdog,
+		MaxRSS:       maxRSS,
+		Foreground:   fg,
+		KeepRuns:     f.keepRuns,
+		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
 		ResumeOff:    f.resumeMode == "off",
 		ResumeExec:   execTpl,
 		ResumeSignal: resumeSig,
-		Stdin:       stdin,
-		Log:         log,
+		Stdin:        stdin,
+		Log:          log,
 	}
 	return cfg, log, nil
+}
+
+// parseSize parses a memory size: bytes, or a number with K, M, G, T (powers
+// of 1024, optionally written KiB, MB, ...). "" is 0 (off).
+func parseSize(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := uint64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad size %q: want bytes or a number with K, M, G or T", s)
+	}
+	return uint64(v * float64(mult)), nil
 }
 
 // parseSignal accepts SIGTERM, TERM or a number.

@@ -12,6 +12,7 @@
 //	sleep DURATION    sleep
 //	exit N            exit with status N
 //	hang              block forever (until a signal)
+//	alloc N           allocate and touch N MiB
 //	listen            run script lines written to $TESTAGENT_FIFO, forever;
 //	                  logs "ran <line>" after each
 //	ignore-term       ignore SIGTERM from now on
@@ -50,6 +51,9 @@ import (
 )
 
 var logFile *os.File
+
+// hog keeps allocated memory alive (the alloc step).
+var hog [][]byte
 
 func logf(format string, args ...any) {
 	line := fmt.Sprintf("run=%s pid=%d %s\n", os.Getenv("SUPERVISE_RUN"), os.Getpid(), fmt.Sprintf(format, args...))
@@ -103,6 +107,17 @@ func run(step string) {
 		n, _ := strconv.Atoi(arg)
 		logf("exit %d", n)
 		os.Exit(n)
+	case "alloc":
+		// Allocate and touch N MiB, kept live.
+		n, _ := strconv.Atoi(arg)
+		for i := 0; i < n; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			hog = append(hog, b)
+		}
+		logf("alloc %d", n)
 	case "listen":
 		logf("listen")
 		listen()
