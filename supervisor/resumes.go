@@ -37,6 +37,7 @@ func (s *Supervisor) decide(d resume.Death, now time.Time) {
 			s.log.Warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool)
 		case resume.Park:
+			s.m.parks.Inc()
 			s.log.Warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(s.cfg.StateDir, sess.ID))
 		case resume.Stop:
@@ -145,6 +146,7 @@ func (s *Supervisor) markDelivered(ss []*journal.Session, n uint64) []string {
 		r.Delivered++
 		r.Run = n
 		sess.Resume = &r
+		s.m.resumes.Inc()
 		s.markDirty(sess.ID)
 		ids = append(ids, sess.ID)
 	}

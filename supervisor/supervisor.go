@@ -105,6 +105,10 @@ type Supervisor struct {
 	in       *intake
 	root     atomic.Pointer[treeRoot]
 	fenceSeq uint64
+	m        *metrics
+	// loopTick is when the loop last ran, in ns since in.base (monotonic);
+	// health checks and the upward watchdog read it.
+	loopTick atomic.Int64
 
 	// Loop state, owned by the Run goroutine.
 	started       time.Time
@@ -173,6 +177,8 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		state:    "starting",
 		started:  now,
 	}
+	s.m = newMetrics(s)
+	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
 		Accept: s.accept,
@@ -459,6 +465,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.startWatchdog(p.Started())
 	if relaunch {
 		s.restarts++
+		s.m.restarts.Inc()
 	}
 	err = s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.PutRun(s.run); err != nil {
@@ -498,6 +505,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 	flush := time.NewTicker(time.Second)
 	defer flush.Stop()
 	for {
+		s.tick(time.Now())
 		select {
 		case <-done:
 			return
@@ -530,6 +538,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 		case now := <-flush.C:
 			s.flushBeats(now)
 			s.checkMemory()
+			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
 				s.clearGuard("the run outlived --guard-gap")
 			}
@@ -652,6 +661,10 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
+		s.m.deaths.WithLabelValues(r.Reason).Inc()
+		if r.Reason == "watchdog" {
+			s.m.watchdogKills.Inc()
+		}
 	}
 	requested := r.Reason == journal.ReasonStopped && !r.Dirty
 	if (r.Dirty || requested) && exit.ExecErr == nil {
@@ -698,8 +711,25 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 		s.log.Warn("crash-loop guard is open: automatic resumes are held until a run proves healthy",
 			"chain", s.guard.Chain)
 	}
+	s.publish()
 	return dec
 }
+
+// tick records that the loop is running.
+func (s *Supervisor) tick(now time.Time) { s.loopTick.Store(int64(now.Sub(s.in.base))) }
+
+// loopAge is how long ago the loop last ran.
+func (s *Supervisor) loopAge(now time.Time) time.Duration {
+	return now.Sub(s.in.base) - time.Duration(s.loopTick.Load())
+}
+
+// healthyWithin is how recently the loop must have run for /healthz and
+// the upward watchdog to call supervise healthy. The loop wakes at least
+// once a second; its longest legitimate stall is a journal fsync.
+const healthyWithin = 10 * time.Second
+
+// Healthy reports whether the supervision loop ran recently.
+func (s *Supervisor) Healthy() bool { return s.loopAge(time.Now()) < healthyWithin }
 
 // putPolicy stores the backoff and guard state.
 func (s *Supervisor) putPolicy(tx *journal.Tx) error {
