@@ -27,19 +27,24 @@ type metrics struct {
 	journalErrors  prometheus.CounterFunc
 
 	snap atomic.Pointer[snapshot]
+	// changed wakes the upward notifier when a snapshot is published.
+	changed chan struct{}
 }
 
 // snapshot is what the loop publishes for scrapes.
 type snapshot struct {
 	sessions   map[journal.SessionState]int
 	childUp    bool
+	childPID   int
+	run        uint64
+	stopping   bool
 	guardOpen  bool
 	commits    uint64
 	commitErrs uint64
 }
 
 func newMetrics(s *Supervisor) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+	m := &metrics{reg: prometheus.NewRegistry(), changed: make(chan struct{}, 1)}
 	f := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "supervise", Name: name, Help: help}
 	}
@@ -63,11 +68,18 @@ func (m *metrics) load() *snapshot { return m.snap.Load() }
 // publish stores a fresh snapshot of the loop state; loop goroutine only.
 func (s *Supervisor) publish() {
 	snap := &snapshot{sessions: map[journal.SessionState]int{}, childUp: s.proc != nil, guardOpen: s.guard.Open,
-		commits: s.cs.commits, commitErrs: s.cs.errors}
+		commits: s.cs.commits, commitErrs: s.cs.errors, stopping: s.stop != nil && !s.stop.fromTTY}
+	if s.proc != nil {
+		snap.childPID, snap.run = s.proc.PID(), s.run.Run
+	}
 	for _, sess := range s.sessions {
 		snap.sessions[sess.State]++
 	}
 	s.m.snap.Store(snap)
+	select {
+	case s.m.changed <- struct{}{}:
+	default:
+	}
 }
 
 // liveCollector reports the gauges and the notify counters at scrape time.

@@ -63,6 +63,10 @@ type Config struct {
 	// Watchdog is the period within which the agent must send WATCHDOG=1;
 	// 0 disables hang detection.
 	Watchdog time.Duration
+	// WedgeFile is a test failpoint: while this file exists the loop blocks
+	// (as a wedged loop would), so tests can check that health checks and
+	// the upward watchdog notice. Empty in production.
+	WedgeFile string
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
@@ -483,6 +487,7 @@ func (s *Supervisor) runOnce() child.Exit {
 		s.log.Error("journal: recording the child's start failed", "run", n, "err", err)
 	}
 	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", argv[0])
+	s.publish()
 
 	s.wait(p, nil)
 	s.drain()
@@ -536,6 +541,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 		case <-s.retryC():
 			s.retryFired()
 		case now := <-flush.C:
+			s.failpoint()
 			s.flushBeats(now)
 			s.checkMemory()
 			s.publish()
@@ -593,6 +599,7 @@ func (s *Supervisor) requestStop(sig os.Signal, p *child.Process) {
 	}
 	s.log.Info("stopping the child", "reason", name, "pid", p.PID(),
 		"stop_signal", unix.SignalName(s.cfg.StopSignal), "stop_timeout", s.cfg.StopTimeout)
+	s.publish()
 	if err := p.Terminate(s.cfg.StopSignal); err != nil {
 		s.log.Warn("signalling the child failed", "pid", p.PID(), "err", err)
 	}
@@ -713,6 +720,19 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	}
 	s.publish()
 	return dec
+}
+
+// failpoint blocks while cfg.WedgeFile exists (tests only).
+func (s *Supervisor) failpoint() {
+	if s.cfg.WedgeFile == "" {
+		return
+	}
+	for {
+		if _, err := os.Stat(s.cfg.WedgeFile); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // tick records that the loop is running.

@@ -34,6 +34,7 @@ type runFlags struct {
 	stopSignal  string
 	watchdog    time.Duration
 	maxRSS      string
+	metricsAddr string
 	giveUp      int
 	healthy     time.Duration
 	backoffInit time.Duration
@@ -72,6 +73,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeExec, "resume-exec", "", "relaunch a single-session agent as this argv template to resume it, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell)")
 	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. :9090 (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
@@ -110,7 +112,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitUsage
 	}
-	return supervise(ctx, cfg, log, stderr)
+	return supervise(ctx, cfg, f.metricsAddr, log, stderr)
 }
 
 // config turns flags into a supervisor configuration and a logger.
@@ -177,6 +179,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		StopTimeout:  f.stopTimeout,
 		Watchdog:     f.watchdog,
 		MaxRSS:       maxRSS,
+		WedgeFile:    os.Getenv("SUPERVISE_FAILPOINT_WEDGE"),
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
@@ -238,12 +241,35 @@ func foreground(mode string, stdin *os.File) (bool, error) {
 	return false, fmt.Errorf("--foreground must be auto, always or never, not %q", mode)
 }
 
+// underJournal reports whether f is the stream systemd connected to the
+// journal ($JOURNAL_STREAM is "device:inode" of that stream).
+func underJournal(f *os.File) bool {
+	want := os.Getenv("JOURNAL_STREAM")
+	if want == "" {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return want == fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+}
+
 func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %v", err)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	if w == io.Writer(os.Stderr) && underJournal(os.Stderr) {
+		// journald stamps every line itself: no second timestamp.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -254,7 +280,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 }
 
 // supervise opens the state dir and runs the actors until the loop ends.
-func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, stderr io.Writer) int {
+func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer) int {
 	process.EnableBootTimeCache(true)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
@@ -287,6 +313,16 @@ func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, std
 		sup.CloseNotify()
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
+	}
+	var web *supervisor.HTTP
+	if metricsAddr != "" {
+		if web, err = supervisor.ListenHTTP(metricsAddr, sup); err != nil {
+			sup.CloseNotify()
+			ctl.Close()
+			fmt.Fprintf(stderr, "supervise: %v\n", err)
+			return exitInternal
+		}
+		log.Info("serving /metrics and /healthz", "addr", web.Addr())
 	}
 
 	code := exitInternal
@@ -346,6 +382,28 @@ func supervise(ctx context.Context, cfg supervisor.Config, log *slog.Logger, std
 			return nil
 		}, func(error) {
 			ctl.Close()
+		})
+	}
+	if web != nil {
+		// Metrics and health: /metrics for Prometheus, /healthz for a
+		// liveness probe that fails when the loop is wedged.
+		g.Add(func() error {
+			if err := web.Serve(); err != nil {
+				return fmt.Errorf("metrics address: %w", err)
+			}
+			return nil
+		}, func(error) {
+			web.Close()
+		})
+	}
+	if up, ok := supervisor.UpwardFromEnv(); ok {
+		// Upward notification: supervise reports to its own service
+		// manager (READY, WATCHDOG while healthy, STATUS, STOPPING).
+		upCtx, cancel := context.WithCancel(ctx)
+		g.Add(func() error {
+			return sup.RunUpward(upCtx, up)
+		}, func(error) {
+			cancel()
 		})
 	}
 	if err := g.Run(); err != nil && !errors.Is(err, errLoopDone) {
