@@ -265,6 +265,32 @@ func (db *DB) Verify() (err error) {
 	return nil
 }
 
+// CheckRecords decodes every record a supervisor reads at boot (meta, the
+// last runs, the open sessions) and returns ErrCorrupt if one does not
+// decode: a damaged record must be caught before it is acted on, not crash
+// the supervisor at every start.
+func (db *DB) CheckRecords() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
+		}
+	}()
+	return db.View(func(tx *Tx) error {
+		if _, _, err := tx.Owner(); err != nil {
+			return err
+		}
+		if _, _, err := tx.Child(); err != nil {
+			return err
+		}
+		if _, err := tx.LastRuns(10); err != nil {
+			return err
+		}
+		_, err := tx.OpenSessions()
+		return err
+	})
+}
+
 // Quarantine renames the file at path aside, to path.corrupt-<UTC time>,
 // and returns the new name. It never deletes or rewrites the file.
 func Quarantine(path string, now time.Time) (string, error) {
@@ -400,6 +426,9 @@ func (t *Tx) NextRun() (uint64, error) { return t.runs().NextSequence() }
 
 // PutRun stores r under its run number.
 func (t *Tx) PutRun(r Run) error { return t.putJSON(t.runs(), u64(r.Run), r) }
+
+// DeleteRun removes run n (a reservation that never launched).
+func (t *Tx) DeleteRun(n uint64) error { return t.runs().Delete(u64(n)) }
 
 // Run returns run n.
 func (t *Tx) Run(n uint64) (Run, bool, error) {

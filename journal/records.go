@@ -42,6 +42,7 @@ type Run struct {
 
 // Reasons a run ended.
 const (
+	ReasonStarting       = "starting"        // reserved before the fork; replaced at launch
 	ReasonRunning        = "running"
 	ReasonExit           = "exit"            // exited by itself
 	ReasonSignal         = "signal"          // killed by a signal nobody in supervise sent

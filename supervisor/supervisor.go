@@ -118,6 +118,7 @@ type Supervisor struct {
 	started       time.Time
 	treeID        string
 	nextRun       uint64
+	reserved      bool // a "starting" record of nextRun is in the journal
 	restarts      uint64
 	proc          *child.Process
 	run           journal.Run // the current or last run
@@ -293,6 +294,7 @@ func (s *Supervisor) stopCode() int {
 func (s *Supervisor) boot(ctx context.Context) error {
 	startTime, _ := child.StartTime(ctx, s.self)
 	var prevChild *journal.Child
+	var reserved *journal.Run
 	clean := true
 	err := s.db.View(func(tx *journal.Tx) error {
 		clean = tx.Clean()
@@ -306,7 +308,13 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			return err
 		}
 		s.nextRun = 1
-		if len(last) == 1 {
+		switch {
+		case len(last) == 1 && last[0].Reason == journal.ReasonStarting:
+			// Reserved by the last supervisor, which may have forked it
+			// before it died.
+			reserved = &last[0]
+			s.nextRun = last[0].Run
+		case len(last) == 1:
 			s.nextRun = last[0].Run + 1
 			s.lastExit = &last[0]
 		}
@@ -333,8 +341,18 @@ func (s *Supervisor) boot(ctx context.Context) error {
 		if killed := child.KillTagged(s.TagPrefix()); len(killed) > 0 {
 			s.log.Warn("killed processes left by the previous supervise", "pids", killed)
 		}
-		if prevChild != nil {
+		switch {
+		case prevChild != nil:
 			orphan = s.reclaim(ctx, *prevChild)
+		case reserved != nil:
+			// Run reserved, never recorded as launched: its child may have
+			// lived (killed by the parent-death signal, its tree by the tag
+			// sweep above). Count it as a death: fail closed for turns.
+			orphan = &journal.Run{Run: reserved.Run, Started: reserved.Started, Ended: time.Now(),
+				ExitCode: -1, Reason: journal.ReasonSupervisorDied, Dirty: true}
+			s.nextRun = reserved.Run + 1
+		}
+		if orphan != nil {
 			s.decide(resume.Death{Reason: orphan.Reason, Signal: orphan.Signal, ExitCode: orphan.ExitCode,
 				Run: orphan.Run, At: orphan.Ended}, time.Now())
 		}
@@ -351,6 +369,9 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			s.lastExit = orphan
 		}
 		if err := tx.SetChild(nil); err != nil {
+			return err
+		}
+		if err := s.reserve(tx); err != nil {
 			return err
 		}
 		if err := tx.SetOwner(journal.Owner{PID: s.self, StartTime: startTime,
@@ -393,11 +414,25 @@ func (s *Supervisor) reclaim(ctx context.Context, c journal.Child) *journal.Run 
 	return &r
 }
 
-// finish records a clean shutdown.
+// reserve records the number of the next run before its fork, in the
+// commit that precedes it (boot, or the previous run's death), so that a
+// supervisor killed between the fork and the launch commit can never hand
+// the same number to two runs.
+func (s *Supervisor) reserve(tx *journal.Tx) error {
+	s.reserved = true
+	return tx.PutRun(journal.Run{Run: s.nextRun, Reason: journal.ReasonStarting, Started: time.Now()})
+}
+
+// finish records a clean shutdown, dropping a reservation never launched.
 func (s *Supervisor) finish() error {
 	return s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.SetChild(nil); err != nil {
 			return err
+		}
+		if s.reserved {
+			if err := tx.DeleteRun(s.nextRun); err != nil {
+				return err
+			}
 		}
 		return tx.SetClean(true)
 	})
@@ -442,6 +477,7 @@ outer:
 func (s *Supervisor) runOnce() child.Exit {
 	n := s.nextRun
 	s.nextRun++
+	s.reserved = false
 	s.state = "starting"
 	s.ready, s.statusText = false, ""
 	relaunch := s.lastExit != nil
@@ -690,6 +726,11 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 		}
 		if err := s.putPolicy(tx); err != nil {
 			return err
+		}
+		if s.stop == nil && dec.Action != crashloop.GiveUp {
+			if err := s.reserve(tx); err != nil {
+				return err
+			}
 		}
 		_, err := tx.PruneRuns(s.cfg.KeepRuns, 100)
 		return err

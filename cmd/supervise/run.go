@@ -423,11 +423,14 @@ func openJournal(stateDir string, log *slog.Logger) (*journal.DB, error) {
 	if err == nil {
 		var clean bool
 		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
-		if clean {
-			return db, nil
+		if !clean {
+			// The last supervisor died: check every page before trusting it.
+			err = db.Verify()
 		}
-		// The last supervisor died: check every page before trusting it.
-		if err = db.Verify(); err == nil {
+		if err == nil {
+			err = db.CheckRecords()
+		}
+		if err == nil {
 			return db, nil
 		}
 		db.Close()
