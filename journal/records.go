@@ -105,7 +105,13 @@ type Session struct {
 
 // Resume is a continuation owed to a session.
 type Resume struct {
-	Attempt int       `json:"attempt"`
+	// Attempt is the session's consecutive dirty deaths mid-turn: the Nth
+	// automatic continuation of this turn (1 for a manual resume).
+	Attempt int `json:"attempt"`
+	// Interrupted is the run whose death made this resume: with the session
+	// id, it names the interruption, so an agent can tell a repeat from a new
+	// one. 0 for a manual resume.
+	Interrupted uint64 `json:"interrupted_run,omitempty"`
 	Reason  string    `json:"reason"`
 	Message string    `json:"message"`
 	Since   time.Time `json:"since"`

@@ -18,7 +18,10 @@ type Item struct {
 	Session string `json:"session"`
 	Turn    string `json:"turn"`
 	Attempt int    `json:"attempt"`
-	Reason  string `json:"reason"`
+	// InterruptedRun is the run whose death made this resume (0 for a
+	// manual one): with Session it names the interruption.
+	InterruptedRun uint64 `json:"interrupted_run"`
+	Reason         string `json:"reason"`
 	Phase   string `json:"phase"`
 	Tool    string `json:"tool"`
 	Prompt  string `json:"prompt"`
@@ -38,7 +41,8 @@ func Items(pending []journal.Session) []Item {
 	})
 	items := make([]Item, 0, len(pending))
 	for _, s := range pending {
-		items = append(items, Item{Session: s.ID, Turn: s.Turn, Attempt: s.Resume.Attempt, Reason: s.Resume.Reason,
+		items = append(items, Item{Session: s.ID, Turn: s.Turn, Attempt: s.Resume.Attempt,
+			InterruptedRun: s.Resume.Interrupted, Reason: s.Resume.Reason,
 			Phase: s.Phase, Tool: s.Tool, Prompt: s.Prompt, Message: s.Resume.Message})
 	}
 	return items

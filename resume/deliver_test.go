@@ -30,7 +30,7 @@ func TestResumeFile(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"session": "b", "turn": "t2", "attempt": 1.0, "reason": "r", "phase": "tool",
+	want := map[string]any{"session": "b", "turn": "t2", "attempt": 1.0, "interrupted_run": 0.0, "reason": "r", "phase": "tool",
 		"tool": "bash", "prompt": "p", "message": "m"}
 	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || got[1]["session"] != "a" {
 		t.Errorf("resume file, oldest first, contract fields:\n%s", raw)

@@ -138,13 +138,10 @@ func decide(s journal.Session, d Death, now time.Time, p Policy) Decision {
 	case s.CrashCount > p.Limit:
 		return park(s, fmt.Sprintf("mid-turn at %d consecutive dirty deaths (%s): it may be what kills the agent", s.CrashCount, describe(d)))
 	}
-	attempt := 1
-	if s.Resume != nil {
-		attempt = s.Resume.Attempt + 1
-	}
 	s.State = journal.ResumePending
 	s.Reason = "interrupted: " + describe(d)
-	s.Resume = &journal.Resume{Attempt: attempt, Reason: describe(d), Since: now, Message: Message(s, d, p.Template)}
+	s.Resume = &journal.Resume{Attempt: s.CrashCount, Interrupted: d.Run, Reason: describe(d), Since: now,
+		Message: Message(s, d, p.Template)}
 	return Decision{Resume, s}
 }
 
@@ -238,14 +235,10 @@ func Manual(s journal.Session, now time.Time, template string) (journal.Session,
 		why = string(s.State)
 	}
 	msg := manualMessage(s, why, template)
-	attempt := 1
-	if s.Resume != nil {
-		attempt = s.Resume.Attempt + 1
-	}
 	s.State = journal.ResumePending
 	s.CrashCount = 0
 	s.Reason = "resumed by hand (was: " + why + ")"
-	s.Resume = &journal.Resume{Attempt: attempt, Reason: "manual resume", Message: msg, Since: now, Manual: true}
+	s.Resume = &journal.Resume{Attempt: 1, Reason: "manual resume", Message: msg, Since: now, Manual: true}
 	s.Updated = now
 	return s, nil
 }

@@ -107,11 +107,19 @@ func TestAttemptsCount(t *testing.T) {
 	if d.Resume.Attempt != 1 {
 		t.Errorf("attempt %d", d.Resume.Attempt)
 	}
-	d.State = journal.InTurn // the agent took it, then died again
-	d.Resume.Run = 7
-	d2 := decisions(Decide([]journal.Session{d}, kill9, now, Policy{Limit: 3})).Session(t)
-	if d2.Resume.Attempt != 2 || d2.CrashCount != 2 {
-		t.Errorf("attempt %d count %d", d2.Resume.Attempt, d2.CrashCount)
+	if d.Resume.Interrupted != 7 {
+		t.Errorf("interrupted_run %d, want the dead run 7", d.Resume.Interrupted)
+	}
+	d.State, d.Resume = journal.InTurn, nil // the agent took it, then died again in run 8
+	d2 := decisions(Decide([]journal.Session{d}, Death{Reason: journal.ReasonSignal, Signal: 9, Run: 8}, now, Policy{Limit: 3})).Session(t)
+	if d2.Resume.Attempt != 2 || d2.CrashCount != 2 || d2.Resume.Interrupted != 8 {
+		t.Errorf("second consecutive resume: attempt %d count %d interrupted %d", d2.Resume.Attempt, d2.CrashCount, d2.Resume.Interrupted)
+	}
+	// A completed turn resets the count: the next interruption is attempt 1.
+	d2.State, d2.Resume, d2.CrashCount = journal.InTurn, nil, 0
+	d3 := decisions(Decide([]journal.Session{d2}, Death{Reason: journal.ReasonSignal, Signal: 9, Run: 9}, now, Policy{Limit: 3})).Session(t)
+	if d3.Resume.Attempt != 1 || d3.Resume.Interrupted != 9 {
+		t.Errorf("after a completed turn: attempt %d interrupted %d", d3.Resume.Attempt, d3.Resume.Interrupted)
 	}
 }
 

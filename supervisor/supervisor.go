@@ -67,6 +67,9 @@ type Config struct {
 	// (as a wedged loop would), so tests can check that health checks and
 	// the upward watchdog notice. Empty in production.
 	WedgeFile string
+	// CommitDelay is a test failpoint: every journal commit waits this long
+	// first, as on a slow disk. 0 in production.
+	CommitDelay time.Duration
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
@@ -228,7 +231,7 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
-	s.cs = commitState{w: startWriter(s.db), dirty: map[string]bool{}}
+	s.cs = commitState{w: startWriter(s.db, s.cfg.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err

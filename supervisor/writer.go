@@ -39,10 +39,11 @@ type writer struct {
 	out chan error
 }
 
-func startWriter(db *journal.DB) *writer {
+func startWriter(db *journal.DB, delay time.Duration) *writer {
 	w := &writer{db: db, in: make(chan *batch), out: make(chan error, 1)}
 	go func() {
 		for b := range w.in {
+			time.Sleep(delay) // failpoint: a slow disk (0 in production)
 			w.out <- db.Update(func(tx *journal.Tx) error { return b.write(tx) })
 		}
 		close(w.out)
@@ -212,6 +213,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 		cs.retry = nil
 	}
 	b := s.takeBatch()
+	time.Sleep(s.cfg.CommitDelay) // failpoint: a slow disk (0 in production)
 	err := s.db.Update(func(tx *journal.Tx) error {
 		if err := b.write(tx); err != nil {
 			return err

@@ -180,6 +180,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Watchdog:     f.watchdog,
 		MaxRSS:       maxRSS,
 		WedgeFile:    os.Getenv("SUPERVISE_FAILPOINT_WEDGE"),
+		CommitDelay:  failpointDuration("SUPERVISE_FAILPOINT_COMMIT_DELAY"),
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
@@ -190,6 +191,13 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Log:          log,
 	}
 	return cfg, log, nil
+}
+
+// failpointDuration reads a test failpoint duration from the environment;
+// unset or invalid means 0 (off).
+func failpointDuration(name string) time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(name))
+	return max(d, 0)
 }
 
 // parseSize parses a memory size: bytes, or a number with K, M, G, T (powers

@@ -111,6 +111,26 @@ func protocol(verb string, f []string, rest string) bool {
 	case "take-resumes":
 		takeResumes()
 		return true
+	case "chaos":
+		n, _ := strconv.ParseUint(arg(0), 10, 64)
+		chaos(n)
+		return true
+	case "int-log":
+		intLog()
+		logf("int-log")
+		return true
+	case "orphans":
+		n, _ := strconv.Atoi(arg(0))
+		for i := 0; i < n; i++ {
+			spawnOrphan()
+		}
+		logf("orphans %d", n)
+		return true
+	case "fdspam":
+		n, _ := strconv.Atoi(arg(0))
+		fdspam(n)
+		logf("fdspam %d", n)
+		return true
 	case "take-on":
 		// On signal arg(0) (e.g. USR1), take the resumes in the file.
 		sig := map[string]syscall.Signal{"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "HUP": syscall.SIGHUP}[arg(0)]
@@ -154,11 +174,13 @@ func takeResumes() {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		logf("took none")
+		logf("took-done 0")
 		return
 	}
 	var items []struct {
 		Session, Turn, Reason, Phase, Tool, Prompt, Message string
 		Attempt                                             int
+		InterruptedRun                                      uint64 `json:"interrupted_run"`
 	}
 	if err := json.Unmarshal(b, &items); err != nil {
 		logf("error resume file: %v", err)
@@ -168,19 +190,52 @@ func takeResumes() {
 		logf("took none")
 	}
 	for _, it := range items {
-		key := it.Session + "#" + strconv.Itoa(it.Attempt)
+		key := it.Session + "#" + strconv.FormatUint(it.InterruptedRun, 10) + "#" + strconv.Itoa(it.Attempt)
 		if taken[key] {
 			logf("dup %s attempt=%d", it.Session, it.Attempt)
 			continue
 		}
 		taken[key] = true
-		logf("took %s attempt=%d turn=%s message=%s", it.Session, it.Attempt, it.Turn, strings.ReplaceAll(it.Message, "\n", " "))
+		logf("took %s attempt=%d interrupted=%d turn=%s message=%s", it.Session, it.Attempt, it.InterruptedRun, it.Turn, strings.ReplaceAll(it.Message, "\n", " "))
 		ctx := context.Background()
+		turn := it.Turn
+		if turn == "" {
+			turn = "-"
+		}
+		logf("send resumed %s %s", it.Session, turn)
 		if err := client.Resumed(ctx, it.Session, it.Turn); err != nil {
 			logf("notify-err resumed %v", err)
+			continue
 		}
 		if err := client.Barrier(ctx, 10*time.Second); err != nil {
-			logf("barrier-err %v", err)
+			logf("barrier-err resumed %s: %v", it.Session, err)
+			continue
+		}
+		logf("acked resumed %s %s", it.Session, turn)
+	}
+	logf("took-done %d", len(items))
+}
+
+// fdspam sends n datagrams each carrying 8 fds: supervise must close them
+// all and keep its fd count flat.
+func fdspam(n int) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		logf("error %v", err)
+		return
+	}
+	defer syscall.Close(fd)
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	fds := make([]int, 8)
+	for i := range fds {
+		fds[i] = int(devnull.Fd())
+	}
+	to := &syscall.SockaddrUnix{Name: os.Getenv("NOTIFY_SOCKET")}
+	for i := 0; i < n; i++ {
+		if err := syscall.Sendmsg(fd, []byte("STATUS=spam"), syscall.UnixRights(fds...), to, 0); err != nil {
+			logf("fdspam-err %v", err)
+			return
 		}
 	}
 }

@@ -1,0 +1,744 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// The chaos suite: a seeded random schedule of faults against a real
+// supervise and a real agent streaming turn markers, then an offline check
+// of the journal against a model of what must hold (reliability.md 5).
+//
+// SUPERVISE_CHAOS_ITERATIONS sizes the run (default: a short one for go
+// test); SUPERVISE_CHAOS_SEED replays a schedule. The seed is printed on
+// failure.
+
+// Fault classes the driver injects.
+const (
+	faultKillChild        = "kill -9 child (random offset)"
+	faultKillAtTurnBegin  = "kill -9 child within 1ms of turn-begin"
+	faultKillAtDelivery   = "kill -9 child during resume delivery"
+	faultTermChild        = "SIGTERM child"
+	faultStopChild        = "SIGSTOP child (watchdog)"
+	faultKillSupervisor   = "kill -9 supervise (during journal writes)"
+	faultStopSupervisor   = "SIGTERM supervise (requested stop) and restart"
+	chaosWatchdog         = "600ms"
+	chaosStopTimeout      = "300ms"
+	defaultChaosIteration = 12
+)
+
+var faultWeights = []struct {
+	class  string
+	weight int
+}{
+	{faultKillChild, 30}, {faultKillAtTurnBegin, 15}, {faultKillAtDelivery, 12}, {faultTermChild, 8},
+	{faultStopChild, 5}, {faultKillSupervisor, 20}, {faultStopSupervisor, 10},
+}
+
+func TestChaos(t *testing.T) {
+	iterations := defaultChaosIteration
+	if v := os.Getenv("SUPERVISE_CHAOS_ITERATIONS"); v != "" {
+		iterations, _ = strconv.Atoi(v)
+	} else if testing.Short() {
+		iterations = 4
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("SUPERVISE_CHAOS_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	c := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), e: newEnv(t), faults: map[string]int{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chaos seed %d: replay with SUPERVISE_CHAOS_SEED=%d SUPERVISE_CHAOS_ITERATIONS=%d go test -run TestChaos ./integration/",
+				seed, seed, iterations)
+		}
+	})
+	c.run(iterations)
+	c.check()
+	c.report(iterations)
+}
+
+type chaosRun struct {
+	t      *testing.T
+	seed   uint64
+	rng    *rand.Rand
+	e      *env
+	sv     *proc
+	log    *tail
+	faults map[string]int
+	// fault records which fault ended each run (by run number).
+	fault map[int]string
+	// journalChecks counts the mid-run durability checks after kill -9 of
+	// supervise.
+	journalChecks int
+	m             *model
+}
+
+func (c *chaosRun) start() {
+	c.sv = c.e.run("--watchdog", chaosWatchdog, "--stop-timeout", chaosStopTimeout, "--guard-trip", "0",
+		"--keep-runs", "100000", "--backoff-initial", "20ms", "--backoff-max", "200ms", "--log-level", "warn")
+}
+
+func (c *chaosRun) run(iterations int) {
+	c.fault = map[int]string{}
+	// A slow disk (every commit waits 3ms) widens the window in which a
+	// premature acknowledgement could be caught by a kill -9.
+	c.e.set("TESTAGENT_SCRIPT=pinger 100ms; take-resumes; chaos "+strconv.FormatUint(c.seed, 10),
+		"SUPERVISE_FAILPOINT_COMMIT_DELAY=3ms")
+	c.log = newTail(c.e.logPath)
+	c.start()
+	run := c.log.waitStart(c.t, 0)
+	for i := 0; i < iterations; i++ {
+		class := c.pick()
+		c.faults[class]++
+		switch class {
+		case faultKillChild:
+			c.log.waitAcked(c.t, run, c.rng.IntN(6))
+			time.Sleep(time.Duration(c.rng.IntN(3000)) * time.Microsecond)
+			c.killChild(run, syscall.SIGKILL)
+		case faultKillAtTurnBegin:
+			c.log.waitSend(c.t, run, "turn-begin")
+			c.killChild(run, syscall.SIGKILL)
+		case faultKillAtDelivery:
+			// Kill the next run as soon as it starts, while it takes its
+			// resumes (if it has any).
+			c.killChild(run, syscall.SIGKILL)
+			c.fault[run] = faultKillChild
+			run = c.log.waitStart(c.t, run)
+			c.faults[faultKillChild]++
+			c.killChild(run, syscall.SIGKILL)
+		case faultTermChild:
+			c.log.waitAcked(c.t, run, c.rng.IntN(6))
+			c.killChild(run, syscall.SIGTERM)
+		case faultStopChild:
+			c.log.waitAcked(c.t, run, c.rng.IntN(6))
+			c.killChild(run, syscall.SIGSTOP)
+		case faultKillSupervisor:
+			c.log.waitAcked(c.t, run, c.rng.IntN(6))
+			time.Sleep(time.Duration(c.rng.IntN(2000)) * time.Microsecond)
+			c.sv.signal(syscall.SIGKILL)
+			c.sv.wait(20 * time.Second)
+			c.checkJournalNow(run)
+			c.start()
+		case faultStopSupervisor:
+			c.log.waitAcked(c.t, run, c.rng.IntN(6))
+			c.sv.signal(syscall.SIGTERM)
+			if code := c.sv.wait(20 * time.Second); code != 0 {
+				c.t.Fatalf("seed %d: supervise exit %d after SIGTERM", c.seed, code)
+			}
+			c.start()
+		}
+		c.fault[run] = class
+		run = c.log.waitStart(c.t, run)
+	}
+	c.log.waitAcked(c.t, run, 2)
+	c.sv.signal(syscall.SIGTERM)
+	if code := c.sv.wait(30 * time.Second); code != 0 {
+		c.t.Errorf("seed %d: final stop exit %d", c.seed, code)
+	}
+}
+
+func (c *chaosRun) pick() string {
+	total := 0
+	for _, f := range faultWeights {
+		total += f.weight
+	}
+	n := c.rng.IntN(total)
+	for _, f := range faultWeights {
+		if n < f.weight {
+			return f.class
+		}
+		n -= f.weight
+	}
+	return faultKillChild
+}
+
+func (c *chaosRun) killChild(run int, sig syscall.Signal) {
+	pid := c.log.pid(run)
+	if pid == 0 {
+		c.t.Fatalf("seed %d: no pid for run %d", c.seed, run)
+	}
+	syscall.Kill(pid, sig)
+}
+
+// readJournal opens the journal offline (read-only), verifies every page,
+// and returns its sessions and runs.
+func (c *chaosRun) readJournal() (map[string]journal.Session, []journal.Run) {
+	c.t.Helper()
+	db, err := journal.Open(filepath.Join(c.e.stateDir, "journal.db"), journal.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		c.t.Fatalf("seed %d: journal does not open: %v", c.seed, err)
+	}
+	defer db.Close()
+	if err := db.Verify(); err != nil {
+		c.t.Fatalf("seed %d: journal fails tx.Check: %v", c.seed, err)
+	}
+	sessions := map[string]journal.Session{}
+	var runs []journal.Run
+	db.View(func(tx *journal.Tx) error {
+		tx.ForEachSession(func(s journal.Session) error { sessions[s.ID] = s; return nil })
+		var err error
+		runs, err = tx.LastRuns(1 << 30)
+		return err
+	})
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Run < runs[j].Run })
+	return sessions, runs
+}
+
+// checkJournalNow runs right after kill -9 of supervise, before the next
+// one starts: the journal must hold every marker the agent saw
+// acknowledged (the model's state, with the in-flight marker either way).
+func (c *chaosRun) checkJournalNow(run int) {
+	c.t.Helper()
+	sessions, runs := c.readJournal()
+	m := c.replay(runs, run)
+	if !m.matches(sessions) {
+		c.t.Fatalf("seed %d: after kill -9 of supervise in run %d the journal matches no model state (an acknowledged marker lost, or a wrong decision):\n%s",
+			c.seed, run, m.diff(sessions))
+	}
+	c.journalChecks++
+}
+
+// check is the offline checker after the whole schedule.
+func (c *chaosRun) check() {
+	t := c.t
+	sessions, runs := c.readJournal()
+	events := c.log.all()
+	// No two children at once, no survivor of a dead tree.
+	for _, ev := range events {
+		if ev.kind == "overlap" {
+			t.Errorf("seed %d: run %d started while processes of another tree lived: %s", c.seed, ev.run, ev.arg)
+		}
+		if ev.kind == "dup" {
+			t.Errorf("seed %d: run %d was handed the same resume twice: %s", c.seed, ev.run, ev.arg)
+		}
+	}
+	if left := c.e.tagged(); len(left) > 0 {
+		t.Errorf("seed %d: processes survived the final stop: %v", c.seed, left)
+	}
+	// No session resumed twice for the same interruption (session plus the
+	// run whose death made the resume).
+	seen := map[string]int{}
+	for _, ev := range events {
+		if ev.kind == "took" && ev.arg != "none" {
+			f := strings.Fields(ev.arg)
+			key := f[0] + " " + f[2]
+			if prev, ok := seen[key]; ok {
+				t.Errorf("seed %d: %s taken in run %d and again in run %d", c.seed, key, prev, ev.run)
+			}
+			seen[key] = ev.run
+		}
+	}
+	// Each run ended the way its fault says.
+	for _, r := range runs {
+		want, ok := c.fault[int(r.Run)]
+		if !ok || r.Reason == journal.ReasonStarting {
+			continue
+		}
+		if got := classify(r); !faultAllows(want, got) {
+			t.Errorf("seed %d: run %d (%s) recorded as %s", c.seed, r.Run, want, got)
+		}
+	}
+	// The journal's final sessions are exactly what the model allows.
+	m := c.replay(runs, 0)
+	if !m.matches(sessions) {
+		t.Errorf("seed %d: final journal does not match the model:\n%s", c.seed, m.diff(sessions))
+	}
+	c.m = m
+}
+
+func classify(r journal.Run) string {
+	switch {
+	case r.Reason == journal.ReasonSignal:
+		return "signal " + strconv.Itoa(r.Signal)
+	}
+	return r.Reason
+}
+
+func faultAllows(fault, got string) bool {
+	switch fault {
+	case faultKillChild, faultKillAtTurnBegin, faultKillAtDelivery:
+		return got == "signal 9"
+	case faultTermChild:
+		return got == "signal 15"
+	case faultStopChild:
+		return got == journal.ReasonWatchdog
+	case faultKillSupervisor:
+		return got == journal.ReasonSupervisorDied
+	case faultStopSupervisor:
+		return got == journal.ReasonStopped
+	}
+	return false
+}
+
+func (c *chaosRun) report(iterations int) {
+	var classes []string
+	for k := range c.faults {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes)
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos seed %d, %d iterations: faults injected:", c.seed, iterations)
+	for _, k := range classes {
+		fmt.Fprintf(&b, " [%s: %d]", k, c.faults[k])
+	}
+	if c.m != nil {
+		fmt.Fprintf(&b, "; runs %d, acked markers %d, resumes taken %d, journal checks after kill -9 %d, model branches at end %d",
+			c.m.runs, c.m.acked, c.m.took, c.journalChecks, len(c.m.branches))
+	}
+	c.t.Log(b.String())
+	if out := os.Getenv("SUPERVISE_CHAOS_REPORT"); out != "" {
+		os.WriteFile(out, []byte(b.String()+"\n"), 0o644)
+	}
+}
+
+// The model: an independent statement of DESIGN's decision table, applied
+// to what the agent logged, with the journal's record of how each run
+// ended. A marker sent but not acknowledged when a fault hit may or may not
+// have been applied, so the model keeps every possibility (branches) and
+// prunes them with what the next run observed (which resumes it got).
+
+type msess struct {
+	state      journal.SessionState
+	count      int
+	turn       string
+	resumeRun  int // run the pending resume was delivered to
+	hasPending bool
+}
+
+type branch map[string]msess
+
+func (b branch) clone() branch {
+	n := make(branch, len(b))
+	for k, v := range b {
+		n[k] = v
+	}
+	return n
+}
+
+func (b branch) key() string {
+	ids := make([]string, 0, len(b))
+	for id := range b {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var s strings.Builder
+	for _, id := range ids {
+		v := b[id]
+		fmt.Fprintf(&s, "%s=%s/%d/%s/%d;", id, v.state, v.count, v.turn, v.resumeRun)
+	}
+	return s.String()
+}
+
+// apply applies one marker line ("turn-begin s1 t3", ...), as the
+// supervisor's session handling does.
+func (b branch) apply(line string) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return
+	}
+	ev, id := f[0], f[1]
+	turn := ""
+	if len(f) > 2 && f[2] != "-" {
+		turn = f[2]
+	}
+	s, ok := b[id]
+	if !ok {
+		s = msess{state: journal.Idle}
+	}
+	switch ev {
+	case "turn-begin":
+		s.state, s.turn, s.hasPending, s.resumeRun = journal.InTurn, turn, false, 0
+	case "turn-end":
+		if turn != "" {
+			s.turn = turn
+		}
+		s.state, s.hasPending, s.resumeRun = journal.Idle, false, 0
+		if len(f) > 3 && f[3] == "completed" {
+			s.count = 0
+		}
+	case "waiting":
+		if turn != "" {
+			s.turn = turn
+		}
+		s.state = journal.Waiting
+	case "phase":
+		if s.state == journal.Waiting {
+			s.state = journal.InTurn
+		}
+	case "resumed":
+		if turn != "" {
+			s.turn = turn
+		}
+		s.state, s.hasPending, s.resumeRun = journal.InTurn, false, 0
+	case "closed":
+		s.state, s.hasPending, s.resumeRun = journal.Closed, false, 0
+	}
+	b[id] = s
+}
+
+// launch delivers every pending resume to run n.
+func (b branch) launch(n int) (delivered []string) {
+	for id, s := range b {
+		if s.state == journal.ResumePending {
+			s.resumeRun = n
+			b[id] = s
+			delivered = append(delivered, id)
+		}
+	}
+	sort.Strings(delivered)
+	return delivered
+}
+
+// death applies DESIGN's table for the death of run n.
+func (b branch) death(n int, requested bool) {
+	for id, s := range b {
+		midTurn := s.state == journal.InTurn || s.state == journal.Waiting
+		pending := s.state == journal.ResumePending
+		if requested {
+			if midTurn || pending {
+				s.state, s.hasPending, s.resumeRun = journal.Stopped, false, 0
+				b[id] = s
+			}
+			continue
+		}
+		if (pending && s.resumeRun != n) || (!midTurn && !pending) {
+			continue
+		}
+		s.count++
+		switch {
+		case s.state == journal.Waiting, s.count > 1:
+			s.state, s.hasPending, s.resumeRun = journal.Parked, false, 0
+		default:
+			s.state, s.hasPending, s.resumeRun = journal.ResumePending, true, 0
+		}
+		b[id] = s
+	}
+}
+
+type model struct {
+	branches []branch
+	runs     int
+	acked    int
+	took     int
+	err      string
+}
+
+// replay runs the model over every run the journal knows, up to (and
+// without the death of) stopAt when it is not 0.
+func (c *chaosRun) replay(runs []journal.Run, stopAt int) *model {
+	events := c.log.all()
+	byRun := map[int][]event{}
+	for _, ev := range events {
+		byRun[ev.run] = append(byRun[ev.run], ev)
+	}
+	m := &model{branches: []branch{{}}}
+	for _, r := range runs {
+		n := int(r.Run)
+		if r.Reason == journal.ReasonStarting && n != stopAt {
+			continue // a reservation never launched
+		}
+		m.runs++
+		evs := byRun[n]
+		started := false
+		for _, ev := range evs {
+			if ev.kind == "start" {
+				started = true
+			}
+		}
+		// Launch: pending resumes are delivered (committed before the fork;
+		// a run killed before it logged its start may not have got that far).
+		var next []branch
+		for _, b := range m.branches {
+			if !started {
+				next = append(next, b.clone())
+			}
+			nb := b.clone()
+			delivered := nb.launch(n)
+			if ok := observe(evs, delivered); ok {
+				next = append(next, nb)
+			}
+		}
+		m.branches = dedupe(next)
+		// The run's markers: acked ones for sure, the last unacked one maybe.
+		var pending string
+		for _, ev := range evs {
+			switch ev.kind {
+			case "send":
+				if pending != "" {
+					m.fork(pending)
+				}
+				pending = ev.arg
+			case "acked":
+				m.acked++
+				for _, b := range m.branches {
+					b.apply(ev.arg)
+				}
+				pending = ""
+			case "barrier-err":
+				// resolved below as an unacknowledged marker
+			case "took":
+				if ev.arg != "none" {
+					m.took++
+				}
+			}
+		}
+		if pending != "" {
+			m.fork(pending)
+		}
+		if n == stopAt {
+			break
+		}
+		if r.Ended.IsZero() {
+			continue // the final run, stopped below by the requested stop
+		}
+		requested := r.Reason == journal.ReasonStopped && !r.Dirty
+		for _, b := range m.branches {
+			b.death(n, requested)
+		}
+		m.branches = dedupe(m.branches)
+		if len(m.branches) == 0 {
+			m.err = fmt.Sprintf("no model branch explains the resumes observed in run %d", n)
+			return m
+		}
+		if len(m.branches) > 1<<14 {
+			m.err = "model ambiguity exploded"
+			return m
+		}
+	}
+	return m
+}
+
+// fork keeps every branch both with and without line applied.
+func (m *model) fork(line string) {
+	var next []branch
+	for _, b := range m.branches {
+		next = append(next, b.clone())
+		nb := b.clone()
+		nb.apply(line)
+		next = append(next, nb)
+	}
+	m.branches = dedupe(next)
+}
+
+// observe checks a run's resume observations against a delivery: every
+// session it took was delivered, and once it reported took-done, it took
+// exactly the delivered ones.
+func observe(evs []event, delivered []string) bool {
+	var took []string
+	done := false
+	for _, ev := range evs {
+		switch ev.kind {
+		case "took":
+			if ev.arg != "none" {
+				took = append(took, strings.Fields(ev.arg)[0])
+			}
+		case "took-done":
+			done = true
+		}
+	}
+	sort.Strings(took)
+	set := map[string]bool{}
+	for _, d := range delivered {
+		set[d] = true
+	}
+	for _, t := range took {
+		if !set[t] {
+			return false
+		}
+	}
+	return !done || len(took) == len(delivered)
+}
+
+func dedupe(bs []branch) []branch {
+	seen := map[string]bool{}
+	var out []branch
+	for _, b := range bs {
+		k := b.key()
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// matches reports whether some branch equals the journal's sessions in
+// state, crash count and turn.
+func (m *model) matches(sessions map[string]journal.Session) bool {
+	if m.err != "" {
+		return false
+	}
+	for _, b := range m.branches {
+		if branchMatches(b, sessions) {
+			return true
+		}
+	}
+	return false
+}
+
+func branchMatches(b branch, sessions map[string]journal.Session) bool {
+	for id, s := range b {
+		j, ok := sessions[id]
+		if !ok || j.State != s.state || j.CrashCount != s.count || j.Turn != s.turn {
+			return false
+		}
+	}
+	for id := range sessions {
+		if _, ok := b[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *model) diff(sessions map[string]journal.Session) string {
+	var b strings.Builder
+	if m.err != "" {
+		fmt.Fprintf(&b, "model: %s\n", m.err)
+	}
+	fmt.Fprintf(&b, "journal:\n")
+	ids := []string{}
+	for id := range sessions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		s := sessions[id]
+		fmt.Fprintf(&b, "  %s %s count=%d turn=%s\n", id, s.State, s.CrashCount, s.Turn)
+	}
+	for i, br := range m.branches {
+		if i == 4 {
+			fmt.Fprintf(&b, "  ... %d more branches\n", len(m.branches)-4)
+			break
+		}
+		fmt.Fprintf(&b, "model branch %d: %s\n", i, br.key())
+	}
+	return b.String()
+}
+
+// tail reads the agent log incrementally.
+type tail struct {
+	path   string
+	off    int64
+	events []event
+}
+
+func newTail(path string) *tail { return &tail{path: path} }
+
+func (l *tail) refresh() {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.Seek(l.off, 0)
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			break // a partial last line is read next time
+		}
+		l.off += int64(len(line))
+		fs := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 4)
+		if len(fs) < 3 {
+			continue
+		}
+		ev := event{kind: fs[2]}
+		ev.run, _ = strconv.Atoi(strings.TrimPrefix(fs[0], "run="))
+		ev.pid, _ = strconv.Atoi(strings.TrimPrefix(fs[1], "pid="))
+		if len(fs) == 4 {
+			ev.arg = fs[3]
+		}
+		l.events = append(l.events, ev)
+	}
+}
+
+func (l *tail) all() []event {
+	l.refresh()
+	return l.events
+}
+
+func (l *tail) waitUntil(t *testing.T, what string, cond func([]event) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l.refresh()
+		if cond(l.events) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chaos: timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitStart waits for the first run after prev to log its start.
+func (l *tail) waitStart(t *testing.T, prev int) int {
+	t.Helper()
+	run := 0
+	l.waitUntil(t, fmt.Sprintf("a run after %d to start", prev), func(evs []event) bool {
+		for _, ev := range evs {
+			if ev.kind == "start" && ev.run > prev {
+				run = ev.run
+				return true
+			}
+		}
+		return false
+	})
+	return run
+}
+
+// waitAcked waits until run has n more acked markers than now.
+func (l *tail) waitAcked(t *testing.T, run, n int) {
+	t.Helper()
+	count := func(evs []event) int {
+		c := 0
+		for _, ev := range evs {
+			if ev.run == run && ev.kind == "acked" {
+				c++
+			}
+		}
+		return c
+	}
+	l.refresh()
+	want := count(l.events) + n
+	l.waitUntil(t, fmt.Sprintf("%d acked markers in run %d", want, run), func(evs []event) bool { return count(evs) >= want })
+}
+
+// waitSend waits for the next "send KIND" of run and returns at once.
+func (l *tail) waitSend(t *testing.T, run int, kind string) {
+	t.Helper()
+	l.refresh()
+	from := len(l.events)
+	l.waitUntil(t, "a "+kind+" in run "+strconv.Itoa(run), func(evs []event) bool {
+		for _, ev := range evs[from:] {
+			if ev.run == run && ev.kind == "send" && strings.HasPrefix(ev.arg, kind+" ") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (l *tail) pid(run int) int {
+	l.refresh()
+	for _, ev := range l.events {
+		if ev.run == run && ev.kind == "start" {
+			return ev.pid
+		}
+	}
+	return 0
+}

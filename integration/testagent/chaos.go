@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// chaos runs a random stream of turn markers over sessions s0..s3, each
+// followed by a barrier, until the process is killed. Every marker is logged
+// as "send EVENT SESSION TURN [ARG]" before it is sent and "acked ..." once
+// its barrier confirmed it journaled, so a checker can tell acknowledged
+// markers from the one in flight when a fault hit. seed and the run number
+// make each run's stream reproducible.
+func chaos(seed uint64) {
+	run, _ := strconv.ParseUint(os.Getenv("SUPERVISE_RUN"), 10, 64)
+	rng := rand.New(rand.NewPCG(seed, run))
+	ctx := context.Background()
+	turns := map[string]string{}
+	for i := 0; ; i++ {
+		s := "s" + strconv.Itoa(rng.IntN(4))
+		var line string
+		var err error
+		switch p := rng.IntN(100); {
+		case p < 30:
+			turns[s] = fmt.Sprintf("t%d-%d", run, i)
+			line = "turn-begin " + s + " " + turns[s]
+			logf("send %s", line)
+			err = client.TurnBegin(ctx, s, turns[s], "chaos request "+turns[s])
+		case p < 50:
+			tools := []string{"bash", "edit", "web"}
+			tool := tools[rng.IntN(len(tools))]
+			line = "phase " + s + " - tool " + tool
+			logf("send %s", line)
+			err = client.Phase(ctx, s, notify.PhaseTool, tool)
+		case p < 75:
+			outcome := []notify.Outcome{notify.OutcomeCompleted, notify.OutcomeCompleted, notify.OutcomeFailed, notify.OutcomeCancelled}[rng.IntN(4)]
+			turn := turns[s]
+			if turn == "" {
+				turn = "-"
+			}
+			line = "turn-end " + s + " " + turn + " " + string(outcome)
+			logf("send %s", line)
+			if turn == "-" {
+				turn = ""
+			}
+			err = client.TurnEnd(ctx, s, turn, outcome)
+		case p < 85:
+			line = "waiting " + s + " -"
+			logf("send %s", line)
+			err = client.Waiting(ctx, s, "")
+		case p < 88:
+			line = "closed " + s + " -"
+			logf("send %s", line)
+			err = client.Closed(ctx, s)
+		case p < 90:
+			spawnOrphan()
+			continue
+		default:
+			time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+			continue
+		}
+		if err == nil {
+			err = client.Barrier(ctx, 5*time.Second)
+		}
+		if err != nil {
+			logf("barrier-err %s: %v", line, err)
+			continue
+		}
+		logf("acked %s", line)
+		time.Sleep(time.Duration(rng.IntN(4)) * time.Millisecond)
+	}
+}
+
+// spawnOrphan leaves a short-lived grandchild behind: its parent shell
+// exits at once, so it is re-parented to supervise (subreaper or PID 1),
+// which must reap it.
+func spawnOrphan() {
+	cmd := exec.Command("sh", "-c", "sleep 0.05 &")
+	if err := cmd.Run(); err != nil {
+		logf("error orphan %v", err)
+	}
+}
+
+// intLog logs every SIGINT instead of dying of it.
+func intLog() {
+	c := make(chan os.Signal, 4)
+	signal.Notify(c, syscall.SIGINT)
+	go func() {
+		for range c {
+			logf("got-int")
+		}
+	}()
+}
