@@ -72,6 +72,12 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return notifyCmd(ctx, args, stdin, stderr)
 	case "resume":
 		return resumeCmd(ctx, args, stdout, stderr)
+	case "unit":
+		return unitCmd(args, stdout, stderr)
+	case "demo":
+		return demoCmd(ctx, args, stdout, stderr)
+	case "demo-agent":
+		return demoAgentCmd(ctx, args, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK
