@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -170,4 +171,33 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Errorf("/healthz = %d %q", code, text)
 	}
 	e.stop(sv)
+}
+
+// An agent that extends its grace period during a stop makes supervise
+// extend its own stop timeout with its manager, or the manager would kill
+// supervise (and the flushing agent) first.
+func TestExtendTimeoutForwardedUpward(t *testing.T) {
+	o, path := newOuter(t)
+	e := newEnv(t)
+	e.set("NOTIFY_SOCKET="+path, "TESTAGENT_SCRIPT=term-extend 5000000 500ms; hang")
+	sv := e.run("--stop-timeout", "300ms")
+	e.waitEvent(1, "hang")
+	start := time.Now()
+	sv.signal(syscall.SIGTERM)
+	if code := sv.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	found := false
+	for _, m := range o.all() {
+		if v, ok := strings.CutPrefix(m.text, "EXTEND_TIMEOUT_USEC="); ok && !m.at.Before(start) {
+			usec, _ := strconv.ParseInt(v, 10, 64)
+			if usec < 5_000_000 {
+				t.Errorf("EXTEND_TIMEOUT_USEC=%d upward, less than the agent's 5s", usec)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the agent's extension was not forwarded to the manager")
+	}
 }

@@ -38,6 +38,8 @@ type snapshot struct {
 	childPID   int
 	run        uint64
 	stopping   bool
+	// graceUntil is the SIGKILL deadline of a stop or abort in progress.
+	graceUntil time.Time
 	guardOpen  bool
 	commits    uint64
 	commitErrs uint64
@@ -71,6 +73,9 @@ func (s *Supervisor) publish() {
 		commits: s.cs.commits, commitErrs: s.cs.errors, stopping: s.stop != nil && !s.stop.fromTTY}
 	if s.proc != nil {
 		snap.childPID, snap.run = s.proc.PID(), s.run.Run
+	}
+	if s.grace.timer != nil {
+		snap.graceUntil = s.grace.deadline
 	}
 	for _, sess := range s.sessions {
 		snap.sessions[sess.State]++

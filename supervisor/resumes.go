@@ -17,14 +17,16 @@ func ResumePath(stateDir string) string { return filepath.Join(stateDir, "resume
 
 // decide applies the resume decisions for a death to the in-memory
 // sessions and marks them for the death's commit. It runs before that
-// commit, so every decision is durable before the next child starts.
-func (s *Supervisor) decide(d resume.Death, now time.Time) {
+// commit, so every decision is durable before the next child starts. It
+// returns the decisions that changed a session, for logDecisions.
+func (s *Supervisor) decide(d resume.Death, now time.Time) []resume.Decision {
 	var open []journal.Session
 	for _, sess := range s.sessions {
 		if sess.State.Open() {
 			open = append(open, *sess)
 		}
 	}
+	var changed []resume.Decision
 	for _, dec := range resume.Decide(open, d, now, s.cfg.Resume) {
 		if dec.Action == resume.Keep {
 			continue
@@ -32,12 +34,24 @@ func (s *Supervisor) decide(d resume.Death, now time.Time) {
 		sess := dec.Session
 		s.sessions[sess.ID] = &sess
 		s.markDirty(sess.ID)
+		if dec.Action == resume.Park {
+			s.m.parks.Inc()
+		}
+		changed = append(changed, dec)
+	}
+	return changed
+}
+
+// logDecisions says what was decided for each session, after the death
+// that caused it has been logged.
+func (s *Supervisor) logDecisions(decs []resume.Decision) {
+	for _, dec := range decs {
+		sess := dec.Session
 		switch dec.Action {
 		case resume.Resume:
 			s.log.Warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool)
 		case resume.Park:
-			s.m.parks.Inc()
 			s.log.Warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(s.cfg.StateDir, sess.ID))
 		case resume.Stop:

@@ -356,8 +356,10 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			s.nextRun = reserved.Run + 1
 		}
 		if orphan != nil {
-			s.decide(resume.Death{Reason: orphan.Reason, Signal: orphan.Signal, ExitCode: orphan.ExitCode,
-				Run: orphan.Run, At: orphan.Ended}, time.Now())
+			s.log.Warn("the run the previous supervise left behind counts as a dirty death", "run", orphan.Run,
+				"pid", orphan.PID, "reason", orphan.Reason)
+			s.logDecisions(s.decide(resume.Death{Reason: orphan.Reason, Signal: orphan.Signal, ExitCode: orphan.ExitCode,
+				Run: orphan.Run, At: orphan.Ended}, time.Now()))
 		}
 	}
 	return s.commitSync(func(tx *journal.Tx) error {
@@ -713,8 +715,9 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 		}
 	}
 	requested := r.Reason == journal.ReasonStopped && !r.Dirty
+	var decs []resume.Decision
 	if (r.Dirty || requested) && exit.ExecErr == nil {
-		s.decide(resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
+		decs = s.decide(resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
 			Run: r.Run, At: r.Ended}, time.Now())
 	}
 	dec, st := s.cfg.Policy.Next(s.backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
@@ -758,6 +761,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	s.log.Log(context.Background(), level, "child exited", "run", r.Run, "pid", r.PID, "how", exit.String(),
 		"exit_code", r.ExitCode, "signal", r.Signal, "reason", r.Reason, "dirty", r.Dirty,
 		"uptime", exit.Uptime().Round(time.Millisecond), "next", next)
+	s.logDecisions(decs)
 	if s.guard.Open {
 		s.log.Warn("crash-loop guard is open: automatic resumes are held until a run proves healthy",
 			"chain", s.guard.Chain)

@@ -59,7 +59,7 @@ func (s *Supervisor) RunUpward(ctx context.Context, up UpwardConfig) error {
 	defer t.Stop()
 	var ready, stopping bool
 	var lastStatus string
-	var lastPing time.Time
+	var lastPing, extended time.Time
 	send := func(state string) {
 		if err := up.Client.Notify(context.Background(), state); err != nil {
 			s.log.Warn("upward notify failed", "state", state, "err", err)
@@ -78,6 +78,13 @@ func (s *Supervisor) RunUpward(ctx context.Context, up UpwardConfig) error {
 		if !stopping && snap.stopping {
 			stopping = true
 			send("STOPPING=1")
+		}
+		if snap.graceUntil.After(extended) {
+			// The agent's grace period grew (EXTEND_TIMEOUT_USEC): extend
+			// supervise's own stop timeout to match, plus time to journal.
+			extended = snap.graceUntil
+			usec := (time.Until(extended) + 10*time.Second).Microseconds()
+			send("EXTEND_TIMEOUT_USEC=" + strconv.FormatInt(usec, 10))
 		}
 		now := time.Now()
 		// Healthy for the manager: the loop ran within half its watchdog

@@ -189,6 +189,7 @@ func (s *Supervisor) extendGrace(d time.Duration, now time.Time) {
 	if at.After(s.grace.deadline) {
 		s.log.Info("agent extended its stop deadline", "pid", s.proc.PID(), "by", d, "deadline", at.Sub(now).Round(time.Millisecond))
 		s.grace.deadline = at
+		s.publish() // the upward notifier extends supervise's own stop timeout
 	}
 }
 

@@ -120,6 +120,9 @@ func (s *stateFlags) resolve(set map[string]bool, defaultName string) (dir, name
 	if name == "" {
 		name = filepath.Base(dir)
 	}
+	if strings.ContainsAny(name, "/\x00") {
+		return "", "", fmt.Errorf("invalid --name %q: no slashes", name)
+	}
 	return dir, name, nil
 }
 
