@@ -289,6 +289,13 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 
 // supervise opens the state dir and runs the actors until the loop ends.
 func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer) int {
+	// Catch the stop signals before anything else: a SIGTERM during the
+	// boot (journal check, cleaning up after a dead predecessor) must stop
+	// supervise cleanly, not kill it by the default action. Signals that
+	// arrive before the loop runs wait in the channel for it.
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigc)
 	process.EnableBootTimeCache(true)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
@@ -338,8 +345,6 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	{
 		// Signal handler: every SIGTERM, SIGINT or SIGHUP goes to the loop,
 		// which stops the child on the first and kills it on the second.
-		sigc := make(chan os.Signal, 4)
-		signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		cancel := make(chan struct{})
 		g.Add(func() error {
 			for {
@@ -351,7 +356,6 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 				}
 			}
 		}, func(error) {
-			signal.Stop(sigc)
 			close(cancel)
 		})
 	}

@@ -72,7 +72,7 @@ func main() {
 	// Check before announcing the start: once "start" is logged the test
 	// may run other commands.
 	others := overlapping()
-	logf("start")
+	logf("start t=%d", time.Now().UnixNano())
 	if len(os.Args) > 1 {
 		logf("args %s", strings.ReplaceAll(strings.Join(os.Args[1:], " | "), "\n", " "))
 	}

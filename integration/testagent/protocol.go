@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/signal"
@@ -114,6 +115,30 @@ func protocol(verb string, f []string, rest string) bool {
 	case "chaos":
 		n, _ := strconv.ParseUint(arg(0), 10, 64)
 		chaos(n)
+		return true
+	case "fill":
+		// N turn-begins on distinct sessions with 1 KiB prompts, each
+		// acknowledged: grows the journal (for disk-full tests).
+		n, _ := strconv.Atoi(arg(0))
+		prompt := strings.Repeat("x", 1000)
+		failed := 0
+		for i := 0; i < n && failed < 3; i++ { // stop after 3 unacknowledged
+			if i > 0 && failed > 0 {
+				failed++ // every further attempt after a failure counts too
+			}
+			s := fmt.Sprintf("f%d-%s", i, os.Getenv("SUPERVISE_RUN"))
+			if err := client.TurnBegin(ctx, s, "t", prompt); err != nil {
+				logf("notify-err %v", err)
+				continue
+			}
+			if err := client.Barrier(ctx, time.Second); err != nil {
+				logf("fill-unacked %s %v", s, err)
+				failed++
+				continue
+			}
+			logf("fill-acked %s", s)
+		}
+		logf("fill-done")
 		return true
 	case "int-log":
 		intLog()

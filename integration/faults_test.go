@@ -1,0 +1,507 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// Fault classes of the chaos suite (reliability.md section 5), one test
+// each. The randomized schedule is TestChaos.
+
+// startTimes returns the start time of each run, from the agent log.
+func (e *env) startTimes() []time.Time {
+	var out []time.Time
+	for _, ev := range e.events() {
+		if ev.kind == "start" {
+			ns, _ := strconv.ParseInt(strings.TrimPrefix(ev.arg, "t="), 10, 64)
+			out = append(out, time.Unix(0, ns))
+		}
+	}
+	return out
+}
+
+// Crash loop: the backoff schedule is what the policy says, the guard
+// trips, and its state survives kill -9 of supervise.
+func TestFaultCrashLoop(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT=exit 1")
+	flags := []string{"--backoff-initial", "100ms", "--backoff-max", "800ms", "--guard-trip", "3", "--guard-gap", "1m"}
+	sv := e.run(flags...)
+	waitFor(t, 20*time.Second, "6 starts", func() bool { return len(e.startTimes()) >= 6 })
+	starts := e.startTimes()
+	want := []time.Duration{100, 200, 400, 800, 800} // ms, doubling to the cap, ±10% jitter
+	for i, w := range want {
+		gap := starts[i+1].Sub(starts[i])
+		lo, hi := time.Duration(float64(w)*0.88)*time.Millisecond, w*time.Millisecond+250*time.Millisecond
+		if gap < lo || gap > hi {
+			t.Errorf("gap %d: %v, want about %dms (in [%v, %v])", i+1, gap, w, lo, hi)
+		}
+	}
+	if raw := e.statusRaw(); !strings.Contains(raw, `"open": true`) {
+		t.Errorf("crash-loop guard not open after a crash loop:\n%s", raw)
+	}
+	sv.signal(syscall.SIGKILL)
+	sv.wait(10 * time.Second)
+	// The guard survives kill -9 of supervise: read offline, then live.
+	if raw := e.statusRaw(); !strings.Contains(raw, `"open": true`) {
+		t.Errorf("guard state lost with supervise:\n%s", raw)
+	}
+	e.set("TESTAGENT_SCRIPT=hang")
+	sv = e.run(flags...)
+	waitFor(t, 20*time.Second, "a healthy run", func() bool { return e.count("hang") > 0 })
+	if raw := e.statusRaw(); !strings.Contains(raw, `"open": true`) {
+		t.Errorf("guard not open after restarting supervise:\n%s", raw)
+	}
+	e.stop(sv)
+}
+
+// A slow crash loop (each run healthy by uptime, so relaunched at once)
+// still trips the gap-chained guard: no fixed window of guard-gap width
+// ever holds more than two of these deaths.
+func TestFaultSlowCrashLoop(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT=sleep 1500ms; exit 1")
+	sv := e.run("--guard-trip", "3", "--guard-gap", "2s")
+	waitFor(t, 30*time.Second, "4 starts", func() bool { return len(e.startTimes()) >= 4 })
+	starts := e.startTimes()
+	for i := 1; i < 4; i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < 1500*time.Millisecond {
+			t.Errorf("gap %v: the loop is not slow", gap)
+		}
+	}
+	if raw := e.statusRaw(); !strings.Contains(raw, `"open": true`) || !strings.Contains(raw, `"chain": 3`) {
+		t.Errorf("a slow loop did not trip the guard:\n%s", raw)
+	}
+	e.stop(sv)
+}
+
+// Exec failures after the first start never hot-loop, are recorded with
+// 127 or 126, and supervise recovers when the binary is back.
+func TestFaultExecFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(path string)
+		code   int
+	}{
+		{"missing binary", func(p string) { os.Remove(p) }, 127},
+		{"not executable", func(p string) { os.Chmod(p, 0o644) }, 126},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			bin := filepath.Join(e.dir, "agent")
+			copyFile(t, agentBin, bin)
+			e.set("TESTAGENT_SCRIPT=hang")
+			sv := e.start("run", "--backoff-initial", "200ms", "--backoff-max", "1s", "--", bin)
+			first := e.waitEvent(1, "hang")
+			tc.break_(bin)
+			syscall.Kill(first.pid, syscall.SIGKILL)
+			time.Sleep(2 * time.Second) // the window in which a hot loop would show
+			fails := strings.Count(sv.stderr(), "agent could not be started")
+			if fails < 2 || fails > 6 {
+				t.Errorf("%d failed launches in 2s with 200ms doubling backoff, want a few", fails)
+			}
+			st := e.status()
+			if r := st.run(t, 2); r.Reason != "exec-failed" || r.ExitCode != tc.code || !r.Dirty {
+				t.Errorf("run 2 = %+v, want exec-failed %d", r, tc.code)
+			}
+			copyFile(t, agentBin, bin) // fixed: supervise recovers by itself
+			waitFor(t, 20*time.Second, "a run after the fix", func() bool { return e.count("hang") >= 2 })
+			e.stop(sv)
+		})
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(to)
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A damaged journal is reported, moved aside with its bytes intact, and a
+// fresh one starts: nothing is auto-resumed from state that cannot be
+// verified, and supervise does not crash-loop.
+func TestFaultCorruptJournal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"truncated into its pages", func(t *testing.T, p string) {
+			// bbolt preallocates, so cutting a small journal in half only
+			// drops unused space (and rightly opens); cut into the pages
+			// just past the two meta pages instead.
+			os.Truncate(p, 3*4096)
+		}},
+		{"both meta pages bit-flipped", func(t *testing.T, p string) {
+			b, _ := os.ReadFile(p)
+			b[20] ^= 0x40
+			b[4096+20] ^= 0x40
+			os.WriteFile(p, b, 0o600)
+		}},
+		{"not a bolt file", func(t *testing.T, p string) {
+			os.WriteFile(p, bytes.Repeat([]byte("this is not a journal\n"), 500), 0o600)
+		}},
+		{"a directory", func(t *testing.T, p string) {
+			os.Remove(p)
+			os.Mkdir(p, 0o700)
+			os.WriteFile(filepath.Join(p, "inside"), []byte("x"), 0o600)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			// A session mid-turn when supervise dies: a resume would be owed.
+			e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; hang", "TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
+			sv := e.run()
+			e.waitEvent(1, "barrier-ok")
+			sv.signal(syscall.SIGKILL)
+			sv.wait(10 * time.Second)
+			path := filepath.Join(e.stateDir, "journal.db")
+			tc.damage(t, path)
+			before := snapshotPath(t, path)
+
+			// The fresh journal numbers runs from 1 again.
+			e.set("TESTAGENT_SCRIPT_1=take-resumes; log took-all; hang")
+			sv = e.run()
+			ev := e.waitLog(0, "took-all")
+			if got := e.took(0); len(got) != 0 {
+				t.Errorf("resumed %v from a damaged journal", got)
+			}
+			if !strings.Contains(sv.stderr(), "journal is damaged: moved it aside") {
+				t.Errorf("no clear error:\n%s", sv.stderr())
+			}
+			moved, _ := filepath.Glob(path + ".corrupt-*")
+			if len(moved) != 1 {
+				t.Fatalf("moved aside: %v", moved)
+			}
+			if after := snapshotPath(t, moved[0]); after != before {
+				t.Error("the damaged journal was modified")
+			}
+			if _, ok := e.status().session("s1"); ok {
+				t.Error("s1 carried over from unverifiable state")
+			}
+			if ev.run != 1 {
+				t.Logf("fresh journal started at run %d", ev.run)
+			}
+			e.stop(sv)
+		})
+	}
+}
+
+// snapshotPath is a fingerprint of a file or a directory's files.
+func snapshotPath(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.IsDir() {
+		b, _ := os.ReadFile(path)
+		return fmt.Sprintf("file %d %x", len(b), b[:min(len(b), 64)])
+	}
+	ents, _ := os.ReadDir(path)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return "dir " + strings.Join(names, ",")
+}
+
+// Stale socket files left by a kill -9 are replaced; a non-socket file in
+// the socket's place is a clear error, never deleted.
+func TestFaultStaleSockets(t *testing.T) {
+	e := newEnv(t)
+	sv := e.run()
+	e.waitEvent(1, "start")
+	sv.signal(syscall.SIGKILL)
+	sv.wait(10 * time.Second)
+	for _, p := range []string{"control.sock", "notify/notify.sock"} {
+		if fi, err := os.Lstat(filepath.Join(e.stateDir, p)); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("expected a stale socket at %s: %v", p, err)
+		}
+	}
+	sv = e.run()
+	e.waitEvent(2, "start")
+	if !e.status().Supervisor.Running {
+		t.Error("control socket not answering after replacing a stale one")
+	}
+	e.stop(sv)
+
+	notifySock := filepath.Join(e.stateDir, "notify", "notify.sock")
+	os.WriteFile(notifySock, []byte("precious"), 0o600)
+	sv = e.run()
+	if code := sv.wait(10 * time.Second); code != 1 || !strings.Contains(sv.stderr(), "not a socket") {
+		t.Errorf("a regular file at the socket path: exit %d\n%s", code, sv.stderr())
+	}
+	if b, _ := os.ReadFile(notifySock); string(b) != "precious" {
+		t.Error("supervise deleted a file that was not its socket")
+	}
+}
+
+// PID reuse: the journal names a child by pid and start time; a live
+// process that holds that pid with another start time is never signalled.
+func TestFaultPIDReuse(t *testing.T) {
+	e := newEnv(t)
+	sv := e.run()
+	e.waitEvent(1, "start")
+	e.stop(sv)
+
+	stranger := exec.Command("sleep", "1000")
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Process.Kill()
+	start, err := child.StartTime(context.Background(), stranger.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forge := func(startTime int64) {
+		db, err := journal.Open(filepath.Join(e.stateDir, "journal.db"), journal.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		db.Update(func(tx *journal.Tx) error {
+			tx.SetClean(false)
+			n, _ := tx.NextRun()
+			tx.PutRun(journal.Run{Run: 100 + n, PID: stranger.Process.Pid, StartTime: startTime, Reason: journal.ReasonRunning})
+			return tx.SetChild(&journal.Child{Run: 100 + n, PID: stranger.Process.Pid, StartTime: startTime,
+				PGID: stranger.Process.Pid, BootID: child.BootID()})
+		})
+	}
+	// The recorded child "was" this pid, but started at another time: the
+	// pid was reused. It must survive.
+	forge(start - 60_000)
+	sv = e.run()
+	waitFor(t, 20*time.Second, "the next run", func() bool { return e.count("hang") >= 2 })
+	if !alive(stranger.Process.Pid) {
+		t.Fatal("supervise killed an unrelated process that reused the old child's pid")
+	}
+	e.stop(sv)
+	// Control: with the right start time it is the orphan, and it is killed.
+	forge(start)
+	sv = e.run()
+	waitFor(t, 10*time.Second, "the real orphan killed", func() bool { return !alive(stranger.Process.Pid) })
+	waitFor(t, 20*time.Second, "the next run", func() bool { return e.count("hang") >= 3 })
+	e.stop(sv)
+}
+
+// supervise as PID 1 of a PID namespace: orphans are reaped (no zombies),
+// the agent's exit status passes through exactly, SIGTERM is handled with
+// a deliberate exit code.
+func TestFaultPID1(t *testing.T) {
+	if out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot create a PID namespace here (needs root or user namespaces): %v %s", err, out)
+	}
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT=orphans 30; sleep 1s; log checked; sleep 1s; exit 7")
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", superviseBin, "run", "--restart", "never", "--", agentBin)
+	cmd.Env = append(os.Environ(), e.vars...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLog(1, "checked")
+	// Find supervise (pid 1 inside, a child of unshare outside) and count
+	// zombies among its children: orphans that exited were reaped.
+	sup := childrenOf(cmd.Process.Pid)
+	if len(sup) != 1 {
+		t.Fatalf("supervise not found under unshare: %v", sup)
+	}
+	if z := zombiesOf(sup[0]); z > 0 {
+		t.Errorf("%d zombies under supervise as PID 1", z)
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 7 {
+		t.Errorf("exit status %d, want the agent's 7 passed through\n%s", code, stderr.String())
+	}
+
+	// SIGTERM to PID 1: a clean stop with exit 0, not Go's default 2.
+	e2 := newEnv(t)
+	e2.set("TESTAGENT_SCRIPT=hang")
+	cmd = exec.Command("unshare", "--pid", "--fork", "--mount-proc", superviseBin, "run", "--", agentBin)
+	cmd.Env = append(os.Environ(), e2.vars...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e2.waitEvent(1, "hang")
+	sup = childrenOf(cmd.Process.Pid)
+	syscall.Kill(sup[0], syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("SIGTERM to supervise as PID 1: exit %d, want 0", code)
+	}
+}
+
+func childrenOf(pid int) []int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var out []int
+	for _, t := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// zombiesOf counts children of pid that stay zombies: exited, not reaped.
+func zombiesOf(pid int) int {
+	n := 0
+	for _, c := range childrenOf(pid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		if err != nil {
+			continue // reaped meanwhile
+		}
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			time.Sleep(100 * time.Millisecond) // one that just exited is reaped at once
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c)); err == nil && bytes.Contains(b, []byte(") Z ")) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// fd spam on the notify socket: every fd received is closed, so the
+// supervisor's fd count stays flat.
+func TestFaultFDSpam(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT=log ready; listen")
+	sv := e.run()
+	e.waitLog(1, "ready")
+	fds := func() int {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", sv.cmd.Process.Pid))
+		return len(ents)
+	}
+	before := fds()
+	e.tell("fdspam 2000; barrier")
+	if after := fds(); after > before+2 {
+		t.Errorf("supervise's fds grew from %d to %d over 2000 datagrams carrying 8 fds each", before, after)
+	}
+	e.stop(sv)
+}
+
+// A run reserved by a supervise that died before recording its launch
+// counts as a lost run: the next one gets a new number and the death is
+// recorded, never a reused run number.
+func TestFaultLostReservation(t *testing.T) {
+	e := newEnv(t)
+	sv := e.run()
+	e.waitEvent(1, "start")
+	e.stop(sv)
+	db, err := journal.Open(filepath.Join(e.stateDir, "journal.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *journal.Tx) error {
+		tx.SetClean(false)
+		return tx.PutRun(journal.Run{Run: 2, Reason: journal.ReasonStarting, Started: time.Now()})
+	})
+	db.Close()
+	sv = e.run()
+	e.waitEvent(3, "start")
+	st := e.status()
+	if r := st.run(t, 2); r.Reason != "supervisor-died" || !r.Dirty {
+		t.Errorf("lost reservation recorded as %+v", r)
+	}
+	if st.Child.Run != 3 {
+		t.Errorf("child run %d, want 3 (never a reused number)", st.Child.Run)
+	}
+	e.stop(sv)
+}
+
+// Disk full under the journal: commit errors are surfaced, nothing is
+// acknowledged that was not committed, and supervise recovers when space
+// is back. Needs root for a small tmpfs.
+func TestFaultDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	e := newEnv(t)
+	e.stateDir = filepath.Join(mnt, "state")
+	e.vars = append(e.vars, "SUPERVISE_STATE_DIR="+e.stateDir)
+	e.set("TESTAGENT_SCRIPT=log ready; listen")
+	sv := e.run()
+	e.waitLog(1, "ready")
+	// Fill the rest of the filesystem.
+	filler := filepath.Join(mnt, "filler")
+	exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+	e.tell("fill 30")
+	if !strings.Contains(sv.stderr(), "commit failed") {
+		t.Fatalf("no commit error surfaced on a full disk:\n%s", sv.stderr())
+	}
+	acked := map[string]bool{}
+	unacked := 0
+	for _, ev := range e.events() {
+		switch ev.kind {
+		case "fill-acked":
+			acked[ev.arg] = true
+		case "fill-unacked":
+			unacked++
+		}
+	}
+	if unacked == 0 {
+		t.Error("every marker was acknowledged on a full disk")
+	}
+	if raw := e.statusRaw(); strings.Contains(raw, `"commit_errors": 0`) {
+		t.Errorf("commit errors not counted:\n%s", raw)
+	}
+	// Space back: supervise catches up by itself.
+	os.Remove(filler)
+	e.tell("fill 2")
+	sv.signal(syscall.SIGKILL)
+	sv.wait(10 * time.Second)
+	// Everything that was acknowledged is in the journal.
+	db, err := journal.Open(filepath.Join(e.stateDir, "journal.db"), journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *journal.Tx) error {
+		for id := range acked {
+			if _, ok, _ := tx.Session(id); !ok {
+				t.Errorf("acknowledged marker for %s is not in the journal", id)
+			}
+		}
+		return nil
+	})
+	for _, ev := range e.events() {
+		if ev.kind == "fill-acked" && !acked[ev.arg] {
+			db.View(func(tx *journal.Tx) error {
+				if _, ok, _ := tx.Session(ev.arg); !ok {
+					t.Errorf("acknowledged marker for %s (after recovery) is not in the journal", ev.arg)
+				}
+				return nil
+			})
+		}
+	}
+}
