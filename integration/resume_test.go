@@ -419,3 +419,25 @@ func TestMemoryGuard(t *testing.T) {
 	}
 	e.stop(sv)
 }
+
+// A resume handed to a run that exits cleanly without taking it (its hooks
+// never reported resumed) is parked, not handed to every later run.
+func TestUntakenResumeParkedAfterCleanExit(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; hang",
+		"TESTAGENT_SCRIPT_2=resume-file; exit 0",
+		"TESTAGENT_SCRIPT=resume-file; hang")
+	sv := e.run("--restart", "always")
+	e.killChildOf(1, "barrier-ok")
+	e.waitEvent(3, "resume-file")
+	for _, ev := range e.events() {
+		if ev.kind == "resume-file" && ev.run == 3 && ev.arg != "none" {
+			t.Errorf("run 3 was handed the resume again: %s", ev.arg)
+		}
+	}
+	s, _ := e.status().session("s1")
+	if s.State != "parked" || !strings.Contains(s.Reason, "exited without taking it") || s.CrashCount != 1 {
+		t.Errorf("s1 = %+v, want parked (not taken), crash_count 1", s)
+	}
+	e.stop(sv)
+}

@@ -15,7 +15,10 @@
 // uncounted. A resume_pending session counts a death only if its resume was
 // handed to the run that died: a resume held back (crash-loop guard, resume
 // off) cannot have caused the death. parked and stopped sessions stay as
-// they are until a person resumes them (Manual).
+// they are until a person resumes them (Manual). A clean exit changes
+// nothing, except that a resume handed to the run and never taken (the
+// agent did not report resumed: hooks not wired, no resume support) is
+// parked rather than handed to every later run.
 //
 // The delivery half (WriteFile, ExecArgv) writes the resume file and builds
 // the argv of a --resume-exec relaunch.
@@ -56,6 +59,10 @@ type Death struct {
 	ExitCode int
 	// Requested is true for a stop supervise was asked for: not dirty.
 	Requested bool
+	// Clean is true for a clean exit nobody asked for (exit 0, no turn
+	// open): not dirty, but a resume handed to that run and never taken
+	// must not be handed over again and again.
+	Clean bool
 	// Run is the run that died; At is when.
 	Run uint64
 	At  time.Time
@@ -110,6 +117,13 @@ func Decide(sessions []journal.Session, d Death, now time.Time, p Policy) []Deci
 func decide(s journal.Session, d Death, now time.Time, p Policy) Decision {
 	midTurn := s.State == journal.InTurn || s.State == journal.Waiting
 	pending := s.State == journal.ResumePending
+	if d.Clean {
+		if pending && s.Resume != nil && s.Resume.Run == d.Run && d.Run != 0 {
+			s.Updated = now
+			return park(s, fmt.Sprintf("its resume was handed to run %d, which exited without taking it (the agent never reported resumed: are its hooks or resume support wired?)", d.Run))
+		}
+		return Decision{Keep, s}
+	}
 	if d.Requested {
 		if !midTurn && !pending {
 			return Decision{Keep, s}

@@ -60,6 +60,9 @@ func TestDecisionTable(t *testing.T) {
 		{"requested stop, pending: stopped", delivered(sess(journal.ResumePending, 1), 7), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
 		{"requested stop, idle: nothing", sess(journal.Idle, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Keep, journal.Idle, 0, ""},
 		{"no max age", stale, kill9, Policy{Limit: 1}, Resume, journal.ResumePending, 1, ""},
+		{"clean exit, resume handed to it not taken: parked, uncounted", delivered(sess(journal.ResumePending, 1), 7), Death{Reason: journal.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Park, journal.Parked, 1, "exited without taking it"},
+		{"clean exit, resume not handed to it: untouched", delivered(sess(journal.ResumePending, 1), 0), Death{Reason: journal.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
+		{"clean exit, idle: nothing", sess(journal.Idle, 0), Death{Reason: journal.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Keep, journal.Idle, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := Decide([]journal.Session{tc.in}, tc.death, now, tc.policy)

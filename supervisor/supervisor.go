@@ -716,9 +716,9 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	}
 	requested := r.Reason == journal.ReasonStopped && !r.Dirty
 	var decs []resume.Decision
-	if (r.Dirty || requested) && exit.ExecErr == nil {
+	if exit.ExecErr == nil {
 		decs = s.decide(resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
-			Run: r.Run, At: r.Ended}, time.Now())
+			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended}, time.Now())
 	}
 	dec, st := s.cfg.Policy.Next(s.backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
 		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil}, rand.Float64())
