@@ -24,9 +24,11 @@ Usage:
   agent.py closed SESSION
   agent.py heartbeat SESSION
   agent.py barrier [TIMEOUT_SECONDS]
+  agent.py resumes                           print the resumes owed (SUPERVISE_RESUME_FILE)
   agent.py script [SESSION]                  a short scripted turn (demo)
 """
 
+import json
 import os
 import select
 import socket
@@ -171,8 +173,30 @@ def heartbeat(session):
     notify("WATCHDOG=1\n" + _marker(session, None))
 
 
+def resumes():
+    """The sessions supervise owes a resume, from SUPERVISE_RESUME_FILE: a
+    list of {"session","turn","attempt","reason","phase","tool","prompt",
+    "message"}, empty when nothing is owed. Take one with resumed(session,
+    turn), send its "message" as a hidden turn, and when its "phase" was
+    "tool", check whether that tool's side effect already happened before
+    running it again."""
+    path = os.environ.get("SUPERVISE_RESUME_FILE", "")
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return []
+
+
 def script(session="demo"):
-    """A short turn: every marker before a side effect is acknowledged."""
+    """A short turn: every marker before a side effect is acknowledged.
+
+    The tool phase is journaled before the tool runs: if the agent dies from
+    then on, the resume says it died inside that tool, whose effect is
+    unknown, instead of letting the model believe it was only thinking and
+    run the tool again blindly."""
     turn = "t1"
     turn_begin(session, turn, "list the files\nand summarize them")
     barrier()
@@ -197,6 +221,7 @@ def main(argv):
         "closed": (closed, 1, 1),
         "heartbeat": (heartbeat, 1, 1),
         "barrier": (lambda t=BARRIER_TIMEOUT: barrier(float(t)), 0, 1),
+        "resumes": (lambda: print(json.dumps(resumes(), indent=2)), 0, 0),
         "script": (script, 0, 1),
     }
     if not argv or argv[0] not in commands:
@@ -209,7 +234,7 @@ def main(argv):
         return 2
     try:
         fn(*args)
-    except (NotifyError, ValueError) as e:
+    except (NotifyError, ValueError, OSError) as e:
         sys.stderr.write("agent.py: %s\n" % e)
         return 1
     return 0
