@@ -57,7 +57,7 @@ the agent again and is parked, and a manual resume finishes it. Exit status 0
 when the story went as told, 1 otherwise.`)
 		fs.PrintDefaults()
 	}
-	if _, err := parseFlags(fs, args, stderr); err != nil {
+	if _, err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return usageExit(err)
 	}
 	if fs.NArg() > 0 {

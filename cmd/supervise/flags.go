@@ -23,12 +23,19 @@ func envName(flagName string) string {
 
 // parseFlags parses the command line, then fills every flag it did not set
 // from SUPERVISE_<FLAG> in the environment, so the command line wins. It
-// returns the names of the flags set on the command line.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (map[string]bool, error) {
+// returns the names of the flags set on the command line. -h prints the
+// FlagSet's usage on stdout (once); a bad flag gets the flag package's error
+// and a one-line hint on stderr.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[string]bool, error) {
+	full := fs.Usage
+	fs.Usage = func() {} // the flag package calls it for -h and for errors alike
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			full()
 			return nil, flag.ErrHelp
 		}
+		fmt.Fprintf(stderr, "Run '%s -h' for help.\n", fs.Name())
 		return nil, errUsage
 	}
 	set := map[string]bool{}

@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "status":
 		return statusCmd(ctx, args, stdout, stderr)
 	case "notify":
-		return notifyCmd(ctx, args, stdin, stderr)
+		return notifyCmd(ctx, args, stdin, stdout, stderr)
 	case "resume":
 		return resumeCmd(ctx, args, stdout, stderr)
 	case "unit":

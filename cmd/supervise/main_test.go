@@ -102,3 +102,20 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// -h prints the usage once, on stdout; a bad flag is an error on stderr.
+func TestHelpOnceOnStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "-h"}, {"status", "-h"}, {"resume", "-h"}, {"notify", "-h"}, {"demo", "-h"}} {
+		code, out, errs := call(t, args...)
+		if code != 0 || out == "" || errs != "" {
+			t.Errorf("%v: exit %d, %d bytes on stdout, stderr %q", args, code, len(out), errs)
+		}
+		if strings.Count(out, "Usage") > 1 && args[0] != "--help" && args[0] != "run" {
+			t.Errorf("%v: usage printed more than once", args)
+		}
+	}
+	code, out, errs := call(t, "--bogus")
+	if code != 2 || out != "" || !strings.Contains(errs, "flag provided but not defined") || !strings.Contains(errs, "-h' for help") {
+		t.Errorf("bad flag: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

@@ -85,7 +85,7 @@ Flags:
 // conversation with every pre_llm_call.
 const maxHookPayload = 64 << 20
 
-func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) int {
+func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise notify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	session := fs.String("session", "", "session id")
@@ -107,7 +107,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stderr io.Wr
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event, args = args[0], args[1:]
 	}
-	if _, err := parseFlags(fs, args, stderr); err != nil {
+	if _, err := parseFlags(fs, args, stdout, stderr); err != nil {
 		if event == "hook" && !errors.Is(err, flag.ErrHelp) {
 			return exitInternal // never 2 from a hook: agents read it as "block"
 		}

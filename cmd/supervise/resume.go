@@ -33,7 +33,7 @@ ones.`)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
 	}
-	set, err := parseFlags(fs, args, stderr)
+	set, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return usageExit(err)
 	}

@@ -79,11 +79,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
-func runUsage(fs *flag.FlagSet, w io.Writer) func() {
+func runUsage(fs *flag.FlagSet) func() {
 	return func() {
-		fmt.Fprint(w, usageText)
-		fmt.Fprint(w, "\nRun flags:\n")
-		fs.SetOutput(w)
+		fmt.Fprint(fs.Output(), usageText)
+		fmt.Fprint(fs.Output(), "\nRun flags:\n")
 		fs.PrintDefaults()
 	}
 }
@@ -93,12 +92,8 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	fs.SetOutput(stderr)
 	var f runFlags
 	f.register(fs)
-	fs.Usage = runUsage(fs, stderr)
-	set, err := parseFlags(fs, args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		runUsage(fs, stdout)()
-		return exitOK
-	}
+	fs.Usage = runUsage(fs)
+	set, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return usageExit(err)
 	}

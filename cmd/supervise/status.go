@@ -24,7 +24,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all] [--state-dir DIR | --name NAME]")
 		fs.PrintDefaults()
 	}
-	set, err := parseFlags(fs, args, stderr)
+	set, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return usageExit(err)
 	}
