@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,4 +119,21 @@ func TestHelpOnceOnStdout(t *testing.T) {
 	if code != 2 || out != "" || !strings.Contains(errs, "flag provided but not defined") || !strings.Contains(errs, "-h' for help") {
 		t.Errorf("bad flag: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+}
+
+// The README's configuration table documents every run flag with its
+// environment variable.
+func TestReadmeDocumentsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f runFlags
+	f.register(fs)
+	fs.VisitAll(func(fl *flag.Flag) {
+		if !strings.Contains(string(readme), "| `--"+fl.Name) || !strings.Contains(string(readme), "`"+envName(fl.Name)+"`") {
+			t.Errorf("README.md's configuration table lacks --%s / %s", fl.Name, envName(fl.Name))
+		}
+	})
 }
