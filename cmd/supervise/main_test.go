@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,4 +138,35 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 			t.Errorf("README.md's configuration table lacks --%s / %s", fl.Name, envName(fl.Name))
 		}
 	})
+}
+
+// Under systemd (stderr is the stream JOURNAL_STREAM names) log lines carry
+// no timestamp of their own; elsewhere they do; --log-format json works.
+func TestLoggerUnderJournal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	unix.Fstat(int(f.Fd()), &st)
+	read := func() string { b, _ := os.ReadFile(f.Name()); f.Truncate(0); f.Seek(0, 0); return string(b) }
+
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	for _, format := range []string{"text", "json"} {
+		log, err := newLogger("info", format, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("child started", "pid", 42)
+		if out := read(); strings.Contains(out, "time") || !strings.Contains(out, "child started") {
+			t.Errorf("%s under the journal: %q", format, out)
+		}
+	}
+	t.Setenv("JOURNAL_STREAM", "1:2")
+	log, _ := newLogger("info", "json", f)
+	log.Info("child started")
+	if out := read(); !strings.Contains(out, `"time"`) || !strings.HasPrefix(out, "{") {
+		t.Errorf("json elsewhere: %q", out)
+	}
 }

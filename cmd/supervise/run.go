@@ -264,7 +264,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %v", err)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	if w == io.Writer(os.Stderr) && underJournal(os.Stderr) {
+	if f, ok := w.(*os.File); ok && underJournal(f) {
 		// journald stamps every line itself: no second timestamp.
 		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey {
