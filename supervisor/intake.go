@@ -145,15 +145,21 @@ func (s *Supervisor) drain() {
 	s.fenceSeq++
 	want := fencePrefix + strconv.FormatUint(s.fenceSeq, 10)
 	c := &notify.Client{Socket: s.notify.Path(), Timeout: time.Second}
-	if err := c.Notify(context.Background(), "STATUS="+want); err != nil {
-		s.log.Warn("notify: fence not sent; applying what is queued", "err", err)
-		s.applyQueued()
-		return
-	}
+	// Send from a goroutine while reading: under a flood the socket queue
+	// may be full, and it only empties as this loop takes messages.
+	sent := make(chan error, 1)
+	go func() { sent <- c.Notify(context.Background(), "STATUS="+want) }()
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
 	for {
 		select {
+		case err := <-sent:
+			if err != nil {
+				s.log.Warn("notify: fence not sent; applying what is queued", "err", err)
+				s.applyQueued()
+				return
+			}
+			sent = nil
 		case m := <-s.msgc:
 			if int(m.PID) == s.self {
 				if m.Status == want {
@@ -163,7 +169,7 @@ func (s *Supervisor) drain() {
 			}
 			s.apply(m, time.Now())
 		case <-deadline.C:
-			s.log.Warn("notify: fence did not come back in time; some late messages may be applied to the next run")
+			s.log.Warn("notify: fence did not come back in time; some late messages may be dropped")
 			return
 		}
 	}
