@@ -57,7 +57,8 @@ func TestChaos(t *testing.T) {
 	if v := os.Getenv("SUPERVISE_CHAOS_SEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
-	c := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), e: newEnv(t), faults: map[string]int{}}
+	c := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), e: newEnv(t), faults: map[string]int{},
+		checks: map[string]int{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("chaos seed %d: replay with SUPERVISE_CHAOS_SEED=%d SUPERVISE_CHAOS_ITERATIONS=%d go test -run TestChaos ./integration/",
@@ -82,7 +83,9 @@ type chaosRun struct {
 	// journalChecks counts the mid-run durability checks after kill -9 of
 	// supervise.
 	journalChecks int
-	m             *model
+	// checks counts each invariant checked, by name.
+	checks map[string]int
+	m      *model
 }
 
 func (c *chaosRun) start() {
@@ -203,6 +206,8 @@ func (c *chaosRun) checkJournalNow(run int) {
 	c.t.Helper()
 	sessions, runs := c.readJournal()
 	m := c.replay(runs, run)
+	c.checks["journal opens and passes tx.Check"]++
+	c.checks["acknowledged markers present after kill -9 of supervise"]++
 	if !m.matches(sessions) {
 		c.t.Fatalf("seed %d: after kill -9 of supervise in run %d the journal matches no model state (an acknowledged marker lost, or a wrong decision):\n%s",
 			c.seed, run, m.diff(sessions))
@@ -216,7 +221,11 @@ func (c *chaosRun) check() {
 	sessions, runs := c.readJournal()
 	events := c.log.all()
 	// No two children at once, no survivor of a dead tree.
+	c.checks["journal opens and passes tx.Check"]++
 	for _, ev := range events {
+		if ev.kind == "start" {
+			c.checks["no two agent trees at once (checked at each start)"]++
+		}
 		if ev.kind == "overlap" {
 			t.Errorf("seed %d: run %d started while processes of another tree lived: %s", c.seed, ev.run, ev.arg)
 		}
@@ -224,6 +233,7 @@ func (c *chaosRun) check() {
 			t.Errorf("seed %d: run %d was handed the same resume twice: %s", c.seed, ev.run, ev.arg)
 		}
 	}
+	c.checks["no process of a dead tree survives (at each start and at the end)"] = c.checks["no two agent trees at once (checked at each start)"] + 1
 	if left := c.e.tagged(); len(left) > 0 {
 		t.Errorf("seed %d: processes survived the final stop: %v", c.seed, left)
 	}
@@ -234,6 +244,7 @@ func (c *chaosRun) check() {
 		if ev.kind == "took" && ev.arg != "none" {
 			f := strings.Fields(ev.arg)
 			key := f[0] + " " + f[2]
+			c.checks["no session resumed twice for one interruption"]++
 			if prev, ok := seen[key]; ok {
 				t.Errorf("seed %d: %s taken in run %d and again in run %d", c.seed, key, prev, ev.run)
 			}
@@ -246,12 +257,14 @@ func (c *chaosRun) check() {
 		if !ok || r.Reason == journal.ReasonStarting {
 			continue
 		}
+		c.checks["each run ended as its fault says"]++
 		if got := classify(r); !faultAllows(want, got) {
 			t.Errorf("seed %d: run %d (%s) recorded as %s", c.seed, r.Run, want, got)
 		}
 	}
 	// The journal's final sessions are exactly what the model allows.
 	m := c.replay(runs, 0)
+	c.checks["final sessions match the model (state, crash_count, parked, turn)"] += len(sessions)
 	if !m.matches(sessions) {
 		t.Errorf("seed %d: final journal does not match the model:\n%s", c.seed, m.diff(sessions))
 	}
@@ -296,6 +309,20 @@ func (c *chaosRun) report(iterations int) {
 	if c.m != nil {
 		fmt.Fprintf(&b, "; runs %d, acked markers %d, resumes taken %d, journal checks after kill -9 %d, model branches at end %d",
 			c.m.runs, c.m.acked, c.m.took, c.journalChecks, len(c.m.branches))
+	}
+	var names []string
+	for k := range c.checks {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "; invariants checked:")
+	for _, k := range names {
+		fmt.Fprintf(&b, " [%s: %d]", k, c.checks[k])
+	}
+	if c.t.Failed() {
+		fmt.Fprintf(&b, "; VIOLATIONS FOUND")
+	} else {
+		fmt.Fprintf(&b, "; violations: 0")
 	}
 	c.t.Log(b.String())
 	if out := os.Getenv("SUPERVISE_CHAOS_REPORT"); out != "" {
