@@ -42,7 +42,7 @@ type Run struct {
 
 // Reasons a run ended.
 const (
-	ReasonStarting       = "starting"        // reserved before the fork; replaced at launch
+	ReasonStarting       = "starting" // reserved before the fork; replaced at launch
 	ReasonRunning        = "running"
 	ReasonExit           = "exit"            // exited by itself
 	ReasonSignal         = "signal"          // killed by a signal nobody in supervise sent
@@ -111,10 +111,10 @@ type Resume struct {
 	// Interrupted is the run whose death made this resume: with the session
 	// id, it names the interruption, so an agent can tell a repeat from a new
 	// one. 0 for a manual resume.
-	Interrupted uint64 `json:"interrupted_run,omitempty"`
-	Reason  string    `json:"reason"`
-	Message string    `json:"message"`
-	Since   time.Time `json:"since"`
+	Interrupted uint64    `json:"interrupted_run,omitempty"`
+	Reason      string    `json:"reason"`
+	Message     string    `json:"message"`
+	Since       time.Time `json:"since"`
 	// Manual is true when a person asked for this resume.
 	Manual bool `json:"manual,omitempty"`
 	// Delivered counts how often it was handed to a child without the

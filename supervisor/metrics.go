@@ -33,11 +33,11 @@ type metrics struct {
 
 // snapshot is what the loop publishes for scrapes.
 type snapshot struct {
-	sessions   map[journal.SessionState]int
-	childUp    bool
-	childPID   int
-	run        uint64
-	stopping   bool
+	sessions map[journal.SessionState]int
+	childUp  bool
+	childPID int
+	run      uint64
+	stopping bool
 	// graceUntil is the SIGKILL deadline of a stop or abort in progress.
 	graceUntil time.Time
 	guardOpen  bool
