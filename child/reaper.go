@@ -239,8 +239,8 @@ func (r *Reaper) reapLoop() {
 		case <-r.quit:
 			return
 		}
-		ended := r.reap()
-		if len(ended) > 0 {
+		ended, none := r.reap()
+		if len(ended) > 0 && !none {
 			ended = append(ended, r.sweep(ended)...)
 		}
 		for _, p := range ended {
@@ -251,11 +251,13 @@ func (r *Reaper) reapLoop() {
 
 // reap collects every child that exited. For a registered leader it first
 // kills the leader's process group, while the zombie still pins the group
-// id, then reaps it. It returns the leaders that ended.
-func (r *Reaper) reap() []*Process {
+// id, then reaps it. It returns the leaders that ended, and none = true when
+// wait4 reported ECHILD: this process has no child left at all, alive or
+// zombie. A dead leader's orphans are re-parented here before its exit is
+// reported, so with none there is nothing left to sweep.
+func (r *Reaper) reap() (ended []*Process, none bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var ended []*Process
 	for pid, p := range r.procs {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
@@ -276,6 +278,10 @@ func (r *Reaper) reap() []*Process {
 		if err == unix.EINTR {
 			continue
 		}
+		if err == unix.ECHILD {
+			none = true
+			break
+		}
 		if err != nil || pid <= 0 {
 			break
 		}
@@ -285,7 +291,7 @@ func (r *Reaper) reap() []*Process {
 		}
 		r.log.Debug("reaped orphaned descendant", "pid", pid)
 	}
-	return ended
+	return ended, none
 }
 
 // ended records p's exit; r.mu is held.
@@ -312,8 +318,9 @@ func (r *Reaper) sweep(dead []*Process) []*Process {
 	var ended []*Process
 	for {
 		alive := r.sweepOnce(groups)
-		ended = append(ended, r.reap()...)
-		if alive == 0 {
+		reaped, none := r.reap()
+		ended = append(ended, reaped...)
+		if alive == 0 || none {
 			return ended
 		}
 		if time.Now().After(deadline) {

@@ -22,9 +22,9 @@ type Item struct {
 	// manual one): with Session it names the interruption.
 	InterruptedRun uint64 `json:"interrupted_run"`
 	Reason         string `json:"reason"`
-	Phase   string `json:"phase"`
-	Tool    string `json:"tool"`
-	Prompt  string `json:"prompt"`
+	Phase          string `json:"phase"`
+	Tool           string `json:"tool"`
+	Prompt         string `json:"prompt"`
 	// Message is the continuation to send as a hidden turn.
 	Message string `json:"message"`
 }

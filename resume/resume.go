@@ -27,7 +27,8 @@ package resume
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,15 +107,21 @@ type Decision struct {
 // The caller commits the sessions of every non-Keep decision in one journal
 // transaction before it starts the next child.
 func Decide(sessions []journal.Session, d Death, now time.Time, p Policy) []Decision {
-	out := make([]Decision, 0, len(sessions))
-	for _, s := range sessions {
-		out = append(out, decide(s, d, now, p))
+	// Sort indices, not Decisions: a Decision holds a whole Session.
+	order := make([]int, len(sessions))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Session.ID < out[j].Session.ID })
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(sessions[a].ID, sessions[b].ID) })
+	how := describe(d) // the same words for every session
+	out := make([]Decision, 0, len(sessions))
+	for _, i := range order {
+		out = append(out, decide(sessions[i], d, how, now, p))
+	}
 	return out
 }
 
-func decide(s journal.Session, d Death, now time.Time, p Policy) Decision {
+func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Decision {
 	midTurn := s.State == journal.InTurn || s.State == journal.Waiting
 	pending := s.State == journal.ResumePending
 	if d.Clean {
@@ -129,7 +136,7 @@ func decide(s journal.Session, d Death, now time.Time, p Policy) Decision {
 			return Decision{Keep, s}
 		}
 		s.State = journal.Stopped
-		s.Reason = "stopped by a requested stop of supervise while mid-turn (" + describe(d) + ")"
+		s.Reason = "stopped by a requested stop of supervise while mid-turn (" + how + ")"
 		s.Resume = nil
 		s.Updated = now
 		return Decision{Stop, s}
@@ -150,12 +157,12 @@ func decide(s journal.Session, d Death, now time.Time, p Policy) Decision {
 	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
 		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
 	case s.CrashCount > p.Limit:
-		return park(s, fmt.Sprintf("mid-turn at %d consecutive dirty deaths (%s): it may be what kills the agent", s.CrashCount, describe(d)))
+		return park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): it may be what kills the agent")
 	}
 	s.State = journal.ResumePending
-	s.Reason = "interrupted: " + describe(d)
-	s.Resume = &journal.Resume{Attempt: s.CrashCount, Interrupted: d.Run, Reason: describe(d), Since: now,
-		Message: Message(s, d, p.Template)}
+	s.Reason = "interrupted: " + how
+	s.Resume = &journal.Resume{Attempt: s.CrashCount, Interrupted: d.Run, Reason: how, Since: now,
+		Message: message(s, how, p.Template)}
 	return Decision{Resume, s}
 }
 
@@ -188,11 +195,12 @@ func describe(d Death) string {
 	return fmt.Sprintf("the agent exited with status %d", d.ExitCode)
 }
 
+var signalNames = [...]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
+	8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
 func signalName(sig int) string {
-	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
-		8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
-	if n, ok := names[sig]; ok {
-		return n
+	if sig > 0 && sig < len(signalNames) && signalNames[sig] != "" {
+		return signalNames[sig]
 	}
 	return "signal"
 }
@@ -204,13 +212,18 @@ func signalName(sig int) string {
 // original request excerpt. A template replaces it; its placeholders are
 // {session} {turn} {how} {phase} {tool} {prompt}.
 func Message(s journal.Session, d Death, template string) string {
+	return message(s, describe(d), template)
+}
+
+// message is Message with the death already described.
+func message(s journal.Session, how, template string) string {
 	if template != "" {
-		return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", describe(d),
+		return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", how,
 			"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
 	}
 	var b strings.Builder
 	b.WriteString("[supervise: automatic continuation] Your previous turn in this session was interrupted: ")
-	b.WriteString(describe(d))
+	b.WriteString(how)
 	switch {
 	case s.Phase == "tool" && s.Tool != "":
 		fmt.Fprintf(&b, ", while the tool %q was running", s.Tool)
