@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// startup times supervise from its start to its child's exec (the
+// reporter's stamp against the harness's clock read just before it starts
+// supervise): first on an empty state dir, then with a large journal of
+// settled sessions and runs (built with the journal package), clean and
+// after a supervise that died (the journal's clean flag cleared, which
+// makes supervise verify every page before trusting it).
+func (b *bench) startup() error {
+	dir := filepath.Join(b.work, "startup")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	stamps, err := b.stampFIFO(filepath.Join(dir, "stamps.fifo"))
+	if err != nil {
+		return err
+	}
+	for _, sv := range b.svs {
+		empty := filepath.Join(dir, sv.name+"-empty")
+		if err := b.startupRow(sv, stamps, empty, "empty state dir (first start creates the journal)", 1, nil); err != nil {
+			return err
+		}
+		if err := b.startupRow(sv, stamps, empty, "small journal (a few runs)", b.cfg.starts, nil); err != nil {
+			return err
+		}
+	}
+
+	large := filepath.Join(dir, "large")
+	os.MkdirAll(large, 0o700)
+	path := filepath.Join(large, "journal.db")
+	progress("start-up: building a journal of %d settled sessions and %d runs", b.cfg.sessions, b.cfg.runs)
+	t := time.Now()
+	if err := buildJournal(path, b.cfg.sessions, b.cfg.runs); err != nil {
+		return err
+	}
+	built := time.Since(t)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("large journal: %d settled sessions, %d runs, %s file", b.cfg.sessions, b.cfg.runs, mib(fi.Size()/1024))
+	b.note("start-up: the large journal took %s to build with journal.Update (batches of 10 000 records); its pages are in the page cache (warm), as after any recent use", built.Round(time.Millisecond))
+	for _, sv := range b.svs {
+		if err := b.startupRow(sv, stamps, large, what+", clean", b.cfg.starts, nil); err != nil {
+			return err
+		}
+	}
+	dirty := func() error {
+		db, err := journal.Open(path, journal.Options{})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
+	}
+	n := min(b.cfg.starts, 3)
+	for _, sv := range b.svs {
+		if err := b.startupRow(sv, stamps, large, what+", after supervise died (clean flag cleared: Verify runs)", n, dirty); err != nil {
+			return err
+		}
+	}
+
+	// The same sessions with the default run retention (--keep-runs 1000):
+	// what a long-lived journal holds, and what Verify then walks.
+	kept := filepath.Join(dir, "kept")
+	os.MkdirAll(kept, 0o700)
+	keptPath := filepath.Join(kept, "journal.db")
+	if err := buildJournal(keptPath, b.cfg.sessions, 1000); err != nil {
+		return err
+	}
+	if fi, err = os.Stat(keptPath); err != nil {
+		return err
+	}
+	what = fmt.Sprintf("large journal: %d settled sessions, 1000 runs (default --keep-runs), %s file", b.cfg.sessions, mib(fi.Size()/1024))
+	path = keptPath
+	for _, sv := range b.svs {
+		if err := b.startupRow(sv, stamps, kept, what+", after supervise died (Verify runs)", n, dirty); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startupRow starts supervise n times on state (each stopped cleanly with
+// SIGTERM), calling before first each time, and adds a row.
+func (b *bench) startupRow(sv svBin, stamps <-chan stamp, state, what string, n int, before func() error) error {
+	progress("start-up: %s, %s, %d starts", sv.name, what, n)
+	var lat sample
+	var mem memStatus
+	for i := range n {
+		if before != nil {
+			if err := before(); err != nil {
+				return err
+			}
+		}
+		logPath := state + ".log"
+		t0 := monoNow()
+		p, err := b.start([]string{sv.path, "run", "--state-dir", state, "--keep-runs", "2000000", "--", b.reporter},
+			baseEnv("REPORTER_OUT="+filepath.Join(filepath.Dir(state), "stamps.fifo")), filepath.Dir(state), logPath)
+		if err != nil {
+			return err
+		}
+		var st stamp
+		select {
+		case st = <-stamps:
+		case <-time.After(120 * time.Second):
+			p.stop(syscall.SIGKILL, 0)
+			return fmt.Errorf("start %d: no child within 120s; log: %s", i+1, tail(logPath, 5))
+		case <-p.done:
+			return fmt.Errorf("start %d: supervise exited: %v; log: %s", i+1, p.err, tail(logPath, 5))
+		case <-b.ctx.Done():
+			p.stop(syscall.SIGKILL, 0)
+			return b.ctx.Err()
+		}
+		lat = append(lat, time.Duration(st.ns-t0))
+		if m, err := readMem(p.pid()); err == nil && m.hwm > mem.hwm {
+			mem = m
+		}
+		if !p.stop(syscall.SIGTERM, 15*time.Second) {
+			return fmt.Errorf("start %d: supervise did not stop on SIGTERM; log: %s", i+1, tail(logPath, 5))
+		}
+		if alive(st.pid) && exeIs(st.pid, b.reporter) {
+			syscall.Kill(st.pid, syscall.SIGKILL)
+		}
+	}
+	l := lat.sorted()
+	detail := fmt.Sprintf("min %s, max %s, n=%d; supervise VmHWM %s (anon %s, file %s)", ms(l[0]), ms(l[len(l)-1]), len(l), mib(mem.hwm), mib(mem.anon), mib(mem.file))
+	target, verdict := "", ""
+	if strings.HasPrefix(what, "large") {
+		target = "< 200 ms"
+		verdict = metMissed(l.q(0.5) < 200*time.Millisecond)
+	}
+	b.add(row{"start-up: supervise start → child exec'd", sv.name + ", " + what, ms(l.q(0.5)) + " median", detail, target, verdict})
+	return nil
+}
+
+// buildJournal writes sessions settled sessions (idle and closed,
+// alternately) and runs finished runs, in transactions of 10 000 records.
+func buildJournal(path string, sessions, runs int) error {
+	db, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	const batch = 10_000
+	base := time.Now().Add(-time.Duration(runs) * time.Minute).UTC()
+	for i := 0; i < sessions; i += batch {
+		err := db.Update(func(tx *journal.Tx) error {
+			for j := i; j < min(i+batch, sessions); j++ {
+				state, outcome := journal.Idle, "completed"
+				if j%2 == 1 {
+					state = journal.Closed
+				}
+				at := base.Add(time.Duration(j) * time.Second)
+				s := journal.Session{ID: fmt.Sprintf("0196b4a4-6f0e-7cc0-%04x-%012x", j>>16&0xffff, j), State: state, Turn: "turn-" + strconv.Itoa(j),
+					Outcome: outcome, Prompt: "settled request " + strconv.Itoa(j), TurnStarted: at, LastHeartbeat: at, Updated: at, Run: uint64(j%max(runs, 1) + 1)}
+				if err := tx.PutSession(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := 0; i < runs; i += batch {
+		err := db.Update(func(tx *journal.Tx) error {
+			for j := i; j < min(i+batch, runs); j++ {
+				n, err := tx.NextRun()
+				if err != nil {
+					return err
+				}
+				at := base.Add(time.Duration(j) * time.Minute)
+				r := journal.Run{Run: n, PID: 1000 + j%30000, StartTime: at.UnixMilli(), Started: at, Ended: at.Add(50 * time.Second),
+					ExitCode: 137, Signal: 9, Reason: journal.ReasonSignal, Dirty: true, LastHeartbeat: at.Add(49 * time.Second),
+					Argv: []string{"/usr/local/bin/agent", "--serve"}}
+				if err := tx.PutRun(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
