@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -65,6 +66,24 @@ type Client struct {
 	// Timeout bounds each send, so that a slow or stopped supervisor never
 	// blocks the agent. Zero means DefaultTimeout.
 	Timeout time.Duration
+
+	// mu serializes sends, so each one's deadline and cancellation are
+	// its own; conn is an unconnected socket reused by every send.
+	mu   sync.Mutex
+	conn *net.UnixConn
+}
+
+// Close releases the client's socket; a later send opens a new one. A
+// Client must not be copied after its first send.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil
+	}
+	err := c.conn.Close()
+	c.conn = nil
+	return err
 }
 
 // FromEnv returns a Client for NOTIFY_SOCKET, or ErrNoSocket if it is unset.
@@ -278,15 +297,15 @@ func (c *Client) send(ctx context.Context, state string, f *os.File) error {
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, ctxDeadline = d, true
 	}
-	// A new socket per message: a connected datagram socket stays
-	// connected to the old, dead socket after the supervisor restarts.
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.DialContext(ctx, "unixgram", addr)
+	// One unconnected socket, reused: each send names the address, which the
+	// kernel resolves anew, so a supervisor restarted at the same path is
+	// reached (a connected socket would stay tied to the dead one).
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	conn, err := c.socket()
 	if err != nil {
 		return fmt.Errorf("notify: send: %w", err)
 	}
-	conn := nc.(*net.UnixConn)
-	defer conn.Close()
 	if err := conn.SetWriteDeadline(deadline); err != nil {
 		return fmt.Errorf("notify: send: %w", err)
 	}
@@ -296,7 +315,12 @@ func (c *Client) send(ctx context.Context, state string, f *os.File) error {
 	if f != nil {
 		oob = syscall.UnixRights(int(f.Fd()))
 	}
-	if err := sendmsg(conn, []byte(state), oob); err != nil {
+	if _, _, err := conn.WriteMsgUnix([]byte(state), oob, &net.UnixAddr{Name: addr, Net: "unixgram"}); err != nil {
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			// Anything but a full queue: start over with a fresh socket.
+			conn.Close()
+			c.conn = nil
+		}
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr
 		} else if ctxDeadline && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -307,23 +331,24 @@ func (c *Client) send(ctx context.Context, state string, f *os.File) error {
 	return nil
 }
 
-// sendmsg sends one datagram with control data on a connected socket,
-// waiting for room in the receiver's queue until the write deadline.
-// (UnixConn.WriteMsgUnix refuses connected datagram sockets.)
-func sendmsg(conn *net.UnixConn, b, oob []byte) error {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return err
+// socket returns the client's unconnected datagram socket, opening it on
+// first use; c.mu is held.
+func (c *Client) socket() (*net.UnixConn, error) {
+	if c.conn != nil {
+		return c.conn, nil
 	}
-	var serr error
-	err = raw.Write(func(fd uintptr) bool {
-		serr = syscall.Sendmsg(int(fd), b, oob, nil, 0)
-		return serr != syscall.EAGAIN
-	})
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return serr
+	f := os.NewFile(uintptr(fd), "notify-client")
+	pc, err := net.FilePacketConn(f) // dups the fd into the net poller
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	c.conn = pc.(*net.UnixConn)
+	return c.conn, nil
 }
 
 // flatten makes s one line of valid UTF-8 without control characters

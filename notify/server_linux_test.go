@@ -576,3 +576,22 @@ func TestServeDropLog(t *testing.T) {
 		t.Errorf("%d log lines in %v, want at most %d", lines, elapsed, limit)
 	}
 }
+
+// sendmsg sends one datagram with control data on a connected socket,
+// waiting for room in the receiver's queue until the write deadline.
+// (UnixConn.WriteMsgUnix refuses connected datagram sockets.)
+func sendmsg(conn *net.UnixConn, b, oob []byte) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Write(func(fd uintptr) bool {
+		serr = syscall.Sendmsg(int(fd), b, oob, nil, 0)
+		return serr != syscall.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
