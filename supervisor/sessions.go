@@ -9,8 +9,29 @@ import (
 
 // maxSessions bounds the sessions held in memory and the heartbeats
 // buffered for them, so a misbehaving agent cannot grow the supervisor
-// without bound.
+// without bound. Settled sessions are evicted long before (keptSettled), so
+// only open sessions count towards it in practice.
 const maxSessions = 100_000
+
+// keptSettled is how many sessions memory holds before settled ones (idle
+// or closed, committed) are evicted; the journal has them, and a marker
+// reloads one.
+const keptSettled = 10_000
+
+// evictSettled drops settled sessions whose last change is committed, once
+// more than keptSettled are held.
+func (s *Supervisor) evictSettled() {
+	// A batch in flight (or waiting to be retried) may be re-queued by id;
+	// its sessions must still be here then.
+	if len(s.sessions) <= keptSettled || s.cs.inflight != nil || s.cs.retry != nil {
+		return
+	}
+	for id, sess := range s.sessions {
+		if !sess.State.Open() && !s.cs.dirty[id] {
+			delete(s.sessions, id)
+		}
+	}
+}
 
 // apply applies one notify message on the loop goroutine.
 func (s *Supervisor) apply(m notify.Message, now time.Time) {

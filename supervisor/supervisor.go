@@ -585,6 +585,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.failpoint()
 			s.flushBeats(now)
 			s.checkMemory()
+			s.evictSettled()
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
 				s.clearGuard("the run outlived --guard-gap")

@@ -1,0 +1,70 @@
+package supervisor
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+func newTestSupervisor(t *testing.T) *Supervisor {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := journal.Open(StatePath(dir), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := New(Config{StateDir: dir, Name: "t", Argv: []string{"true"}}, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.CloseNotify)
+	s.cs = commitState{w: startWriter(db, 0), dirty: map[string]bool{}}
+	t.Cleanup(s.stopWriter)
+	return s
+}
+
+// Settled, committed sessions are evicted once too many are held; open
+// and uncommitted ones stay, and an evicted one reloads from the journal.
+func TestEvictSettled(t *testing.T) {
+	s := newTestSupervisor(t)
+	now := time.Now()
+	if err := s.db.Update(func(tx *journal.Tx) error {
+		return tx.PutSession(journal.Session{ID: "old", State: journal.Idle, Turn: "t9"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < keptSettled+5; i++ {
+		id := fmt.Sprintf("s%d", i)
+		s.sessions[id] = &journal.Session{ID: id, State: journal.Closed}
+	}
+	s.sessions["open"] = &journal.Session{ID: "open", State: journal.InTurn}
+	s.sessions["dirty"] = &journal.Session{ID: "dirty", State: journal.Idle}
+	s.markDirty("dirty")
+	s.evictSettled()
+	if _, ok := s.sessions["open"]; !ok {
+		t.Error("an open session was evicted")
+	}
+	if _, ok := s.sessions["dirty"]; !ok {
+		t.Error("a session with an uncommitted change was evicted")
+	}
+	if len(s.sessions) != 2 {
+		t.Errorf("%d sessions left, want the open and the dirty one", len(s.sessions))
+	}
+	if sess := s.session("old", now); sess == nil || sess.Turn != "t9" {
+		t.Errorf("an evicted session did not reload from the journal: %+v", sess)
+	}
+	// Nothing is evicted while a batch is in flight.
+	for i := 0; i < keptSettled+5; i++ {
+		id := fmt.Sprintf("s%d", i)
+		s.sessions[id] = &journal.Session{ID: id, State: journal.Closed}
+	}
+	s.cs.inflight = &batch{}
+	s.evictSettled()
+	if len(s.sessions) < keptSettled {
+		t.Error("sessions evicted while a batch was in flight")
+	}
+	s.cs.inflight = nil
+}
