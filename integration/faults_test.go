@@ -505,3 +505,74 @@ func TestFaultDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// After an unclean stop a large journal is checked in the background: the
+// agent starts at once when no resume is owed; the first launch waits for
+// the check when one is; a journal that opens but fails the full check
+// holds automatic resumes, and the next start moves it aside.
+func TestFaultBackgroundVerify(t *testing.T) {
+	e := newEnv(t)
+	e.set("SUPERVISE_FAILPOINT_VERIFY_INLINE=0", // every journal counts as large
+		"TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; hang", "TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
+	sv := e.run()
+	e.waitEvent(1, "barrier-ok")
+	sv.signal(syscall.SIGKILL)
+	sv.wait(10 * time.Second)
+	// A resume is owed: the first launch waits for the check, then delivers.
+	sv = e.run()
+	e.waitLog(2, "took-all")
+	if got := e.took(2); len(got) != 1 {
+		t.Errorf("took %v after the background check, want s1", got)
+	}
+	for _, want := range []string{"checking the journal in the background", "waiting for the journal check", "journal checked: consistent"} {
+		if !strings.Contains(sv.stderr(), want) {
+			t.Errorf("log lacks %q:\n%s", want, sv.stderr())
+		}
+	}
+	sv.signal(syscall.SIGKILL)
+	sv.wait(10 * time.Second)
+
+	// Damage a page boot does not read: the journal opens, the full check
+	// fails in the background.
+	path := filepath.Join(e.stateDir, "journal.db")
+	db, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *journal.Tx) error { // old runs fill pages boot never reads
+		for i := uint64(1000); i < 3000; i++ {
+			tx.PutRun(journal.Run{Run: i, Reason: journal.ReasonExit, Argv: []string{strings.Repeat("x", 200)}})
+		}
+		return nil
+	})
+	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
+	db.Close()
+	b, _ := os.ReadFile(path)
+	page := 4096
+	for off := 8 * page; off < 16*page; off += page {
+		copy(b[off:off+16], make([]byte, 16)) // page headers: id, flags, count
+	}
+	os.WriteFile(path, b, 0o600)
+	sv = e.run()
+	waitFor(t, 20*time.Second, "the background check to fail", func() bool {
+		return strings.Contains(sv.stderr(), "the journal is damaged") || !sv.running()
+	})
+	if strings.Contains(sv.stderr(), "moved it aside") {
+		t.Skipf("this damage was caught at open already:\n%s", sv.stderr())
+	}
+	// A damaged journal is fatal: the agent is stopped, supervise exits 1
+	// on purpose (never a panic), and leaves a marker for the next start.
+	if code := sv.wait(20 * time.Second); code != 1 || strings.Contains(sv.stderr(), "goroutine ") {
+		t.Errorf("exit %d after the failed check (want 1, no panic):\n%s", code, sv.stderr())
+	}
+	if _, err := os.Stat(path + ".verify-failed"); err != nil {
+		t.Errorf("no marker for the next start: %v", err)
+	}
+	// The next start checks synchronously and moves the journal aside.
+	sv = e.run()
+	waitFor(t, 20*time.Second, "the quarantine", func() bool { return strings.Contains(sv.stderr(), "moved it aside") })
+	if _, err := os.Stat(path + ".verify-failed"); err == nil {
+		t.Error("the marker outlived the quarantine")
+	}
+	e.stop(sv)
+}

@@ -225,17 +225,34 @@ func (db *DB) Close() error {
 }
 
 // Update runs fn in one read-write transaction and commits it durably. An
-// error from fn rolls everything back and is returned.
-func (db *DB) Update(fn func(*Tx) error) error {
+// error from fn rolls everything back and is returned. A damaged page met
+// on the way (bbolt asserts, or the mapping faults) rolls back too and
+// returns ErrCorrupt instead of crashing the process.
+func (db *DB) Update(fn func(*Tx) error) (err error) {
 	if db.readOnly {
 		return ErrReadOnly
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer db.corrupt(&err)
 	return db.b.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
 }
 
-// View runs fn in a read-only transaction.
-func (db *DB) View(fn func(*Tx) error) error {
+// View runs fn in a read-only transaction; like Update, a damaged page is
+// ErrCorrupt.
+func (db *DB) View(fn func(*Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer db.corrupt(&err)
 	return db.b.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+}
+
+// corrupt turns a panic raised by bbolt on damaged data, or a memory fault
+// on a page beyond a truncated file, into ErrCorrupt. bbolt's own deferred
+// rollback has run by then, so the transaction is undone and its lock
+// released. It must be deferred directly, after SetPanicOnFault(true).
+func (db *DB) corrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
+	}
 }
 
 // Verify runs bbolt's full consistency check (every page reachable or free,

@@ -64,6 +64,10 @@ func (s *Supervisor) logDecisions(decs []resume.Decision) {
 // held says why automatic resumes are not dispatched now, "" if they are.
 func (s *Supervisor) held() string {
 	switch {
+	case s.verifyErr != nil:
+		return "the journal failed its consistency check"
+	case s.verifying:
+		return "checking the journal after an unclean stop"
 	case s.cfg.ResumeOff:
 		return "--resume off"
 	case s.guard.Open:
@@ -89,6 +93,38 @@ func (s *Supervisor) pending() []*journal.Session {
 		return out[i].Resume.Since.Before(out[j].Resume.Since)
 	})
 	return out
+}
+
+// pendingIgnoringHold lists the sessions owed a resume, held or not.
+func (s *Supervisor) pendingIgnoringHold() []*journal.Session {
+	var out []*journal.Session
+	for _, sess := range s.sessions {
+		if sess.State == journal.ResumePending && sess.Resume != nil {
+			out = append(out, sess)
+		}
+	}
+	return out
+}
+
+// startVerify runs the journal's full check in the background.
+func (s *Supervisor) startVerify() {
+	s.verifying = true
+	s.verifyc = make(chan error, 1)
+	s.log.Info("checking the journal in the background after an unclean stop; automatic resumes wait for it")
+	go func() { s.verifyc <- s.db.Verify() }()
+}
+
+// verified applies the background check's result.
+func (s *Supervisor) verified(err error) {
+	s.verifying = false
+	s.verifyc = nil
+	if err != nil {
+		s.verifyErr = err
+		s.fatal(err)
+		return
+	}
+	s.log.Info("journal checked: consistent")
+	s.deliverLive()
 }
 
 // heldSessions lists the sessions whose resume is held back.

@@ -67,6 +67,11 @@ type Config struct {
 	// (as a wedged loop would), so tests can check that health checks and
 	// the upward watchdog notice. Empty in production.
 	WedgeFile string
+	// VerifyInBackground runs the journal's full consistency check (due
+	// after an unclean stop) after boot instead of before it: for a large
+	// journal. Automatic resumes are held until it passes, and the first
+	// launch waits for it if a resume is owed.
+	VerifyInBackground bool
 	// CommitDelay is a test failpoint: every journal commit waits this long
 	// first, as on a slow disk. 0 in production.
 	CommitDelay time.Duration
@@ -143,6 +148,11 @@ type Supervisor struct {
 		start, deadline time.Time
 	}
 	cs commitState
+
+	fatalErr  error      // the journal is damaged: stop and let the next start move it aside
+	verifying bool       // the background journal check is running
+	verifyErr error      // it failed: automatic resumes stay held
+	verifyc   chan error // its result
 }
 
 // stopRequest is a stop asked of the supervisor.
@@ -236,7 +246,19 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
+	if s.cfg.VerifyInBackground {
+		s.startVerify()
+		defer func() {
+			if s.verifying {
+				s.verified(<-s.verifyc) // join it before the journal closes
+			}
+		}()
+	}
 	code, err := s.loop(ctx)
+	if s.fatalErr != nil {
+		// Do not mark a damaged journal clean: the next start checks it.
+		return ExitInternal, s.fatalErr
+	}
 	if ferr := s.finish(); ferr != nil && err == nil {
 		code, err = ExitInternal, ferr
 	}
@@ -249,6 +271,11 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0
+		if first && s.verifying && len(s.pendingIgnoringHold()) > 0 {
+			// Nothing is resumed from state not yet verified.
+			s.log.Info("waiting for the journal check before the first launch: resumes are owed")
+			s.verified(<-s.verifyc)
+		}
 		exit := s.runOnce()
 		dec := s.died(exit)
 		if first && exit.ExecErr != nil {
@@ -594,6 +621,8 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.checkWatchdog(now)
 		case now := <-s.graceC():
 			s.graceFired(now)
+		case err := <-s.verifyc:
+			s.verified(err)
 		}
 	}
 }
@@ -771,6 +800,23 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	return dec
 }
 
+// fatal handles a damaged journal found while running (the background
+// check, or a commit that met a damaged page): nothing can be trusted to it
+// any more, so supervise leaves a marker for the next start (which checks
+// the journal before anything else and moves it aside), stops the agent
+// gracefully and exits 1. Restarting through the quarantine is the only
+// safe way on.
+func (s *Supervisor) fatal(err error) {
+	if s.fatalErr != nil {
+		return
+	}
+	s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)
+	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte(err.Error()+"\n"), 0o600)
+	s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
+		"err", err)
+	s.Shutdown()
+}
+
 // failpoint blocks while cfg.WedgeFile exists (tests only).
 func (s *Supervisor) failpoint() {
 	if s.cfg.WedgeFile == "" {
@@ -817,6 +863,10 @@ func StatePath(stateDir string) string { return filepath.Join(stateDir, "journal
 
 // ControlPath returns the control socket path inside a state dir.
 func ControlPath(stateDir string) string { return filepath.Join(stateDir, "control.sock") }
+
+// VerifyFailedPath names the marker left when a background journal check
+// failed: the next start checks synchronously (and quarantines).
+func VerifyFailedPath(stateDir string) string { return StatePath(stateDir) + ".verify-failed" }
 
 // NotifyDir returns the private directory of the notify socket.
 func NotifyDir(stateDir string) string { return filepath.Join(stateDir, "notify") }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"os"
 	"time"
 
@@ -166,6 +167,9 @@ func (s *Supervisor) acked(b *batch) {
 func (s *Supervisor) requeue(b *batch, err error) {
 	cs := &s.cs
 	cs.errors++
+	if errors.Is(err, journal.ErrCorrupt) {
+		s.fatal(err)
+	}
 	for _, sess := range b.sessions {
 		cs.dirty[sess.ID] = true
 	}

@@ -296,7 +296,8 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
 		return exitInternal
 	}
-	db, err := openJournal(cfg.StateDir, log)
+	db, verifyLater, err := openJournal(cfg.StateDir, log)
+	cfg.VerifyInBackground = verifyLater
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		if errors.Is(err, journal.ErrLocked) {
@@ -424,32 +425,59 @@ var errLoopDone = errors.New("supervision loop ended")
 // openJournal opens the state dir's journal. A damaged journal is moved
 // aside (never rewritten) and a fresh one started, with a loud error: nothing
 // is resumed from state that cannot be verified.
-func openJournal(stateDir string, log *slog.Logger) (*journal.DB, error) {
+// verifyInline is the journal size up to which the full check after an
+// unclean stop runs before the first launch (about 50ms); a larger journal
+// is checked in the background, with automatic resumes held meanwhile.
+const verifyInline = 64 << 20
+
+// inlineLimit is verifyInline, or the test failpoint
+// SUPERVISE_FAILPOINT_VERIFY_INLINE (bytes) when set.
+func inlineLimit() int64 {
+	if n, err := strconv.ParseInt(os.Getenv("SUPERVISE_FAILPOINT_VERIFY_INLINE"), 10, 64); err == nil {
+		return n
+	}
+	return verifyInline
+}
+
+func openJournal(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
 	path := supervisor.StatePath(stateDir)
-	db, err := journal.Open(path, journal.Options{})
+	failed := supervisor.VerifyFailedPath(stateDir)
+	db, err = journal.Open(path, journal.Options{})
 	if err == nil {
 		var clean bool
 		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
-		if !clean {
-			// The last supervisor died: check every page before trusting it.
+		_, mustCheck := os.Stat(failed)
+		fi, _ := os.Stat(path)
+		switch {
+		case clean && mustCheck != nil:
+		case mustCheck == nil || fi == nil || fi.Size() <= inlineLimit():
+			// The last supervisor died (or a background check failed):
+			// check every page before trusting anything.
 			err = db.Verify()
+		default:
+			verifyLater = true
 		}
 		if err == nil {
 			err = db.CheckRecords()
 		}
 		if err == nil {
-			return db, nil
+			if !verifyLater {
+				os.Remove(failed)
+			}
+			return db, verifyLater, nil
 		}
 		db.Close()
 	}
 	if !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotJournal) {
-		return nil, err
+		return nil, false, err
 	}
 	moved, qerr := journal.Quarantine(path, time.Now())
 	if qerr != nil {
-		return nil, fmt.Errorf("%v; moving it aside failed: %w", err, qerr)
+		return nil, false, fmt.Errorf("%v; moving it aside failed: %w", err, qerr)
 	}
+	os.Remove(failed)
 	log.Error("journal is damaged: moved it aside and started a fresh one; no session will be resumed automatically from it",
 		"err", err, "moved_to", moved)
-	return journal.Open(path, journal.Options{})
+	db, err = journal.Open(path, journal.Options{})
+	return db, false, err
 }
