@@ -16,6 +16,8 @@ type treeRoot struct {
 	pid int
 	run uint64
 	tag string // SUPERVISE_TREE=... entry of this run
+	// heard counts datagrams accepted from this tree (Serve goroutine).
+	heard atomic.Uint64
 }
 
 // intake is the notify Serve goroutine's side of the supervisor. Heartbeats
@@ -94,10 +96,14 @@ func (s *Supervisor) accept(pid int32) bool {
 	}
 	if int(pid) == r.pid {
 		// Our unreaped child: its pid cannot have been reused.
+		r.heard.Add(1)
 		return true
 	}
 	in := s.in
 	if m, ok := in.members[pid]; ok && m.run == r.run && m.Still() {
+		if m.ok {
+			r.heard.Add(1)
+		}
 		return m.ok
 	}
 	mem, ok := child.InTree(int(pid), r.pid, r.tag)
@@ -105,6 +111,9 @@ func (s *Supervisor) accept(pid int32) bool {
 		clear(in.members)
 	}
 	in.members[pid] = member{Member: mem, run: r.run, ok: ok}
+	if ok {
+		r.heard.Add(1)
+	}
 	return ok
 }
 
@@ -142,6 +151,12 @@ const fencePrefix = "supervise-fence-"
 // Called when a child dies, before the sender check forgets its tree, so a
 // marker sent just before a kill -9 is never lost.
 func (s *Supervisor) drain() {
+	if r := s.root.Load(); r != nil && r.heard.Load() == 0 && len(s.msgc) == 0 && !s.notify.Pending() {
+		// The tree never said a word and nothing is queued: there is
+		// nothing to drain (the one datagram that could be between recvmsg
+		// and the sender check would be unacknowledged anyway).
+		return
+	}
 	s.fenceSeq++
 	want := fencePrefix + strconv.FormatUint(s.fenceSeq, 10)
 	c := &notify.Client{Socket: s.notify.Path(), Timeout: time.Second}

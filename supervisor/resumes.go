@@ -155,7 +155,10 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 		s.log.Warn("automatic resumes held", "why", s.held(), "sessions", ids)
 	}
 	if len(pending) == 0 {
-		os.Remove(path) // never let a stale file look current
+		if s.resumeFile {
+			os.Remove(path) // never let a stale file look current
+			s.resumeFile = false
+		}
 		if s.cfg.ResumeSignal != 0 {
 			env = append(env, "SUPERVISE_RESUME_FILE="+path)
 		}
@@ -171,6 +174,7 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 		s.log.Error("writing the resume file failed: resumes not delivered this run", "err", err)
 		return s.cfg.Argv, nil
 	}
+	s.resumeFile = true
 	env = append(env, "SUPERVISE_RESUME_FILE="+path)
 	ids := s.markDelivered(pending, n)
 	if err := s.commitSync(nil); err != nil {
@@ -225,6 +229,7 @@ func (s *Supervisor) deliverLive() bool {
 		s.log.Error("writing the resume file failed", "err", err)
 		return false
 	}
+	s.resumeFile = true
 	ids := s.markDelivered(fresh, s.run.Run)
 	if err := s.commitSync(nil); err != nil {
 		s.log.Error("journal: recording the deliveries failed", "err", err)

@@ -149,10 +149,13 @@ type Supervisor struct {
 	}
 	cs commitState
 
-	fatalErr  error      // the journal is damaged: stop and let the next start move it aside
-	verifying bool       // the background journal check is running
-	verifyErr error      // it failed: automatic resumes stay held
-	verifyc   chan error // its result
+	fatalErr error // the journal is damaged: stop and let the next start move it aside
+	// resumeFile is true while a resume file may exist (one left by a
+	// previous supervise counts: set at boot).
+	resumeFile bool
+	verifying  bool       // the background journal check is running
+	verifyErr  error      // it failed: automatic resumes stay held
+	verifyc    chan error // its result
 }
 
 // stopRequest is a stop asked of the supervisor.
@@ -194,6 +197,8 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		sessions: map[string]*journal.Session{},
 		state:    "starting",
 		started:  now,
+		// A previous supervise may have left a resume file behind.
+		resumeFile: true,
 	}
 	s.m = newMetrics(s)
 	s.tick(now)
