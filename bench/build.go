@@ -101,6 +101,9 @@ func (b *bench) build() error {
 	goBuild := func(out, pkg string) error {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
+		// The recommended production build (README): static, pure Go, so no
+		// libc is mapped into supervise.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
 		}
