@@ -281,33 +281,21 @@ func (b *bench) peer(name, bin, pkg string) (*subject, string) {
 }
 
 func (b *bench) startRunsv() (*subject, error) {
-	ps, bin := b.peer("runsv (runit)", "runsv", "runit")
-	if ps == nil {
-		return nil, nil
-	}
-	s, err := b.newSubject(ps.name, "runsv")
-	if err != nil {
-		return ps, err
-	}
-	s.version = ps.version
-	svc, err := b.serviceDir(s)
-	if err != nil {
-		return s, err
-	}
-	s.p, err = b.start([]string{bin, svc}, baseEnv("REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo")), s.dir, s.log)
-	if err != nil {
-		return s, err
-	}
-	s.pid = s.p.pid()
-	return s, nil
+	return b.startServiceDirPeer("runsv (runit)", "runsv", "runit", "runsv")
 }
 
 func (b *bench) startS6() (*subject, error) {
-	ps, bin := b.peer("s6-supervise (s6)", "s6-supervise", "s6")
+	return b.startServiceDirPeer("s6-supervise (s6)", "s6-supervise", "s6", "s6")
+}
+
+// startServiceDirPeer starts a supervisor that takes a service directory
+// (runsv, s6-supervise) on the reporter.
+func (b *bench) startServiceDirPeer(name, binName, pkg, dir string) (*subject, error) {
+	ps, bin := b.peer(name, binName, pkg)
 	if ps == nil {
 		return nil, nil
 	}
-	s, err := b.newSubject(ps.name, "s6")
+	s, err := b.newSubject(ps.name, dir)
 	if err != nil {
 		return ps, err
 	}

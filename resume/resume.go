@@ -218,27 +218,39 @@ func Message(s journal.Session, d Death, template string) string {
 // message is Message with the death already described.
 func message(s journal.Session, how, template string) string {
 	if template != "" {
-		return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", how,
-			"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
+		return fill(template, s, how)
 	}
-	var b strings.Builder
-	b.WriteString("[supervise: automatic continuation] Your previous turn in this session was interrupted: ")
-	b.WriteString(how)
+	lead := "[supervise: automatic continuation] Your previous turn in this session was interrupted: " + how
 	switch {
 	case s.Phase == "tool" && s.Tool != "":
-		fmt.Fprintf(&b, ", while the tool %q was running", s.Tool)
+		lead += fmt.Sprintf(", while the tool %q was running", s.Tool)
 	case s.Phase == "tool":
-		b.WriteString(", while a tool was running")
+		lead += ", while a tool was running"
 	case s.Phase == "model":
-		b.WriteString(", while waiting for the model")
+		lead += ", while waiting for the model"
 	}
-	b.WriteString(". Some of the work may already be done, and the outcome of any tool call that was in flight is unknown: ")
+	return continuation(lead+".", s)
+}
+
+// continuation is the honest part every continuation shares, after its
+// first sentence: work may be done, a side effect's outcome is unknown,
+// check before redoing, then the request excerpt.
+func continuation(lead string, s journal.Session) string {
+	var b strings.Builder
+	b.WriteString(lead)
+	b.WriteString(" Some of the work may already be done, and the outcome of any tool call that was in flight is unknown: ")
 	b.WriteString("check the current state before redoing anything, and do not repeat a side effect that already happened. Then finish the task.")
 	if s.Prompt != "" {
 		b.WriteString(" The interrupted request was:\n\n")
 		b.WriteString(s.Prompt)
 	}
 	return b.String()
+}
+
+// fill applies a --resume-message template.
+func fill(template string, s journal.Session, how string) string {
+	return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", how,
+		"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
 }
 
 // Errors of Manual.
@@ -272,17 +284,8 @@ func Manual(s journal.Session, now time.Time, template string) (journal.Session,
 
 func manualMessage(s journal.Session, why, template string) string {
 	if template != "" {
-		return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", why,
-			"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
+		return fill(template, s, why)
 	}
-	var b strings.Builder
-	b.WriteString("[supervise: resumed by hand] Your previous turn in this session did not finish (")
-	b.WriteString(why)
-	b.WriteString("). A person asked to continue it. Some of the work may already be done, and the outcome of any tool call that was in flight is unknown: ")
-	b.WriteString("check the current state before redoing anything, and do not repeat a side effect that already happened. Then finish the task.")
-	if s.Prompt != "" {
-		b.WriteString(" The interrupted request was:\n\n")
-		b.WriteString(s.Prompt)
-	}
-	return b.String()
+	return continuation("[supervise: resumed by hand] Your previous turn in this session did not finish ("+why+
+		"). A person asked to continue it.", s)
 }
