@@ -58,7 +58,7 @@ func TestChaos(t *testing.T) {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
 	c := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), e: newEnv(t), faults: map[string]int{},
-		checks: map[string]int{}}
+		checks: map[string]int{}, snapshots: map[int]map[string]journal.Session{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("chaos seed %d: replay with SUPERVISE_CHAOS_SEED=%d SUPERVISE_CHAOS_ITERATIONS=%d go test -run TestChaos ./integration/",
@@ -85,7 +85,11 @@ type chaosRun struct {
 	journalChecks int
 	// checks counts each invariant checked, by name.
 	checks map[string]int
-	m      *model
+	// snapshots are the journal's sessions read right after a kill -9 of
+	// supervise in a run (before that run's death was decided): ground
+	// truth the model prunes its branches with.
+	snapshots map[int]map[string]journal.Session
+	m         *model
 }
 
 func (c *chaosRun) start() {
@@ -100,6 +104,7 @@ func (c *chaosRun) run(iterations int) {
 	c.e.set("TESTAGENT_SCRIPT=pinger 100ms; take-resumes; chaos "+strconv.FormatUint(c.seed, 10),
 		"SUPERVISE_FAILPOINT_COMMIT_DELAY=3ms")
 	c.log = newTail(c.e.logPath)
+	c.log.onTimeout = c.diagnose
 	c.start()
 	run := c.log.waitStart(c.t, 0)
 	for i := 0; i < iterations; i++ {
@@ -149,6 +154,25 @@ func (c *chaosRun) run(iterations int) {
 	c.sv.signal(syscall.SIGTERM)
 	if code := c.sv.wait(30 * time.Second); code != 0 {
 		c.t.Errorf("seed %d: final stop exit %d", c.seed, code)
+	}
+}
+
+// diagnose records what every process of the test is doing (state, wait
+// channel, kernel stack) and makes supervise dump its goroutines (SIGQUIT),
+// so that a hang can be told apart: supervise stuck, or the agent.
+func (c *chaosRun) diagnose() {
+	var b strings.Builder
+	for _, pid := range c.e.tagged() {
+		read := func(f string) string {
+			v, _ := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
+			return strings.TrimSpace(strings.ReplaceAll(string(v), "\x00", " "))
+		}
+		fmt.Fprintf(&b, "pid %d: %s\n  stat: %s\n  wchan: %s\n  stack:\n%s\n", pid, read("cmdline"), read("stat"), read("wchan"), read("stack"))
+	}
+	c.t.Logf("chaos: processes at the timeout:\n%s", b.String())
+	if c.sv != nil && c.sv.running() {
+		c.sv.cmd.Process.Signal(syscall.SIGQUIT) // Go dumps every goroutine to stderr
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
@@ -208,6 +232,7 @@ func (c *chaosRun) checkJournalNow(run int) {
 	m := c.replay(runs, run)
 	c.checks["journal opens and passes tx.Check"]++
 	c.checks["acknowledged markers present after kill -9 of supervise"]++
+	c.snapshots[run] = sessions
 	if !m.matches(sessions) {
 		c.t.Fatalf("seed %d: after kill -9 of supervise in run %d the journal matches no model state (an acknowledged marker lost, or a wrong decision):\n%s",
 			c.seed, run, m.diff(sessions))
@@ -527,6 +552,21 @@ func (c *chaosRun) replay(runs []journal.Run, stopAt int) *model {
 		if n == stopAt {
 			break
 		}
+		if snap, ok := c.snapshots[n]; ok {
+			// The journal was read at this point: only branches that match
+			// it exactly can be the truth.
+			var keep []branch
+			for _, b := range m.branches {
+				if branchMatches(b, snap) {
+					keep = append(keep, b)
+				}
+			}
+			if len(keep) == 0 {
+				m.err = fmt.Sprintf("no model branch matches the journal read after kill -9 of supervise in run %d", n)
+				return m
+			}
+			m.branches = keep
+		}
 		if r.Ended.IsZero() {
 			continue // the final run, stopped below by the requested stop
 		}
@@ -660,6 +700,8 @@ type tail struct {
 	path   string
 	off    int64
 	events []event
+	// onTimeout runs before a wait gives up, to record what hung.
+	onTimeout func()
 }
 
 func newTail(path string) *tail { return &tail{path: path} }
@@ -706,6 +748,9 @@ func (l *tail) waitUntil(t *testing.T, what string, cond func([]event) bool) {
 			return
 		}
 		if time.Now().After(deadline) {
+			if l.onTimeout != nil {
+				l.onTimeout()
+			}
 			t.Fatalf("chaos: timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
