@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +137,65 @@ func TestWatchdogKillsAHungChild(t *testing.T) {
 	}
 	if !strings.Contains(sv.stderr(), "no WATCHDOG=1 within the watchdog period") {
 		t.Errorf("log does not say why:\n%s", sv.stderr())
+	}
+	sv.signal(syscall.SIGTERM)
+	sv.wait(20 * time.Second)
+}
+
+// A flood of datagrams on the notify socket from an outsider (every one
+// rejected) does not keep the watchdog from judging a silent agent. The
+// bound on how long it waits for queued pings is TestWatchdogLook's: on
+// these machines intake empties the socket between looks, so a flood from
+// a test cannot keep it full at every look.
+func TestWatchdogUnderFlood(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=pinger 100ms; hang", "TESTAGENT_SCRIPT=pinger 100ms; hang")
+	sv := e.run("--watchdog", "700ms", "--stop-timeout", "500ms")
+	first := e.waitEvent(1, "hang")
+	sock := filepath.Join(e.stateDir, "notify", "notify.sock")
+	stop := make(chan struct{})
+	const senders = 8
+	flooding := make(chan struct{}, senders)
+	for range senders {
+		go func() {
+			defer func() { flooding <- struct{}{} }()
+			c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+				c.Write([]byte("WATCHDOG=1"))
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the flood is under way
+	syscall.Kill(first.pid, syscall.SIGSTOP)
+	// The flood goes on for 15 s: the silent agent must be replaced while
+	// it lasts, not after.
+	replaced := false
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && !replaced {
+		replaced = e.count("start") >= 2
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	for range senders {
+		<-flooding
+	}
+	if !replaced {
+		syscall.Kill(first.pid, syscall.SIGCONT)
+		t.Fatalf("a silent agent was not judged during a 15 s flood of the notify socket:\n%s", sv.stderr())
+	}
+	if r := e.status().run(t, 1); r.Reason != "watchdog" {
+		t.Errorf("run 1 = %+v, want reason watchdog", r)
 	}
 	sv.signal(syscall.SIGTERM)
 	sv.wait(20 * time.Second)

@@ -26,7 +26,20 @@ type watchdogState struct {
 	timer  *time.Timer
 	due    time.Time // when the timer was set to fire
 	graced bool      // one extra look given after supervise itself was frozen
+	// deferred counts the looks postponed because datagrams were queued on
+	// the notify socket; bounded so a flood cannot postpone the verdict.
+	deferred int
 }
+
+// Before judging a silent agent the watchdog waits for queued datagrams (a
+// ping may be among them) for up to maxWatchdogDeferrals looks of
+// watchdogDeferral each. The socket holds at most a few hundred datagrams,
+// which intake reads in a few milliseconds, so 200 ms only runs out when
+// something keeps refilling it.
+const (
+	watchdogDeferral     = 20 * time.Millisecond
+	maxWatchdogDeferrals = 10
+)
 
 // abortState is a kill supervise started on its own (watchdog), as opposed
 // to a requested stop.
@@ -82,31 +95,58 @@ func (s *Supervisor) setWatchdog(d time.Duration, now time.Time) {
 	s.armWatchdog(d, now)
 }
 
+// A watchdog look ends in one of these.
+type wdVerdict int
+
+const (
+	wdWait   wdVerdict = iota // the agent pinged within the period: look again when it runs out
+	wdDefer                   // datagrams are queued (a ping may be among them): look again shortly
+	wdFrozen                  // supervise itself was frozen past the deadline: one more period
+	wdKill                    // the agent is silent: kill it
+)
+
+// look decides what the watchdog does when its timer fires, given the time
+// since the last ping and whether datagrams are queued on the notify socket
+// (asked only when the agent is overdue). It returns when to look again.
+func (w *watchdogState) look(now time.Time, since time.Duration, pending func() bool) (wdVerdict, time.Duration) {
+	if since < w.period {
+		w.graced, w.deferred = false, 0
+		return wdWait, w.period - since
+	}
+	if w.deferred < maxWatchdogDeferrals && pending() {
+		w.deferred++
+		return wdDefer, watchdogDeferral
+	}
+	if late := now.Sub(w.due); late > time.Second && !w.graced {
+		w.graced = true
+		return wdFrozen, min(w.period, 5*time.Second)
+	}
+	return wdKill, 0
+}
+
 // checkWatchdog runs when the watchdog timer fires.
 func (s *Supervisor) checkWatchdog(now time.Time) {
 	if s.proc == nil || s.stop != nil || s.abort != nil || s.wd.period <= 0 {
 		return
 	}
 	since := s.in.sincePing(now)
-	if since < s.wd.period {
-		s.wd.graced = false
-		s.armWatchdog(s.wd.period-since, now)
-		return
-	}
-	// Before judging, make sure no ping is still queued on the socket.
-	if s.notify.Pending() {
-		s.armWatchdog(20*time.Millisecond, now)
-		return
-	}
-	if late := now.Sub(s.wd.due); late > time.Second && !s.wd.graced {
-		// supervise itself was frozen (SIGSTOP, a stalled VM): the agent's
-		// pings could not be read either. Give it one more look.
-		s.wd.graced = true
+	late := now.Sub(s.wd.due)
+	v, next := s.wd.look(now, since, s.notify.Pending)
+	switch v {
+	case wdWait, wdDefer:
+		s.armWatchdog(next, now)
+	case wdFrozen:
+		// The agent's pings could not be read while supervise was stopped
+		// (SIGSTOP, a stalled VM): give it one more look.
 		s.log.Warn("watchdog: supervise was frozen itself; looking again before judging the agent", "frozen", late.Round(time.Millisecond))
-		s.armWatchdog(min(s.wd.period, 5*time.Second), now)
-		return
+		s.armWatchdog(next, now)
+	case wdKill:
+		if s.wd.deferred >= maxWatchdogDeferrals {
+			s.log.Warn("watchdog: the notify socket stayed busy while the agent was silent; judging anyway",
+				"waited", time.Duration(s.wd.deferred)*watchdogDeferral)
+		}
+		s.abortChild("watchdog", "no WATCHDOG=1 within the watchdog period", "since_ping", since.Round(time.Millisecond), "watchdog", s.wd.period)
 	}
-	s.abortChild("watchdog", "no WATCHDOG=1 within the watchdog period", "since_ping", since.Round(time.Millisecond), "watchdog", s.wd.period)
 }
 
 // watchdogTriggered applies WATCHDOG=trigger: the agent asks for the
