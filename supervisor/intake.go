@@ -34,6 +34,15 @@ type intake struct {
 
 	// Serve-goroutine-only state of the sender check.
 	members map[int32]member
+	// accepted is the run whose tree the datagram being handled was
+	// accepted for (0: supervise itself); set by accept, read by handle.
+	accepted uint64
+}
+
+// inMsg is a datagram handed to the loop, with the run whose tree sent it.
+type inMsg struct {
+	notify.Message
+	run uint64 // 0: from supervise itself
 }
 
 type member struct {
@@ -87,6 +96,7 @@ func (in *intake) take() map[string]time.Time {
 // every datagram: only the current child's tree may talk, verified by pid
 // plus start time; supervise itself may send fences.
 func (s *Supervisor) accept(pid int32) bool {
+	s.in.accepted = 0
 	if int(pid) == s.self {
 		return true
 	}
@@ -94,6 +104,7 @@ func (s *Supervisor) accept(pid int32) bool {
 	if r == nil {
 		return false
 	}
+	s.in.accepted = r.run
 	if int(pid) == r.pid {
 		// Our unreaped child: its pid cannot have been reused.
 		r.heard.Add(1)
@@ -120,6 +131,13 @@ func (s *Supervisor) accept(pid int32) bool {
 // handle receives every accepted datagram, on the Serve goroutine.
 func (s *Supervisor) handle(m notify.Message) {
 	now := time.Now()
+	x := inMsg{Message: m, run: s.in.accepted}
+	if x.run != 0 && !s.current(x.run) {
+		// Accepted for a tree that has died since (the datagram was read
+		// just before the death): too late for its run, wrong for the next.
+		closeBare(m)
+		return
+	}
 	if int(m.PID) != s.self {
 		if m.Watchdog {
 			s.in.ping(now)
@@ -132,14 +150,38 @@ func (s *Supervisor) handle(m notify.Message) {
 		}
 	}
 	select {
-	case s.msgc <- m:
+	case s.msgc <- x:
 	case <-s.done:
-		// The loop is gone and will commit nothing more: close the barrier
-		// bare, which the agent sees as unconfirmed, never as an ack.
-		if m.Fd != nil {
-			m.Fd.Close()
-		}
+		// The loop is gone and will commit nothing more.
+		closeBare(m)
 	}
+}
+
+// current reports whether run's tree is the live one.
+func (s *Supervisor) current(run uint64) bool {
+	r := s.root.Load()
+	return r != nil && r.run == run
+}
+
+// closeBare closes a barrier's fd without the acknowledgement byte, which
+// the agent reads as unconfirmed, never as an ack.
+func closeBare(m notify.Message) {
+	if m.Fd != nil {
+		m.Fd.Close()
+	}
+}
+
+// take applies a datagram handed to the loop, unless it came from a tree
+// that died after the datagram was accepted: the death was decided without
+// it, and the next run must not be charged with it. Fences (supervise's own
+// datagrams) are the caller's.
+func (s *Supervisor) take(x inMsg, now time.Time) {
+	if x.run != 0 && !s.current(x.run) {
+		s.log.Debug("notify: dropped a datagram from a run that has died", "run", x.run, "pid", x.PID)
+		closeBare(x.Message)
+		return
+	}
+	s.apply(x.Message, now)
 }
 
 // fencePrefix marks the STATUS= of a fence datagram supervise sends itself.
@@ -163,7 +205,10 @@ func (s *Supervisor) drain() {
 	// Send from a goroutine while reading: under a flood the socket queue
 	// may be full, and it only empties as this loop takes messages.
 	sent := make(chan error, 1)
-	go func() { sent <- c.Notify(context.Background(), "STATUS="+want) }()
+	go func() {
+		sent <- c.Notify(context.Background(), "STATUS="+want)
+		c.Close()
+	}()
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
 	for {
@@ -182,7 +227,7 @@ func (s *Supervisor) drain() {
 				}
 				continue // a late fence from an earlier drain
 			}
-			s.apply(m, time.Now())
+			s.take(m, time.Now())
 		case <-deadline.C:
 			s.log.Warn("notify: fence did not come back in time; some late messages may be dropped")
 			return
@@ -196,7 +241,7 @@ func (s *Supervisor) applyQueued() {
 		select {
 		case m := <-s.msgc:
 			if int(m.PID) != s.self {
-				s.apply(m, time.Now())
+				s.take(m, time.Now())
 			}
 		default:
 			return

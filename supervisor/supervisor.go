@@ -109,7 +109,7 @@ type Supervisor struct {
 
 	sigc     chan os.Signal
 	reqc     chan request
-	msgc     chan notify.Message
+	msgc     chan inMsg
 	quit     chan struct{}
 	quitOnce sync.Once
 	done     chan struct{} // closed when Run returns
@@ -189,7 +189,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		self:     os.Getpid(),
 		sigc:     make(chan os.Signal, 8),
 		reqc:     make(chan request),
-		msgc:     make(chan notify.Message, 1024),
+		msgc:     make(chan inMsg, 1024),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		in:       newIntake(now),
@@ -607,7 +607,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.serve(req)
 		case m := <-s.msgc:
 			if int(m.PID) != s.self {
-				s.apply(m, time.Now())
+				s.take(m, time.Now())
 			}
 		case err := <-s.cs.w.out:
 			s.committed(err)

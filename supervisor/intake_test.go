@@ -1,0 +1,63 @@
+package supervisor
+
+import (
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// A datagram accepted for a tree that has died by the time the loop takes
+// it is dropped, its barrier closed without the acknowledgement byte; the
+// live tree's datagrams are applied.
+func TestLateDatagramFromADeadRun(t *testing.T) {
+	s := newTestSupervisor(t)
+	s.root.Store(&treeRoot{pid: 1 << 30, run: 5})
+	now := time.Now()
+
+	late := inMsg{Message: notify.Message{PID: 100, Session: "late", Turn: "t1", Event: notify.EventTurnBegin}, run: 4}
+	s.take(late, now)
+	if _, ok := s.sessions["late"]; ok {
+		t.Error("a marker from run 4 was applied while run 5 is live")
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s.take(inMsg{Message: notify.Message{PID: 100, Barrier: true, Fd: w}, run: 4}, now)
+	r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(r); err != nil || len(b) != 0 {
+		t.Errorf("the dead run's barrier read %q, %v; want a bare close (EOF, no byte)", b, err)
+	}
+
+	live := inMsg{Message: notify.Message{PID: 101, Session: "live", Turn: "t1", Event: notify.EventTurnBegin}, run: 5}
+	s.take(live, now)
+	if sess, ok := s.sessions["live"]; !ok || sess.Turn != "t1" {
+		t.Errorf("the live run's marker was not applied: %+v", s.sessions["live"])
+	}
+
+	// Between runs no tree is live: nothing from a tree is applied, but
+	// supervise's own datagrams (run 0) are.
+	s.root.Store(nil)
+	s.take(inMsg{Message: notify.Message{PID: 101, Session: "between", Turn: "t2", Event: notify.EventTurnBegin}, run: 5}, now)
+	if _, ok := s.sessions["between"]; ok {
+		t.Error("a marker from a dead run was applied between runs")
+	}
+
+	// handle, on the Serve goroutine, drops it before the loop sees it.
+	s.in.accepted = 4
+	s.root.Store(&treeRoot{pid: 1 << 30, run: 5})
+	s.handle(notify.Message{PID: 100, Session: "late2", Event: notify.EventTurnBegin})
+	if len(s.msgc) != 0 {
+		t.Error("handle passed on a datagram accepted for a dead run")
+	}
+	s.in.accepted = 5
+	s.handle(notify.Message{PID: 101, Session: "live2", Event: notify.EventTurnBegin})
+	if len(s.msgc) != 1 {
+		t.Error("handle did not pass on the live run's datagram")
+	}
+}
