@@ -170,6 +170,9 @@ func (c *chaosRun) diagnose() {
 		fmt.Fprintf(&b, "pid %d: %s\n  stat: %s\n  wchan: %s\n  stack:\n%s\n", pid, read("cmdline"), read("stat"), read("wchan"), read("stack"))
 	}
 	c.t.Logf("chaos: processes at the timeout:\n%s", b.String())
+	if log, err := os.ReadFile(c.e.logPath); err == nil {
+		c.t.Logf("chaos: the agent log's last 2 KiB (%d torn records dropped so far):\n%q", c.log.torn, log[max(0, len(log)-2048):])
+	}
 	if c.sv != nil && c.sv.running() {
 		c.sv.cmd.Process.Signal(syscall.SIGQUIT) // Go dumps every goroutine to stderr
 		time.Sleep(500 * time.Millisecond)
@@ -334,6 +337,9 @@ func (c *chaosRun) report(iterations int) {
 	if c.m != nil {
 		fmt.Fprintf(&b, "; runs %d, acked markers %d, resumes taken %d, journal checks after kill -9 %d, model branches at end %d",
 			c.m.runs, c.m.acked, c.m.took, c.journalChecks, len(c.m.branches))
+	}
+	if c.log != nil {
+		fmt.Fprintf(&b, ", agent log records torn by a kill %d", c.log.torn)
 	}
 	var names []string
 	for k := range c.checks {
@@ -700,6 +706,7 @@ type tail struct {
 	path   string
 	off    int64
 	events []event
+	torn   int // records cut short by a kill during their write, dropped
 	// onTimeout runs before a wait gives up, to record what hung.
 	onTimeout func()
 }
@@ -720,17 +727,11 @@ func (l *tail) refresh() {
 			break // a partial last line is read next time
 		}
 		l.off += int64(len(line))
-		fs := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 4)
-		if len(fs) < 3 {
-			continue
+		if ev, ok := parseEvent(strings.TrimSuffix(line, "\n")); ok {
+			l.events = append(l.events, ev)
+		} else if line != "\n" {
+			l.torn++
 		}
-		ev := event{kind: fs[2]}
-		ev.run, _ = strconv.Atoi(strings.TrimPrefix(fs[0], "run="))
-		ev.pid, _ = strconv.Atoi(strings.TrimPrefix(fs[1], "pid="))
-		if len(fs) == 4 {
-			ev.arg = fs[3]
-		}
-		l.events = append(l.events, ev)
 	}
 }
 

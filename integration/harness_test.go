@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,19 +182,35 @@ func (e *env) events() []event {
 	b, _ := os.ReadFile(e.logPath)
 	var out []event
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.SplitN(line, " ", 4)
-		if len(f) < 3 {
-			continue
+		if ev, ok := parseEvent(line); ok {
+			out = append(out, ev)
 		}
-		ev := event{kind: f[2]}
-		ev.run, _ = strconv.Atoi(strings.TrimPrefix(f[0], "run="))
-		ev.pid, _ = strconv.Atoi(strings.TrimPrefix(f[1], "pid="))
-		if len(f) == 4 {
-			ev.arg = f[3]
-		}
-		out = append(out, ev)
 	}
 	return out
+}
+
+// recordEnd closes every record the test agent logs (its logf); a line
+// without it is a record torn by a kill during its write, or not the
+// agent's.
+const recordEnd = "\t$"
+
+// parseEvent parses one line of the agent log: "run=N pid=P kind [arg]".
+func parseEvent(line string) (event, bool) {
+	line, ok := strings.CutSuffix(line, recordEnd)
+	if !ok {
+		return event{}, false
+	}
+	f := strings.SplitN(line, " ", 4)
+	if len(f) < 3 {
+		return event{}, false
+	}
+	ev := event{kind: f[2]}
+	ev.run, _ = strconv.Atoi(strings.TrimPrefix(f[0], "run="))
+	ev.pid, _ = strconv.Atoi(strings.TrimPrefix(f[1], "pid="))
+	if len(f) == 4 {
+		ev.arg = f[3]
+	}
+	return ev, true
 }
 
 func (e *env) count(kind string) int {
@@ -376,5 +393,27 @@ func (e *env) tagged() []int {
 func (e *env) killLeftovers() {
 	for _, pid := range e.tagged() {
 		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// A record cut short by a kill during its write is dropped, and the record
+// written after it (by the next run) still reads whole.
+func TestAgentLogTornRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.log")
+	log := "\nrun=1 pid=10 start t=1" + recordEnd + "\n" +
+		"\nrun=1 pid=10 took s0 You were interr" + // killed mid-write
+		"\nrun=2 pid=11 start t=2" + recordEnd + "\n"
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := newTail(path)
+	got := l.all()
+	want := []event{{run: 1, pid: 10, kind: "start", arg: "t=1"}, {run: 2, pid: 11, kind: "start", arg: "t=2"}}
+	if !slices.Equal(got, want) || l.torn != 1 {
+		t.Errorf("tail read %+v (%d torn), want %+v and 1 torn", got, l.torn, want)
+	}
+	e := &env{logPath: path}
+	if got := e.events(); !slices.Equal(got, want) {
+		t.Errorf("events read %+v, want %+v", got, want)
 	}
 }

@@ -55,10 +55,17 @@ var logFile *os.File
 // hog keeps allocated memory alive (the alloc step).
 var hog [][]byte
 
+// recordEnd closes every log record; the test's reader (harness_test.go)
+// drops a line without it. A write of a record can be cut short when the
+// agent is killed: the kernel stops a buffered write at a page boundary
+// once SIGKILL is pending. Each record therefore also starts on a new line,
+// so the next record never runs on from a torn one.
+const recordEnd = "\t$"
+
 func logf(format string, args ...any) {
-	line := fmt.Sprintf("run=%s pid=%d %s\n", os.Getenv("SUPERVISE_RUN"), os.Getpid(), fmt.Sprintf(format, args...))
+	line := fmt.Sprintf("\nrun=%s pid=%d %s%s\n", os.Getenv("SUPERVISE_RUN"), os.Getpid(), fmt.Sprintf(format, args...), recordEnd)
 	if logFile != nil {
-		logFile.WriteString(line) // O_APPEND: one write per line keeps lines whole
+		logFile.WriteString(line) // O_APPEND: one write per record
 	}
 }
 

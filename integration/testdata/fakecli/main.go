@@ -513,7 +513,9 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// logf appends one line to $TESTAGENT_LOG.
+// logf appends one record to $TESTAGENT_LOG, framed as the test agent
+// frames its own (a new line first, "\t$" last), so the reader can drop a
+// record torn by a kill.
 func logf(kind, format string, args ...any) {
 	path := os.Getenv("TESTAGENT_LOG")
 	if path == "" {
@@ -525,5 +527,5 @@ func logf(kind, format string, args ...any) {
 	}
 	defer f.Close()
 	arg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", `\n`)
-	fmt.Fprintf(f, "run=%s pid=%d %s %s\n", os.Getenv("SUPERVISE_RUN"), os.Getpid(), kind, arg)
+	fmt.Fprintf(f, "\nrun=%s pid=%d %s %s\t$\n", os.Getenv("SUPERVISE_RUN"), os.Getpid(), kind, arg)
 }
