@@ -29,17 +29,20 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
 
-// Exit codes of Run, documented in supervise --help.
+// Exit codes of Run: the values of the one table in internal/exitcode
+// (printed by supervise --help).
 const (
-	ExitOK       = 0 // the child ended cleanly, or a requested stop completed
-	ExitInternal = 1 // supervise itself failed (journal, sockets)
-	ExitGaveUp   = 4 // the give-up limit was reached
+	ExitOK       = exitcode.OK       // the child ended cleanly, or a requested stop completed
+	ExitInternal = exitcode.Internal // supervise itself failed (journal, sockets)
+	ExitGaveUp   = exitcode.GaveUp   // the give-up limit was reached
+	ExitParked   = exitcode.Parked   // task mode: a session is parked
 )
 
 // forceQuitWindow is how soon a second terminal Ctrl-C must follow the

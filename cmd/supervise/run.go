@@ -22,6 +22,7 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -83,7 +84,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 
 func runUsage(fs *flag.FlagSet) func() {
 	return func() {
-		fmt.Fprint(fs.Output(), usageText)
+		fmt.Fprint(fs.Output(), usage())
 		fmt.Fprint(fs.Output(), "\nRun flags:\n")
 		fs.PrintDefaults()
 	}
@@ -416,8 +417,23 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 			cancel()
 		})
 	}
-	if err := g.Run(); err != nil && !errors.Is(err, errLoopDone) {
-		log.Error("supervise failed", "err", err)
+	if fp := failpoint.FromEnv(); fp.ActorFail != "" {
+		// Failpoint (tests only): an actor that fails as a socket actor
+		// does when its socket breaks.
+		stop := make(chan struct{})
+		g.Add(func() error {
+			return fp.FailActor(stop)
+		}, func(error) {
+			close(stop)
+		})
+	}
+	// The loop is the only actor that may end the group: any other that
+	// returns first (a broken socket) stopped the agent for nothing the user
+	// asked, so supervise failed, and exits non-zero for its manager
+	// (systemd's Restart=on-failure) to act.
+	if err := g.Run(); !errors.Is(err, errLoopDone) {
+		log.Error("supervise failed: an actor stopped the loop", "err", err)
+		return exitInternal
 	}
 	return code
 }

@@ -178,16 +178,9 @@ func (a *demoAgent) turn(ctx context.Context, session, turn, prompt string) erro
 // has not taken yet. An automatic continuation of A runs into the poison:
 // the agent kills itself. A manual resume ("a person fixed it") finishes.
 func (a *demoAgent) takeResumes(ctx context.Context) error {
-	b, err := os.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	items, err := resume.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 	if err != nil {
-		return fmt.Errorf("resume file: %w", err)
-	}
-	var items []resume.Item
-	if err := json.Unmarshal(b, &items); err != nil {
-		return fmt.Errorf("resume file: %w", err)
+		return err
 	}
 	for _, it := range items {
 		key := it.Session + "#" + strconv.Itoa(it.Attempt) + "#" + it.Reason

@@ -7,9 +7,12 @@
 //	SUPERVISE_FAILPOINT_COMMIT_DELAY=DUR     every journal commit waits DUR first
 //	SUPERVISE_FAILPOINT_VERIFY_INLINE=BYTES  journals larger than this are
 //	                                         checked in the background
+//	SUPERVISE_FAILPOINT_ACTOR_FAIL=FILE      an actor fails once FILE exists,
+//	                                         as a broken socket's would
 package failpoint
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"time"
@@ -20,6 +23,7 @@ const (
 	EnvWedge        = "SUPERVISE_FAILPOINT_WEDGE"
 	EnvCommitDelay  = "SUPERVISE_FAILPOINT_COMMIT_DELAY"
 	EnvVerifyInline = "SUPERVISE_FAILPOINT_VERIFY_INLINE"
+	EnvActorFail    = "SUPERVISE_FAILPOINT_ACTOR_FAIL"
 )
 
 // Points are the failpoints in force. The zero value is production: all off.
@@ -35,6 +39,10 @@ type Points struct {
 	// up to which the full check after an unclean stop runs before boot.
 	VerifyInline    int64
 	HasVerifyInline bool
+	// ActorFail is a file: once it exists, an extra actor in supervise's
+	// run group returns an error, as the notify, control or metrics actor
+	// does when its socket breaks. Empty: off.
+	ActorFail string
 }
 
 // FromEnv reads the failpoints from the environment. Unset or invalid
@@ -42,6 +50,7 @@ type Points struct {
 func FromEnv() Points {
 	var p Points
 	p.Wedge = os.Getenv(EnvWedge)
+	p.ActorFail = os.Getenv(EnvActorFail)
 	if d, err := time.ParseDuration(os.Getenv(EnvCommitDelay)); err == nil {
 		p.CommitDelay = max(d, 0)
 	}
@@ -61,5 +70,25 @@ func (p Points) BlockWhileWedged() {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ErrActor is the error of the ActorFail failpoint's actor.
+var ErrActor = errors.New("failpoint: actor failed")
+
+// FailActor blocks until the ActorFail file exists, then returns ErrActor,
+// or until stop is closed, then returns nil.
+func (p Points) FailActor(stop <-chan struct{}) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(p.ActorFail); err == nil {
+			return ErrActor
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/supervise-dev/supervise/notify"
@@ -216,12 +215,8 @@ func PendingResume(path, session, prompt string) (resume.Item, bool) {
 	if path == "" || strings.TrimSpace(prompt) == "" {
 		return resume.Item{}, false
 	}
-	b, err := os.ReadFile(path)
+	items, err := resume.ReadFile(path)
 	if err != nil {
-		return resume.Item{}, false
-	}
-	var items []resume.Item
-	if json.Unmarshal(b, &items) != nil {
 		return resume.Item{}, false
 	}
 	for _, it := range items {
