@@ -18,7 +18,7 @@ import (
 // methods a sequence of notify markers (apply, with the time passed in)
 // and fabricated deaths (died, with a child.Exit that no process made),
 // then checks the run record, the session and the decision, as the
-// journal has them. DESIGN's decision table, row by row.
+// journal has them. the decision table of docs/design.md, row by row.
 
 // newRuleSupervisor is a Supervisor with the documented defaults and a
 // real journal in a temp dir, but no reaper, no socket served and no child.
