@@ -204,6 +204,7 @@ func (c adapterCase) check(t *testing.T, a *adapterEnv) {
 // Claude Code: the settings.json hooks report the session, and a kill -9
 // mid-tool relaunches `claude -p -r SESSION MESSAGE` in the same directory.
 func TestAdapterClaudeCode(t *testing.T) {
+	t.Parallel()
 	adapterCase{
 		example:  "claude-code",
 		install:  map[string]string{"claude-code/settings.json": ".claude/settings.json"},
@@ -217,6 +218,7 @@ func TestAdapterClaudeCode(t *testing.T) {
 // Codex CLI: hooks.json (behind [features] codex_hooks) and
 // `codex exec resume SESSION MESSAGE`.
 func TestAdapterCodex(t *testing.T) {
+	t.Parallel()
 	adapterCase{
 		example:  "codex",
 		install:  map[string]string{"codex/hooks.json": ".codex/hooks.json", "codex/config.toml": ".codex/config.toml"},
@@ -230,6 +232,7 @@ func TestAdapterCodex(t *testing.T) {
 
 // Gemini CLI: settings.json hooks and `gemini -r SESSION -p MESSAGE`.
 func TestAdapterGemini(t *testing.T) {
+	t.Parallel()
 	adapterCase{
 		example:  "gemini",
 		install:  map[string]string{"gemini/settings.json": ".gemini/settings.json"},
@@ -243,6 +246,7 @@ func TestAdapterGemini(t *testing.T) {
 // hermes: shell hooks in config.yaml (accepted for an unattended run) and
 // `hermes --resume SESSION -z MESSAGE`.
 func TestAdapterHermes(t *testing.T) {
+	t.Parallel()
 	a := newAdapterEnv(t)
 	a.set("HERMES_ACCEPT_HOOKS=1")
 	adapterCase{
@@ -261,6 +265,7 @@ func TestAdapterHermes(t *testing.T) {
 // the resume names the tool, the agent finds the effect not done, does it
 // once and completes the turn.
 func TestAdapterGoAgent(t *testing.T) {
+	t.Parallel()
 	a := newAdapterEnv(t)
 	out := filepath.Join(a.dir, "deploy.log")
 	sv := a.start("run", "--", a.bins.goAgent, "-session", "g1", "-out", out, "-tool-time", "1h", "deploy", "v2")
@@ -297,6 +302,7 @@ func TestAdapterGoAgent(t *testing.T) {
 // docs/adapters.md lists (checked with --print, which sends nothing), and
 // never exits 2, which every one of these agents reads as "block".
 func TestAdapterHookMapping(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	resumeFile := filepath.Join(dir, "resume.json")
 	if err := os.WriteFile(resumeFile, []byte(`[{"session":"r1","turn":"t0","attempt":1,
