@@ -20,20 +20,17 @@ import (
 // then checks the run record, the session and the decision, as the
 // journal has them. the decision table of docs/design.md, row by row.
 
-// newRuleSupervisor is a Supervisor with the documented defaults and a
-// real journal in a temp dir, but no reaper, no socket served and no child.
-func newRuleSupervisor(t *testing.T) *Supervisor {
+// newTestSupervisorWith is a Supervisor over cfg with a real journal in a
+// temp dir (cfg.StateDir), but no reaper, no socket served and no child.
+func newTestSupervisorWith(t *testing.T, cfg Config) *Supervisor {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := journal.Open(StatePath(dir), journal.Options{})
+	cfg.StateDir = t.TempDir()
+	db, err := journal.Open(StatePath(cfg.StateDir), journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	policy := crashloop.DefaultPolicy()
-	policy.Jitter = 0
-	s, err := New(Config{StateDir: dir, Name: "t", Argv: []string{"true"}, Policy: policy,
-		Guard: crashloop.DefaultGuard(), Resume: resume.DefaultPolicy(), KeepRuns: 100}, db, nil)
+	s, err := New(cfg, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +38,16 @@ func newRuleSupervisor(t *testing.T) *Supervisor {
 	s.cs = commitState{w: startWriter(db, 0), dirty: map[string]bool{}}
 	t.Cleanup(s.stopWriter)
 	return s
+}
+
+// newRuleSupervisor is a test Supervisor with the documented defaults
+// (without jitter, so delays are exact).
+func newRuleSupervisor(t *testing.T) *Supervisor {
+	t.Helper()
+	policy := crashloop.DefaultPolicy()
+	policy.Jitter = 0
+	return newTestSupervisorWith(t, Config{Name: "t", Argv: []string{"true"}, Policy: policy,
+		Guard: crashloop.DefaultGuard(), Resume: resume.DefaultPolicy(), KeepRuns: 100})
 }
 
 // step is one event of a rule case: a marker, or a death.
