@@ -88,7 +88,7 @@ func IsTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 
@@ -463,7 +463,7 @@ func (d *demo) startSupervise() error {
 	cmd.Env = d.env
 	cmd.Stdout, cmd.Stderr = log, log
 	// If the demo dies, supervise stops the agent and exits.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting supervise: %w", err)
 	}
