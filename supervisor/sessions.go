@@ -67,6 +67,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	}
 	sess.LastHeartbeat = now
 	sess.Updated = now
+	s.taskMarker(m)
 	if s.run.Run != 0 {
 		sess.Run = s.run.Run
 	}
@@ -123,6 +124,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 // crash count, and the process-level backoff and crash-loop guard.
 func (s *Supervisor) turnCompleted(sess *journal.Session) {
 	sess.CrashCount = 0
+	s.turnDone = true
 	s.backoff = s.backoff.Reset()
 	s.policyDirty = true
 	s.clearGuard("a turn completed (session " + sess.ID + ")")
@@ -158,6 +160,10 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 // run records; the next batch commits them (at most about once a second).
 func (s *Supervisor) flushBeats(now time.Time) {
 	for id, at := range s.in.take() {
+		if s.taskMode() {
+			s.task.markers = true
+			s.touch(id)
+		}
 		if sess := s.session(id, now); sess != nil && at.After(sess.LastHeartbeat) {
 			sess.LastHeartbeat = at
 			s.markDirty(id)
