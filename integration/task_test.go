@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -272,4 +273,76 @@ func TestTaskGuardHeldExit5(t *testing.T) {
 		t.Fatalf("the printed resume command failed: %v\n%s", err, out)
 	}
 	e.wantLaunches("s1", 1, 1)
+}
+
+// Healthy means proven: a daemon agent that fails its first API call and
+// dies after about a second (longer than the old 1s --healthy-after) backs
+// off, 250ms doubling; a run that completed a turn is healthy however
+// short, and the backoff starts over after it. Asserted on the decisions
+// supervise logged and on the journal's run records, not on timing windows.
+func TestQuickDeathsBackOffUntilProven(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT=sleep 1100ms; exit 1",
+		"TESTAGENT_SCRIPT_4=turn-begin s1 t1; turn-end s1 t1 completed; barrier; exit 1")
+	sv := e.run("--log-format", "json")
+	e.waitEvent(6, "start")
+	sv.signal(syscall.SIGTERM)
+	if code := sv.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	// The decision logged with each death: "relaunch in D" or "relaunch now".
+	next := map[int]string{}
+	for _, line := range strings.Split(sv.stderr(), "\n") {
+		var rec struct {
+			Msg  string `json:"msg"`
+			Run  int    `json:"run"`
+			Next string `json:"next"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "child exited" {
+			next[rec.Run] = rec.Next
+		}
+	}
+	delay := func(run int) time.Duration {
+		d, err := time.ParseDuration(strings.TrimPrefix(next[run], "relaunch in "))
+		if err != nil || !strings.HasPrefix(next[run], "relaunch in ") {
+			t.Fatalf("run %d: decision %q, want a backoff", run, next[run])
+		}
+		return d
+	}
+	d1, d2, d3 := delay(1), delay(2), delay(3)
+	// 250ms, 500ms, 1s, each ±10% jitter: strictly growing, about doubling.
+	if d1 < 225*time.Millisecond || d1 > 275*time.Millisecond || d2 < d1*3/2 || d3 < d2*3/2 {
+		t.Errorf("backoff after quick deaths: %v, %v, %v; want 250ms doubling", d1, d2, d3)
+	}
+	if next[4] != "relaunch now" {
+		t.Errorf("after a run that completed a turn: %q, want relaunch now", next[4])
+	}
+	if d5 := delay(5); d5 > 275*time.Millisecond {
+		t.Errorf("after the proven run the backoff did not start over: %v", d5)
+	}
+	// The journal agrees: each relaunch came no sooner than decided.
+	var st struct {
+		Runs []struct {
+			Run     int       `json:"run"`
+			Started time.Time `json:"started"`
+			Ended   time.Time `json:"ended"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(e.statusRaw()), &st); err != nil {
+		t.Fatal(err)
+	}
+	byRun := map[int]int{}
+	for i, r := range st.Runs {
+		byRun[r.Run] = i
+	}
+	for run, d := range map[int]time.Duration{1: d1, 2: d2, 3: d3} {
+		a, okA := byRun[run]
+		b, okB := byRun[run+1]
+		if !okA || !okB {
+			t.Fatalf("runs %d and %d not both in status", run, run+1)
+		}
+		if gap := st.Runs[b].Started.Sub(st.Runs[a].Ended); gap < d {
+			t.Errorf("run %d started %v after run %d ended, before its %v backoff", run+1, gap, run, d)
+		}
+	}
 }
