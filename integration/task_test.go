@@ -346,3 +346,33 @@ func TestQuickDeathsBackOffUntilProven(t *testing.T) {
 		}
 	}
 }
+
+// What was running: a hook reports the tool and its command with
+// `supervise notify phase --tool Bash --detail ...`; status shows it, the
+// resume file carries it in "detail", and the continuation names it.
+func TestToolDetailNamedInContinuation(t *testing.T) {
+	e := newEnv(t)
+	e.set("SUPERVISE_BIN="+superviseBin,
+		`TESTAGENT_SCRIPT_1=turn-begin s1 t1 fix the tests; sh "$SUPERVISE_BIN" notify phase --session s1 --tool Bash --detail 'npm test
+  --grep parser'; hang`,
+		"TESTAGENT_SCRIPT_2=resume-file; resumed s1 t1; turn-end s1 t1 completed; barrier; exit 0")
+	sv := e.task()
+	e.waitEvent(1, "sh-ok")
+	raw := e.statusRaw()
+	if !strings.Contains(raw, `"detail": "npm test   --grep parser"`) || !strings.Contains(raw, `"tool": "Bash"`) {
+		t.Fatalf("status does not show the tool's detail:\n%s", raw)
+	}
+	syscall.Kill(e.waitEvent(1, "hang").pid, syscall.SIGKILL)
+	if code := sv.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, sv.stderr())
+	}
+	if args := e.waitEvent(2, "args").arg; !strings.Contains(args, "while the tool \"Bash\" was running `npm test   --grep parser`.") {
+		t.Errorf("the continuation does not name what was running: %q", args)
+	}
+	file := e.waitEvent(2, "resume-file").arg
+	for _, want := range []string{`"tool": "Bash"`, `"detail": "npm test   --grep parser"`, `"phase": "tool"`, `"prompt": "fix the tests"`} {
+		if !strings.Contains(file, want) {
+			t.Errorf("resume file lacks %s: %s", want, file)
+		}
+	}
+}

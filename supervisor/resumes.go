@@ -50,7 +50,7 @@ func (s *Supervisor) logDecisions(decs []resume.Decision) {
 		switch dec.Action {
 		case resume.Resume:
 			s.log.Warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
-				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool)
+				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
 		case resume.Park:
 			s.log.Warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(s.cfg.StateDir, sess.ID))

@@ -79,14 +79,14 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 		sess.State = journal.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = m.Turn, m.Prompt, now
-		sess.Phase, sess.Tool, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
 	case notify.EventTurnEnd:
 		if m.Turn != "" {
 			sess.Turn = m.Turn
 		}
 		sess.State = journal.Idle
 		sess.Outcome = string(m.Outcome)
-		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 		if m.Outcome == notify.OutcomeCompleted {
 			s.turnCompleted(sess)
 		}
@@ -96,7 +96,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 		sess.State = journal.Waiting
 	case notify.EventPhase:
-		sess.Phase, sess.Tool = string(m.Phase), m.Tool
+		sess.Phase, sess.Tool, sess.Detail = string(m.Phase), m.Tool, m.Detail
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
 		}
@@ -114,7 +114,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 	case notify.EventClosed:
 		sess.State = journal.Closed
-		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
 	s.markDirty(sess.ID)
 	s.flushAsync()

@@ -72,7 +72,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
 	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
 	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
-	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {prompt}); default: a built-in honest text")
+	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. :9090 (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
