@@ -154,6 +154,10 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	if err != nil {
 		return cfg, nil, err
 	}
+	if execTpl != nil && set["restart"] {
+		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
+			"restart", f.restart)
+	}
 	dir, name, err := f.state.resolve(set, filepath.Base(argv[0]))
 	if err != nil {
 		return cfg, nil, err
