@@ -13,7 +13,7 @@ import (
 )
 
 // Item is one entry of the resume file (SUPERVISE_RESUME_FILE): a session
-// owed a continuation. Field names are a public contract (DESIGN.md).
+// owed a continuation. Field names are a public contract (docs/design.md).
 type Item struct {
 	Session string `json:"session"`
 	Turn    string `json:"turn"`
@@ -49,6 +49,27 @@ func Items(pending []journal.Session) []Item {
 			Phase: s.Phase, Tool: s.Tool, Detail: s.Detail, Prompt: s.Prompt, Message: s.Resume.Message})
 	}
 	return items
+}
+
+// ReadFile reads the resume file at path, as an agent does with
+// $SUPERVISE_RESUME_FILE. An empty path or a missing file means nothing is
+// owed: no items and no error.
+func ReadFile(path string) ([]Item, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []Item
+	if err := json.Unmarshal(b, &items); err != nil {
+		return nil, fmt.Errorf("resume file %s: %w", path, err)
+	}
+	return items, nil
 }
 
 // WriteFile writes items as the resume file at path, atomically (a reader
