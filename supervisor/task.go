@@ -89,7 +89,7 @@ func (s *Supervisor) taskNext(exit child.Exit) (code int, done bool) {
 		// A resume launch whose command cannot start: retrying it cannot
 		// help, and the session stays owed its resume.
 		s.log.Error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
-			"cmd", s.run.Argv[0], "err", exit.ExecErr)
+			"err", exit.ExecErr)
 		s.taskReport()
 		return exit.Code, true
 	}
@@ -138,10 +138,13 @@ func (s *Supervisor) taskReport() int {
 	sort.Strings(ids)
 	for _, id := range ids {
 		sess := s.sessions[id]
-		if sess.State == journal.Parked {
+		switch held := s.held(); {
+		case sess.State == journal.Parked:
 			fmt.Fprintf(w, "supervise: session %s is parked: %s\n", id, sess.Reason)
-		} else {
-			fmt.Fprintf(w, "supervise: session %s is owed a resume that is held (%s): %s\n", id, s.held(), sess.Reason)
+		case held != "":
+			fmt.Fprintf(w, "supervise: session %s is owed a resume that is held (%s): %s\n", id, held, sess.Reason)
+		default:
+			fmt.Fprintf(w, "supervise: session %s is still owed a resume: %s\n", id, sess.Reason)
 		}
 		fmt.Fprintf(w, "supervise: to resume it: %s\n", s.rerunCommand(id))
 	}
