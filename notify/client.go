@@ -243,7 +243,7 @@ func (c *Client) marker(ctx context.Context, e Event, session string, kv ...stri
 	if e == EventNone {
 		label = EventHeartbeat
 	}
-	if !validID([]byte(session)) {
+	if !validSession([]byte(session)) {
 		return fmt.Errorf("notify: %s: bad session id %q: %w", label, session, ErrProtocol)
 	}
 	for i := 1; i < len(kv); i += 2 {

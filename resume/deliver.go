@@ -134,12 +134,26 @@ func ParseTemplate(t string) ([]string, error) {
 	return words, nil
 }
 
-// ExecArgv substitutes item into a parsed template.
-func ExecArgv(template []string, item Item) []string {
+// ErrUnsafeSession reports a session or turn id that ExecArgv will not place
+// in an argv: one beginning with '-', which the agent would read as an
+// option ("codex exec resume --evil").
+var ErrUnsafeSession = errors.New("id begins with '-': it would be read as an option")
+
+// ExecArgv substitutes item into a parsed template. It refuses (with
+// ErrUnsafeSession) a session id, or a turn id the template uses, that
+// begins with '-': the notify parser already refuses such session ids, and
+// this check holds even for a journal written before it did.
+func ExecArgv(template []string, item Item) ([]string, error) {
+	if strings.HasPrefix(item.Session, "-") {
+		return nil, fmt.Errorf("session %q: %w", item.Session, ErrUnsafeSession)
+	}
+	if strings.HasPrefix(item.Turn, "-") && strings.Contains(strings.Join(template, " "), "{turn}") {
+		return nil, fmt.Errorf("session %q: turn %q: %w", item.Session, item.Turn, ErrUnsafeSession)
+	}
 	r := strings.NewReplacer("{session}", item.Session, "{message}", item.Message, "{turn}", item.Turn)
 	argv := make([]string, len(template))
 	for i, w := range template {
 		argv[i] = r.Replace(w)
 	}
-	return argv
+	return argv, nil
 }

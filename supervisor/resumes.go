@@ -166,8 +166,9 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 	}
 	via := "resume file"
 	if s.cfg.ResumeExec != nil {
-		pending = pending[:1]
-		argv = resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies(pending))[0])
+		if argv, pending = s.execArgv(pending); pending == nil {
+			return s.prepareDelivery(n) // every one was refused and parked
+		}
 		via = "--resume-exec"
 	}
 	if err := resume.WriteFile(path, resume.Items(copies(pending))); err != nil {
@@ -182,6 +183,23 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 	}
 	s.log.Info("delivering resumes", "run", n, "via", via, "sessions", ids)
 	return argv, env
+}
+
+// execArgv builds the --resume-exec argv of the oldest pending session.
+// A session whose id cannot go into an argv (it begins with '-') is parked
+// instead, with its reason, and the next one is tried; nil when none is left.
+func (s *Supervisor) execArgv(pending []*journal.Session) ([]string, []*journal.Session) {
+	for _, sess := range pending {
+		argv, err := resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies([]*journal.Session{sess}))[0])
+		if err == nil {
+			return argv, []*journal.Session{sess}
+		}
+		sess.State, sess.Resume = journal.Parked, nil
+		sess.Reason = "not resumed with --resume-exec: " + err.Error()
+		s.markDirty(sess.ID)
+		s.log.Error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
+	}
+	return nil, nil
 }
 
 func copies(ss []*journal.Session) []journal.Session {
