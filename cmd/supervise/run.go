@@ -74,7 +74,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeExec, "resume-exec", "", "relaunch a single-session agent as this argv template to resume it, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell)")
 	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. :9090 (empty = off)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
