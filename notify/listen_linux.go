@@ -204,6 +204,7 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		default:
 			if m.Barrier {
 				m.Fd = os.NewFile(uintptr(fds[0]), "notify-barrier")
+				m.Refused = s.refused.Take(pid)
 			} else if len(fds) > 0 {
 				closeFDs(fds)
 				s.drop(st, reasonFDs, pid, nil)
@@ -215,6 +216,10 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		}
 	}
 	closeFDs(fds)
+	if creds && r != reasonSender {
+		// The sender's next barrier must say that this was not journaled.
+		s.refused.Add(pid)
+	}
 	s.drop(st, r, pid, err)
 }
 

@@ -109,6 +109,11 @@ type Message struct {
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
 
+	// Refused is set on a BARRIER=1 message when the Server refused a
+	// datagram from the same sender since its previous barrier: the
+	// barrier must be answered with Nack, not Ack.
+	Refused bool
+
 	// Fd is the one file descriptor of a BARRIER=1 message and nil
 	// otherwise. The handler owns it and must close it once everything
 	// received before it is durable; the agent waits for that close.

@@ -44,7 +44,14 @@ type Server struct {
 
 	accepted atomic.Uint64
 	dropped  [numReasons]atomic.Uint64
+	// refused remembers senders whose datagrams were refused since their
+	// last barrier: that barrier's Message.Refused is set.
+	refused Refusals
 }
+
+// ForgetRefusals clears the refusals remembered per sender, for a new
+// process tree (pids of the last one may be reused).
+func (s *Server) ForgetRefusals() { s.refused.Forget() }
 
 // Path returns the socket path: the value of NOTIFY_SOCKET for the child.
 func (s *Server) Path() string { return s.path }

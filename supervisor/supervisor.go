@@ -148,6 +148,10 @@ type Supervisor struct {
 		start, deadline time.Time
 	}
 	cs commitState
+	// refused remembers senders whose markers the loop refused (session
+	// ceiling) since their last barrier, which then answers '0'.
+	refused     notify.Refusals
+	refusedLogs rateLog
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
@@ -182,21 +186,22 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	sum := sha256.Sum256([]byte(cfg.StateDir))
 	now := time.Now()
 	s := &Supervisor{
-		cfg:      cfg,
-		db:       db,
-		reaper:   reaper,
-		log:      cfg.Log,
-		self:     os.Getpid(),
-		sigc:     make(chan os.Signal, 8),
-		reqc:     make(chan request),
-		msgc:     make(chan inMsg, 1024),
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
-		in:       newIntake(now),
-		treeID:   hex.EncodeToString(sum[:6]),
-		sessions: map[string]*journal.Session{},
-		state:    "starting",
-		started:  now,
+		cfg:         cfg,
+		db:          db,
+		reaper:      reaper,
+		log:         cfg.Log,
+		self:        os.Getpid(),
+		sigc:        make(chan os.Signal, 8),
+		reqc:        make(chan request),
+		msgc:        make(chan inMsg, 1024),
+		quit:        make(chan struct{}),
+		done:        make(chan struct{}),
+		in:          newIntake(now),
+		treeID:      hex.EncodeToString(sum[:6]),
+		sessions:    map[string]*journal.Session{},
+		state:       "starting",
+		refusedLogs: rateLog{interval: time.Second},
+		started:     now,
 		// A previous supervise may have left a resume file behind.
 		resumeFile: true,
 	}
@@ -539,6 +544,8 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.run = journal.Run{Run: n, PID: p.PID(), StartTime: p.StartTime(), Started: p.Started(),
 		Reason: journal.ReasonRunning, Argv: argv}
 	s.root.Store(&treeRoot{pid: p.PID(), run: n, tag: s.tag(n)})
+	s.refused.Forget() // the last tree's pids mean nothing now
+	s.notify.ForgetRefusals()
 	s.startWatchdog(p.Started())
 	if relaunch {
 		s.restarts++
