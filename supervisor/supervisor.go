@@ -653,6 +653,7 @@ func (s *Supervisor) onSignal(sig os.Signal, p *child.Process) {
 		}
 		s.lastInterrupt = now
 		s.stop = &stopRequest{sig: sig, at: now, fromTTY: true}
+		s.armCtrlC(now)
 		s.log.Info("Ctrl-C reached the agent; if it exits now that is a stop, not a crash; Ctrl-C again within 2s force-quits",
 			"pid", p.PID())
 		return
