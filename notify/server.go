@@ -16,8 +16,9 @@ const SocketName = "notify.sock"
 // Config configures Listen.
 type Config struct {
 	// Dir is the private directory for the socket. Listen creates it with
-	// mode 0700, or chmods it to 0700 if it exists. The socket is
-	// Dir/notify.sock.
+	// mode 0700; an existing one must be a real directory (not a symbolic
+	// link) owned by the caller and not writable by others, and is
+	// tightened to 0700. The socket is Dir/notify.sock.
 	Dir string
 	// Accept checks the sender of every datagram, by its kernel-attested
 	// pid, on the Serve goroutine. It must be fast and must not block. Nil

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 )
 
@@ -71,26 +72,14 @@ func ReadFile(path string) ([]Item, error) {
 
 // WriteFile writes items as the resume file at path, atomically (a reader
 // sees the old file or the new one, never half of one), mode 0600.
+// It never writes through a symbolic link planted at path or at its
+// temporary name (statedir.WriteFile).
 func WriteFile(path string, items []Item) error {
 	b, err := json.MarshalIndent(items, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".resume-*.json")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return statedir.WriteFile(filepath.Dir(path), filepath.Base(path), append(b, '\n'))
 }
 
 // ErrTemplate reports an unusable --resume-exec template.

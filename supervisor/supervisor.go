@@ -31,6 +31,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
@@ -823,7 +824,9 @@ func (s *Supervisor) fatal(err error) {
 		return
 	}
 	s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)
-	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte(err.Error()+"\n"), 0o600)
+	if werr := statedir.WriteFile(s.cfg.StateDir, filepath.Base(VerifyFailedPath(s.cfg.StateDir)), []byte(err.Error()+"\n")); werr != nil {
+		s.log.Error("could not leave the marker that makes the next start check the journal", "err", werr)
+	}
 	s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
 		"err", err)
 	s.Shutdown()

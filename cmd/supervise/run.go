@@ -24,6 +24,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -295,10 +296,18 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
 	process.EnableBootTimeCache(true)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
+	// The state dir must be private (internal/statedir): refused when
+	// another user owns it or could write to it; its real path is used
+	// from here on, so no link in the path can be swapped later.
+	dir, tightened, err := statedir.Prepare(cfg.StateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
+	if tightened {
+		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
+	}
+	cfg.StateDir = dir
 	db, verifyLater, err := journalopen.Open(cfg.StateDir, log)
 	cfg.VerifyInBackground = verifyLater
 	if err != nil {
