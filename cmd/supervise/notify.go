@@ -76,7 +76,8 @@ payload it cannot read or a marker it cannot deliver exits 1, and outside
 supervise it exits 0 without reading stdin.
 
 Exit codes: 0 sent (and journaled with --barrier), 1 not delivered or not
-confirmed, 2 usage.
+confirmed (the barrier answered 0: supervise refused a message this process
+sent, and its log says why; or supervise went away), 2 usage.
 
 Flags:
 `
