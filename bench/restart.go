@@ -233,7 +233,10 @@ func (b *bench) startSupervise(sv svBin) (*subject, error) {
 	}
 	s.supervise = true
 	state := filepath.Join(s.dir, "state")
-	s.p, err = b.start([]string{sv.path, "run", "--state-dir", state, "--", b.reporter},
+	// --healthy-after 1s: the harness kills each child after 1.2 s, a
+	// healthy run, so the relaunch is immediate (the default is 10 s, under
+	// which every kill here would be a quick death and back off).
+	s.p, err = b.start([]string{sv.path, "run", "--healthy-after", "1s", "--state-dir", state, "--", b.reporter},
 		baseEnv("REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo")), s.dir, s.log)
 	if err != nil {
 		return s, err
