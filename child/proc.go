@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shirou/gopsutil/v4/process"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,19 +16,13 @@ import (
 // process that was recorded (its pid was reused).
 var ErrGone = errors.New("process is gone")
 
-// StartTime returns the start time of pid as gopsutil reports it
-// (milliseconds since the epoch). Together with the pid it identifies a
+// StartTime returns the start time of pid in milliseconds since the epoch,
+// the value gopsutil's CreateTime reports (read from /proc directly on
+// Linux, through gopsutil elsewhere). Together with the pid it identifies a
 // process across pid reuse.
 func StartTime(ctx context.Context, pid int) (int64, error) {
-	p, err := process.NewProcessWithContext(ctx, int32(pid))
-	if err != nil {
-		return 0, ErrGone
-	}
-	t, err := p.CreateTimeWithContext(ctx)
-	if err != nil {
-		return 0, ErrGone
-	}
-	return t, nil
+	_ = ctx // reading /proc does not block
+	return startTime(pid)
 }
 
 // Alive reports whether the process recorded as (pid, start) still runs: the

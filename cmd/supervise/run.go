@@ -17,7 +17,6 @@ import (
 	"time"
 
 	oklog "github.com/oklog/run"
-	"github.com/shirou/gopsutil/v4/process"
 	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/child"
@@ -301,7 +300,6 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
-	process.EnableBootTimeCache(true)
 	// The state dir must be private (internal/statedir): refused when
 	// another user owns it or could write to it; its real path is used
 	// from here on, so no link in the path can be swapped later.
