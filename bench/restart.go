@@ -441,8 +441,8 @@ func (b *bench) restartRows(subs []*subject) {
 				float64(r.q(0.5))/1000, float64(r.q(0.1))/1000, float64(r.q(0.9))/1000)
 		}
 		if s.supervise {
-			target = "≤ 2× floor and < every peer"
-			ok := floor > 0 && med <= 2*floor
+			target = "≤ 1.5× floor and < every peer"
+			ok := floor > 0 && float64(med) <= 1.5*float64(floor)
 			if peerBest > 0 {
 				ok = ok && med < peerBest
 			}
@@ -467,8 +467,8 @@ func (b *bench) restartRows(subs []*subject) {
 		detail := fmt.Sprintf("VmRSS %s now (anon %s, file %s)", mib(s.mem.rss), mib(s.mem.anon), mib(s.mem.file))
 		target, verdict := "", ""
 		if s.supervise {
-			target = "< 15 MiB"
-			verdict = metMissed(s.mem.hwm < 15*1024)
+			target = "≤ 10 MiB"
+			verdict = metMissed(s.mem.hwm <= 10*1024)
 		}
 		b.add(row{"peak RSS (VmHWM) after the restarts", name, mib(s.mem.hwm), detail, target, verdict})
 	}
