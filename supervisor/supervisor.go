@@ -173,6 +173,9 @@ type Supervisor struct {
 	// run proved healthy whatever its uptime.
 	turnDone bool
 	task     taskState // task mode's memory of this invocation
+
+	// logHold keeps log output off the restart path (see logHold).
+	logHold logHold
 }
 
 // stopRequest is a stop asked of the supervisor.
@@ -219,6 +222,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		resumeFile: true,
 	}
 	s.refusedLogs.interval = time.Second
+	s.log = newHoldLogger(cfg.Log, &s.logHold)
 	s.m = newMetrics(s)
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
@@ -290,6 +294,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 }
 
 func (s *Supervisor) loop(ctx context.Context) (int, error) {
+	defer s.logHold.release()
 	for {
 		if s.stop != nil {
 			return s.stopCode(), nil
@@ -548,6 +553,7 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
 	})
+	s.logHold.release()
 	if err != nil {
 		exit := child.FailedExit(err, time.Now())
 		s.run = journal.Run{Run: n, Started: exit.Started, Argv: argv}
@@ -601,6 +607,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 	if p != nil {
 		done = p.Done()
 	}
+	s.logHold.release()
 	quit := s.quit
 	flush := time.NewTicker(time.Second)
 	defer flush.Stop()
@@ -802,6 +809,9 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	if err != nil {
 		s.log.Error("journal: recording the child's death failed", "run", r.Run, "err", err)
 	}
+	// The death is committed: what follows is only said, and is written
+	// once the next child is forked (or the loop waits or ends).
+	s.logHold.start()
 
 	next := dec.Action.String()
 	switch {
