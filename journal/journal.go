@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -549,4 +550,84 @@ func (t *Tx) ForEachSession(fn func(Session) error) error {
 		}
 		return fn(s)
 	})
+}
+
+// settledKey is a settled session found by PruneSessions.
+type settledKey struct {
+	updated time.Time
+	id      string
+}
+
+// PruneSessions deletes settled sessions (idle or closed: see
+// SessionState.Open) beyond the newest keep, oldest first by their last
+// update; open sessions are never deleted. It reads in one transaction and
+// deletes in transactions of at most batch sessions, each rechecking that a
+// doomed session is still settled and unchanged, so it may run beside the
+// supervisor's own commits. It returns how many it deleted. keep <= 0 keeps
+// everything.
+func (db *DB) PruneSessions(keep, batch int) (int, error) {
+	if keep <= 0 {
+		return 0, nil
+	}
+	if batch <= 0 {
+		batch = 1000
+	}
+	var settled []settledKey
+	err := db.View(func(tx *Tx) error {
+		return tx.sessions().ForEach(func(k, v []byte) error {
+			var s struct {
+				State   SessionState `json:"state"`
+				Updated time.Time    `json:"updated"`
+			}
+			if err := json.Unmarshal(v, &s); err != nil {
+				return fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
+			}
+			if !s.State.Open() {
+				settled = append(settled, settledKey{s.Updated, string(k)})
+			}
+			return nil
+		})
+	})
+	if err != nil || len(settled) <= keep {
+		return 0, err
+	}
+	sort.Slice(settled, func(i, j int) bool {
+		if !settled[i].updated.Equal(settled[j].updated) {
+			return settled[i].updated.Before(settled[j].updated)
+		}
+		return settled[i].id < settled[j].id
+	})
+	doomed := settled[:len(settled)-keep]
+	deleted := 0
+	for len(doomed) > 0 {
+		n := min(batch, len(doomed))
+		part := doomed[:n]
+		doomed = doomed[n:]
+		n = 0
+		err := db.Update(func(tx *Tx) error {
+			n = 0
+			for _, d := range part {
+				s, ok, err := tx.Session(d.id)
+				if err != nil {
+					return err
+				}
+				if !ok || s.State.Open() || !s.Updated.Equal(d.updated) {
+					continue // changed since the scan: not ours to delete
+				}
+				if err := tx.sessions().Delete([]byte(d.id)); err != nil {
+					return err
+				}
+				if err := tx.open().Delete([]byte(d.id)); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return deleted, err
+		}
+		deleted += n
+	}
+	return deleted, nil
 }
