@@ -74,3 +74,45 @@ func TestPruneSessions(t *testing.T) {
 		t.Errorf("a second prune deleted %d", n)
 	}
 }
+
+// The brief scan reads the same state and update time as a full decode,
+// even for ids and text made to look like those fields.
+func TestSessionBrief(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "journal.db"))
+	at := time.Date(2026, 12, 1, 4, 5, 6, 789, time.UTC)
+	want := map[string]Session{}
+	for i, s := range []Session{
+		{ID: `a","state":"parked`, State: Closed, Updated: at},
+		{ID: "b", State: Parked, Reason: `x,"updated":"2001-01-01T00:00:00Z`, Updated: at.Add(time.Second)},
+		{ID: "c", State: Idle, Prompt: `,"state":"in_turn"`},
+		{ID: `d\"`, State: Stopped, Updated: at.Add(-time.Hour)},
+	} {
+		want[s.ID] = s
+		_ = i
+	}
+	db.Update(func(tx *Tx) error {
+		for _, s := range want {
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	n := 0
+	db.View(func(tx *Tx) error {
+		return tx.ForEachSessionBrief(func(b SessionBrief, full func() (Session, error)) error {
+			n++
+			w := want[b.ID]
+			if b.State != w.State || !b.Updated.Equal(w.Updated) {
+				t.Errorf("%q: brief %v %v, want %v %v", b.ID, b.State, b.Updated, w.State, w.Updated)
+			}
+			if s, err := full(); err != nil || s.ID != b.ID || s.Reason != w.Reason {
+				t.Errorf("%q: full %+v %v", b.ID, s, err)
+			}
+			return nil
+		})
+	})
+	if n != len(want) {
+		t.Errorf("%d sessions scanned, want %d", n, len(want))
+	}
+}

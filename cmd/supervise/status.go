@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,9 +18,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var st stateFlags
 	st.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (fields as in docs/design.md and the README)")
-	all := fs.Bool("all", false, "list every session, not only open ones and those active now")
+	all := fs.Bool("all", false, "list every session (streamed, any number), not only the open ones and the latest settled ones")
+	session := fs.String("session", "", "show only this session")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all] [--state-dir DIR | --name NAME]")
+		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all | --session ID] [--state-dir DIR | --name NAME]")
+		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.")
 		fs.PrintDefaults()
 	}
 	set, err := parseFlags(fs, args, stdout, stderr)
@@ -32,46 +33,75 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	if *all && *session != "" {
+		fmt.Fprintln(stderr, "supervise status: --all and --session exclude each other")
+		return exitUsage
+	}
 	dir, name, err := st.resolve(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitUsage
 	}
-	status, err := loadStatus(ctx, dir, name, *all)
+	v := supervisor.View{All: *all, Session: *session}
+	timeout := 5 * time.Second
+	if v.All {
+		timeout = 10 * time.Minute // streamed: as long as the journal is large
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if *asJSON {
+		// Straight through, never held whole: valid at any size.
+		err = statusJSON(ctx, dir, name, v, stdout)
+	} else {
+		var status supervisor.Status
+		if status, err = loadStatus(ctx, dir, name, v); err == nil {
+			err = supervisor.WriteText(stdout, status, time.Now())
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
-		return exitInternal
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(status); err != nil {
-			return exitInternal
-		}
-		return exitOK
-	}
-	if err := supervisor.WriteText(stdout, status, time.Now()); err != nil {
 		return exitInternal
 	}
 	return exitOK
 }
 
+// statusJSON copies the running supervise's JSON status to w, or writes it
+// from the journal when none runs.
+func statusJSON(ctx context.Context, dir, name string, v supervisor.View, w io.Writer) error {
+	err := supervisor.CopyStatus(ctx, dir, v, func(r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+	if err == nil || !errors.Is(err, supervisor.ErrNoSupervisor) {
+		return err
+	}
+	db, err := openOffline(dir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return supervisor.WriteStatusJSON(w, db, name, dir, v)
+}
+
 // loadStatus asks the running supervise, or reads the journal when none
 // runs.
-func loadStatus(ctx context.Context, dir, name string, all bool) (supervisor.Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := supervisor.FetchStatus(ctx, dir, all)
+func loadStatus(ctx context.Context, dir, name string, v supervisor.View) (supervisor.Status, error) {
+	st, err := supervisor.FetchStatusView(ctx, dir, v)
 	if err == nil || !errors.Is(err, supervisor.ErrNoSupervisor) {
 		return st, err
 	}
-	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{ReadOnly: true})
+	db, err := openOffline(dir)
 	if err != nil {
-		if errors.Is(err, journal.ErrLocked) {
-			return st, fmt.Errorf("%w, but its control socket %s does not answer", err, supervisor.ControlPath(dir))
-		}
 		return st, err
 	}
 	defer db.Close()
-	return supervisor.ReadStatus(db, name, dir, all)
+	return supervisor.ReadStatusView(db, name, dir, v)
+}
+
+func openOffline(dir string) (*journal.DB, error) {
+	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{ReadOnly: true})
+	if errors.Is(err, journal.ErrLocked) {
+		return nil, fmt.Errorf("%w, but its control socket %s does not answer", err, supervisor.ControlPath(dir))
+	}
+	return db, err
 }
