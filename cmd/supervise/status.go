@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -51,10 +49,10 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer cancel()
 	if *asJSON {
 		// Straight through, never held whole: valid at any size.
-		err = statusJSON(ctx, dir, name, v, stdout)
+		err = supervisor.WriteStatus(ctx, stdout, dir, name, v)
 	} else {
 		var status supervisor.Status
-		if status, err = loadStatus(ctx, dir, name, v); err == nil {
+		if status, err = supervisor.LoadStatusView(ctx, dir, name, v); err == nil {
 			err = supervisor.WriteText(stdout, status, time.Now())
 		}
 	}
@@ -63,45 +61,4 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitInternal
 	}
 	return exitOK
-}
-
-// statusJSON copies the running supervise's JSON status to w, or writes it
-// from the journal when none runs.
-func statusJSON(ctx context.Context, dir, name string, v supervisor.View, w io.Writer) error {
-	err := supervisor.CopyStatus(ctx, dir, v, func(r io.Reader) error {
-		_, err := io.Copy(w, r)
-		return err
-	})
-	if err == nil || !errors.Is(err, supervisor.ErrNoSupervisor) {
-		return err
-	}
-	db, err := openOffline(dir)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return supervisor.WriteStatusJSON(w, db, name, dir, v)
-}
-
-// loadStatus asks the running supervise, or reads the journal when none
-// runs.
-func loadStatus(ctx context.Context, dir, name string, v supervisor.View) (supervisor.Status, error) {
-	st, err := supervisor.FetchStatusView(ctx, dir, v)
-	if err == nil || !errors.Is(err, supervisor.ErrNoSupervisor) {
-		return st, err
-	}
-	db, err := openOffline(dir)
-	if err != nil {
-		return st, err
-	}
-	defer db.Close()
-	return supervisor.ReadStatusView(db, name, dir, v)
-}
-
-func openOffline(dir string) (*journal.DB, error) {
-	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{ReadOnly: true})
-	if errors.Is(err, journal.ErrLocked) {
-		return nil, fmt.Errorf("%w, but its control socket %s does not answer", err, supervisor.ControlPath(dir))
-	}
-	return db, err
 }

@@ -1,0 +1,98 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
+)
+
+// LoadStatus is `supervise status`: it asks the supervise running on
+// stateDir over its control socket, or reads the journal when none runs.
+// It gives up after 5 s.
+func LoadStatus(ctx context.Context, stateDir, name string, all bool) (Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return LoadStatusView(ctx, stateDir, name, View{All: all})
+}
+
+// LoadStatusView is LoadStatus with a View, without a timeout of its own.
+func LoadStatusView(ctx context.Context, stateDir, name string, v View) (Status, error) {
+	st, err := FetchStatusView(ctx, stateDir, v)
+	if err == nil || !errors.Is(err, ErrNoSupervisor) {
+		return st, err
+	}
+	db, err := openOffline(stateDir)
+	if err != nil {
+		return st, err
+	}
+	defer db.Close()
+	return ReadStatusView(db, name, stateDir, v)
+}
+
+// WriteStatus writes the status JSON to w: the running supervise's, copied
+// as it streams in, or one written from the journal when none runs. With
+// v.All every session is streamed: valid JSON at any size, never held whole.
+func WriteStatus(ctx context.Context, w io.Writer, stateDir, name string, v View) error {
+	err := CopyStatus(ctx, stateDir, v, func(r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+	if err == nil || !errors.Is(err, ErrNoSupervisor) {
+		return err
+	}
+	db, err := openOffline(stateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return WriteStatusJSON(w, db, name, stateDir, v)
+}
+
+// openOffline opens the journal of a supervise that does not answer on its
+// control socket, read-only.
+func openOffline(stateDir string) (*journal.DB, error) {
+	db, err := journal.Open(StatePath(stateDir), journal.Options{ReadOnly: true})
+	if errors.Is(err, journal.ErrLocked) {
+		return nil, fmt.Errorf("%w, but its control socket %s does not answer", err, ControlPath(stateDir))
+	}
+	return db, err
+}
+
+// ManualResume is `supervise resume`: the supervise running on stateDir
+// resumes session id (RequestResume); when none runs, the session is
+// marked in the journal and the next supervise dispatches it. It returns
+// how the resume will be delivered, for the user.
+func ManualResume(ctx context.Context, stateDir, id string) (string, error) {
+	delivery, err := RequestResume(ctx, stateDir, id)
+	if !errors.Is(err, ErrNoSupervisor) {
+		return delivery, err
+	}
+	db, err := journal.Open(StatePath(stateDir), journal.Options{})
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	err = db.Update(func(tx *journal.Tx) error {
+		s, ok, err := tx.Session(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w %q in %s", ErrUnknownSession, id, stateDir)
+		}
+		s, err = resume.Manual(s, time.Now(), "")
+		if err != nil {
+			return err
+		}
+		return tx.PutSession(s)
+	})
+	if err != nil {
+		return "", err
+	}
+	return "at the next start of supervise", nil
+}
