@@ -164,6 +164,7 @@ type Supervisor struct {
 	// ceiling) since their last barrier, which then answers '0'.
 	refused     notify.Refusals
 	refusedLogs rateLog
+	lateLogs    rateLog // datagrams from a run that has died
 	prune       pruner
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
@@ -224,6 +225,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		resumeFile: true,
 	}
 	s.refusedLogs.interval = time.Second
+	s.lateLogs.interval = time.Second
 	s.m = newMetrics(s)
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
