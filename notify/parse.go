@@ -82,6 +82,18 @@ const (
 	PhaseIdle  Phase = "idle"
 )
 
+// Wait is what a waiting session waits for (X_SUPERVISE_WAIT).
+type Wait string
+
+// Waits. A session waiting for input or approval waits for a person and is
+// never resumed automatically after a death; one waiting for reconnect is
+// retrying the model API mid-turn (an outage) and is resumed like in_turn.
+const (
+	WaitInput     Wait = "input"
+	WaitApproval  Wait = "approval"
+	WaitReconnect Wait = "reconnect"
+)
+
 // Message is one accepted datagram, parsed.
 type Message struct {
 	// PID and UID are the sender's credentials (SCM_CREDENTIALS), filled
@@ -108,6 +120,9 @@ type Message struct {
 	Event   Event
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
+	// Wait is set with EventWaiting: WaitInput when X_SUPERVISE_WAIT is
+	// absent.
+	Wait Wait
 
 	// Fd is the one file descriptor of a BARRIER=1 message and nil
 	// otherwise. The handler owns it and must close it once everything
@@ -123,7 +138,7 @@ func (m *Message) IsHeartbeatOnly() bool {
 		(m.Event == EventNone || m.Event == EventHeartbeat) &&
 		!m.Ready && !m.Stopping && !m.WatchdogTrigger && !m.Barrier && !m.HasStatus &&
 		m.WatchdogUSec == 0 && m.ExtendTimeoutUSec == 0 &&
-		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Outcome == "" && m.Phase == "" &&
+		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Outcome == "" && m.Phase == "" && m.Wait == "" &&
 		m.Fd == nil
 }
 
@@ -145,6 +160,7 @@ const (
 	seenPhase
 	seenTool
 	seenPrompt
+	seenWait
 )
 
 // parser parses datagrams. It remembers the last session id so that a
@@ -178,6 +194,7 @@ func (p *parser) parse(b []byte) (Message, error) {
 		seen                                            uint
 		assignments                                     int
 		session, event, turn, outcome, phase, tool, pro []byte
+		wait                                            []byte
 	)
 	for line := 1; len(b) > 0; line++ {
 		l := b
@@ -236,6 +253,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 			bit, tool = seenTool, v
 		case "X_SUPERVISE_PROMPT":
 			bit, pro = seenPrompt, v
+		case "X_SUPERVISE_WAIT":
+			bit, wait = seenWait, v
 		}
 		if seen&bit != 0 {
 			return m, fmt.Errorf("line %d repeats %s: %w", line, k, ErrMalformed)
@@ -303,6 +322,17 @@ func (p *parser) parse(b []byte) (Message, error) {
 	}
 	if m.Event == EventPhase && m.Phase == "" {
 		return m, fmt.Errorf("phase event without phase: %w", ErrProtocol)
+	}
+	if seen&seenWait != 0 {
+		switch w := Wait(wait); w {
+		case WaitInput, WaitApproval, WaitReconnect:
+			m.Wait = w
+		default:
+			return m, fmt.Errorf("unknown wait %q: %w", wait, ErrProtocol)
+		}
+	}
+	if m.Event == EventWaiting && m.Wait == "" {
+		m.Wait = WaitInput
 	}
 	if seen&seenPrompt != 0 {
 		m.Prompt = string(cut(pro, MaxPromptLen))

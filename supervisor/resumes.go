@@ -39,6 +39,7 @@ func (s *Supervisor) decide(d resume.Death, now time.Time) []resume.Decision {
 		}
 		changed = append(changed, dec)
 	}
+	s.stampBreakerParks(changed)
 	return changed
 }
 

@@ -78,6 +78,12 @@ type Config struct {
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
+	// Fingerprint lists files whose change, with the agent binary's, lifts
+	// a park by the crash breaker once (--fingerprint).
+	Fingerprint []string
+	// Deadlines are the turn-level deadlines (--turn-timeout,
+	// --phase-timeout); zero values are off.
+	Deadlines Deadlines
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
@@ -115,6 +121,7 @@ type Supervisor struct {
 	done     chan struct{} // closed when Run returns
 
 	in       *intake
+	fp       *fingerprinter
 	root     atomic.Pointer[treeRoot]
 	fenceSeq uint64
 	m        *metrics
@@ -142,6 +149,7 @@ type Supervisor struct {
 	abort         *abortState
 	lastInterrupt time.Time
 	wd            watchdogState
+	dl            deadlineState
 	pingsAtLaunch uint64
 	grace         struct {
 		timer           *time.Timer
@@ -201,6 +209,9 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		resumeFile: true,
 	}
 	s.m = newMetrics(s)
+	if len(cfg.Argv) > 0 {
+		s.fp = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
+	}
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
@@ -518,6 +529,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.state = "starting"
 	s.ready, s.statusText = false, ""
 	relaunch := s.lastExit != nil
+	s.liftParks()
 	argv, extra := s.prepareDelivery(n)
 	p, err := s.reaper.Start(child.Spec{
 		Args:       argv,
@@ -566,6 +578,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.drain()
 	s.root.Store(nil)
 	s.stopWatchdog()
+	s.stopDeadlines()
 	s.stopGrace()
 	s.proc = nil
 	s.flushBeats(time.Now())
@@ -617,6 +630,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.failpoint()
 			s.flushBeats(now)
 			s.checkMemory()
+			s.rearmDeadlines()
 			s.evictSettled()
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
@@ -624,6 +638,8 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			}
 		case now := <-s.wdC():
 			s.checkWatchdog(now)
+		case now := <-s.dlC():
+			s.deadlineFired(now)
 		case now := <-s.graceC():
 			s.graceFired(now)
 		case err := <-s.verifyc:

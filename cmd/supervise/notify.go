@@ -26,7 +26,11 @@ hooks can stay configured.
 Events:
   turn-begin   --session ID [--turn ID] [--prompt TEXT]   a turn started
   turn-end     --session ID [--turn ID] --outcome completed|failed|cancelled
-  waiting      --session ID [--turn ID]    waiting for approval or human input
+  waiting      --session ID [--turn ID] [--wait input|approval|reconnect]
+                                           waiting for a person (input, the
+                                           default, or approval: parked after a
+                                           death), or retrying the model API
+                                           (reconnect: resumed like a turn)
   phase        --session ID --phase model|tool|idle [--tool NAME]
   resumed      --session ID [--turn ID]    the agent took a resume
   closed       --session ID                the session is over
@@ -95,6 +99,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	tool := fs.String("tool", "", "tool name, with --phase tool")
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
+	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the send and the barrier")
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
@@ -169,7 +174,12 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		err = c.TurnEnd(ctx, *session, *turn, o)
 	case "waiting":
-		err = c.Waiting(ctx, *session, *turn)
+		w := notify.Wait(*wait)
+		if w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
+			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
+			return exitUsage
+		}
+		err = c.WaitingFor(ctx, *session, *turn, w)
 	case "phase":
 		p := notify.Phase(*phase)
 		if p != notify.PhaseModel && p != notify.PhaseTool && p != notify.PhaseIdle {
