@@ -103,6 +103,8 @@ type DeadlineStatus struct {
 	Kind  string    `json:"kind"`
 	Limit string    `json:"limit"`
 	At    time.Time `json:"at"`
+	// Since is when its clock started (turn-begin, resumed, phase marker).
+	Since time.Time `json:"since"`
 	// Extended is true when EXTEND_TIMEOUT_USEC moved it (capped at twice
 	// Limit).
 	Extended bool `json:"extended"`
@@ -280,7 +282,7 @@ func (s *Supervisor) status(all bool) (Status, error) {
 		for _, sess := range s.sessions {
 			ss := sessionStatus(*sess, s.cfg.StateDir, s.held())
 			if dl, ok := sessionDeadline(sess, s.cfg.Deadlines); ok && s.proc != nil {
-				ss.Deadline = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Extended: dl.Extended}
+				ss.Deadline = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Since: dl.From.Round(0), Extended: dl.Extended}
 			}
 			st.Sessions = append(st.Sessions, ss)
 		}
