@@ -70,6 +70,11 @@ type ChildStatus struct {
 	StatusText string `json:"status_text,omitempty"`
 	// Watchdog is the hang-detection period in effect, "" when off.
 	Watchdog string `json:"watchdog,omitempty"`
+	// Cgroup is the run's own cgroup directory, "" when it has none.
+	Cgroup string `json:"cgroup,omitempty"`
+	// OOMNamed is true when the run's cgroup counts OOM kills (memory
+	// controller delegated): a death with one has reason oom.
+	OOMNamed bool `json:"oom_named,omitempty"`
 }
 
 // SessionStatus is one session.
@@ -267,6 +272,10 @@ func (s *Supervisor) status(all bool) (Status, error) {
 	st.Child.Ready, st.Child.StatusText = s.ready, s.statusText
 	if s.wd.period > 0 && s.proc != nil {
 		st.Child.Watchdog = s.wd.period.String()
+	}
+	if s.cg.run != nil && s.proc != nil {
+		st.Child.Cgroup = s.cg.run.Dir()
+		st.Child.OOMNamed = s.cg.all.Memory()
 	}
 	st.Guard = s.guard
 	ns := s.notify.Stats()

@@ -81,6 +81,8 @@ type Config struct {
 	// Fingerprint lists files whose change, with the agent binary's, lifts
 	// a park by the crash breaker once (--fingerprint).
 	Fingerprint []string
+	// NoCgroups keeps the agent out of a cgroup of its own (--cgroup off).
+	NoCgroups bool
 	// Deadlines are the turn-level deadlines (--turn-timeout,
 	// --phase-timeout); zero values are off.
 	Deadlines Deadlines
@@ -150,6 +152,7 @@ type Supervisor struct {
 	lastInterrupt time.Time
 	wd            watchdogState
 	dl            deadlineState
+	cg            cgroupState
 	pingsAtLaunch uint64
 	grace         struct {
 		timer           *time.Timer
@@ -259,6 +262,8 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
 	s.cs = commitState{w: startWriter(s.db, s.cfg.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
+	s.openCgroups()
+	defer s.closeCgroups()
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
@@ -531,7 +536,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	relaunch := s.lastExit != nil
 	s.liftParks()
 	argv, extra := s.prepareDelivery(n)
-	p, err := s.reaper.Start(child.Spec{
+	spec := child.Spec{
 		Args:       argv,
 		Env:        append(s.childEnv(n), extra...),
 		Dir:        s.cfg.Dir,
@@ -539,8 +544,17 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdin:      s.cfg.Stdin,
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
-	})
+		Cgroup:     s.runCgroup(n),
+	}
+	p, err := s.reaper.Start(spec)
+	if cerr := err; err != nil && spec.Cgroup != nil {
+		spec.Cgroup = nil
+		if p, err = s.reaper.Start(spec); err == nil {
+			s.cgroupFailed(cerr)
+		}
+	}
 	if err != nil {
+		s.endRunCgroup()
 		exit := child.FailedExit(err, time.Now())
 		s.run = journal.Run{Run: n, Started: exit.Started, Argv: argv}
 		s.log.Error("agent could not be started", "run", n, "cmd", argv[0], "exit_code", exit.Code, "err", err)
@@ -580,6 +594,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.stopWatchdog()
 	s.stopDeadlines()
 	s.stopGrace()
+	s.endRunCgroup()
 	s.proc = nil
 	s.flushBeats(time.Now())
 	return p.Exit()
@@ -753,6 +768,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	r.ExitCode = exit.Code
 	r.Signal = int(exit.Signal)
 	r.Reason, r.Dirty = s.classify(exit)
+	r.Reason = s.namedOOM(r.Reason, r.Dirty)
 	s.run = r
 	s.lastExit = &r
 	s.state = "exited"

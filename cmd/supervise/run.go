@@ -55,6 +55,7 @@ type runFlags struct {
 	turnTimeout time.Duration
 	phaseTime   string
 	fingerprint listFlag
+	cgroup      string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -83,6 +84,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.turnTimeout, "turn-timeout", 0, "turn deadline: a turn still open this long after its turn-begin (or resumed) stops the agent (stop signal, grace, SIGKILL), reason turn-timeout, decided as any dirty death; EXTEND_TIMEOUT_USEC during the turn extends it up to twice this; a wait for a person pauses it (0 = off)")
 	fs.StringVar(&f.phaseTime, "phase-timeout", "", "phase deadlines, e.g. model=10m,tool=30m (either may be given): a model or tool phase older than its deadline stops the agent as --turn-timeout does")
 	fs.Var(&f.fingerprint, "fingerprint", "a file whose change, like the agent binary's, lifts a park by the crash breaker once, e.g. the agent's config or a model pin (repeatable)")
+	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -136,6 +138,9 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	}
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age must be >= 0, --keep-runs >= 1")
+	}
+	if f.cgroup != "auto" && f.cgroup != "off" {
+		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("cgroup", set), f.cgroup)
 	}
 	if f.resumeMode != "auto" && f.resumeMode != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("resume", set), f.resumeMode)
@@ -197,6 +202,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Watchdog:     f.watchdog,
 		MaxRSS:       maxRSS,
 		Deadlines:    deadlines,
+		NoCgroups:    f.cgroup == "off",
 		Fingerprint:  fingerprint,
 		WedgeFile:    os.Getenv("SUPERVISE_FAILPOINT_WEDGE"),
 		CommitDelay:  failpointDuration("SUPERVISE_FAILPOINT_COMMIT_DELAY"),

@@ -1,0 +1,98 @@
+//go:build linux && !supervise_portable
+
+package child
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOOMKillsParse(t *testing.T) {
+	dir := t.TempDir()
+	r := &RunCgroup{dir: dir, memory: true}
+	if n, ok := r.OOMKills(); ok || n != 0 {
+		t.Errorf("no memory.events: %d %v, want 0 false", n, ok)
+	}
+	os.WriteFile(filepath.Join(dir, "memory.events"), []byte("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n"), 0o644)
+	if n, ok := r.OOMKills(); !ok || n != 2 {
+		t.Errorf("oom_kill 2: got %d %v", n, ok)
+	}
+	r.memory = false
+	if _, ok := r.OOMKills(); ok {
+		t.Error("counted OOM kills without the memory controller")
+	}
+	var none *RunCgroup
+	if _, ok := none.OOMKills(); ok || none.Kill() != nil {
+		t.Error("a nil run cgroup claims to count or kill")
+	}
+}
+
+func TestUnescapeMountinfo(t *testing.T) {
+	if got := unescape(`/sys/fs/cgroup/with\040space`); got != "/sys/fs/cgroup/with space" {
+		t.Errorf("unescape: %q", got)
+	}
+}
+
+// cgroupsOrSkip opens a private cgroup subtree, or skips saying exactly why
+// this machine offers none.
+func cgroupsOrSkip(t *testing.T) *Cgroups {
+	t.Helper()
+	c, why := OpenCgroups("childtest", fmt.Sprintf("%d", time.Now().UnixNano()))
+	if c == nil {
+		t.Skipf("no cgroup of our own here: %s", why)
+	}
+	t.Cleanup(c.Close)
+	if why != "" {
+		t.Logf("cgroups without OOM naming: %s", why)
+	}
+	return c
+}
+
+func ownCgroup(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// A launch is cloned straight into its run's cgroup, a setsid grandchild
+// stays in it, and cgroup.kill alone takes both; Close removes the cgroup.
+func TestRunCgroupKillsEscapee(t *testing.T) {
+	c := cgroupsOrSkip(t)
+	rc, err := c.Run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReaper(t)
+	p, out := start(t, r, "setsid-grandchild-stay", Spec{Cgroup: rc})
+	f := strings.Fields(readLine(t, out))
+	gc, _ := strconv.Atoi(f[1])
+	for _, pid := range []int{p.PID(), gc} {
+		if cg := ownCgroup(pid); !strings.HasSuffix(cg, "/run-1") {
+			t.Errorf("pid %d is in cgroup %q, want the run's", pid, cg)
+		}
+	}
+	if err := rc.Kill(); err != nil { // cgroup.kill only: no group or tree walk
+		t.Fatal(err)
+	}
+	wait(t, p)
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone(gc) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !gone(gc) {
+		t.Errorf("setsid grandchild %d survived cgroup.kill", gc)
+	}
+	rc.Close()
+	if _, err := os.Stat(rc.Dir()); !os.IsNotExist(err) {
+		t.Errorf("run cgroup %s left behind: %v", rc.Dir(), err)
+	}
+}
