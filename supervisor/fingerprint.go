@@ -96,7 +96,7 @@ func errText(err error) string {
 // stampBreakerParks records the agent's fingerprint on the sessions the
 // breaker just parked, and drops a stale one from any other park.
 func (s *Supervisor) stampBreakerParks(decs []resume.Decision) {
-	if s.fp == nil {
+	if s.fprint == nil {
 		return
 	}
 	var fp *journal.Fingerprint
@@ -111,7 +111,7 @@ func (s *Supervisor) stampBreakerParks(decs []resume.Decision) {
 		sess.Fingerprint = nil
 		if sess.ParkedBy == journal.ParkedByBreaker {
 			if fp == nil {
-				fp = s.fp.get()
+				fp = s.fprint.get()
 			}
 			sess.Fingerprint = fp
 		}
@@ -123,7 +123,7 @@ func (s *Supervisor) stampBreakerParks(decs []resume.Decision) {
 // an agent whose fingerprint differs from the one about to run becomes
 // resume_pending, once. Nothing is hashed unless such a park exists.
 func (s *Supervisor) liftParks() {
-	if s.fp == nil {
+	if s.fprint == nil {
 		return
 	}
 	var parked []*journal.Session
@@ -135,7 +135,7 @@ func (s *Supervisor) liftParks() {
 	if len(parked) == 0 {
 		return
 	}
-	fp := s.fp.get()
+	fp := s.fprint.get()
 	now := time.Now()
 	lifted := 0
 	for _, sess := range parked {
