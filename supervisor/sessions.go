@@ -120,8 +120,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		if sess.TurnStarted.IsZero() {
 			sess.TurnStarted = now
 		}
-		newAttempt(sess, now)
-		sess.PhaseStarted = time.Time{} // the phase clock starts at its next phase marker
+		newAttempt(sess, now) // the phase clock starts at the next phase marker
 	case notify.EventClosed:
 		sess.State = journal.Closed
 		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
