@@ -72,8 +72,16 @@ const (
 	OutcomeCancelled Outcome = "cancelled"
 )
 
+// Valid reports whether o is one of the protocol's outcomes.
+func (o Outcome) Valid() bool {
+	return o == OutcomeCompleted || o == OutcomeFailed || o == OutcomeCancelled
+}
+
 // Phase is what a session is doing inside a turn (X_SUPERVISE_PHASE).
 type Phase string
+
+// Valid reports whether p is one of the protocol's phases.
+func (p Phase) Valid() bool { return p == PhaseModel || p == PhaseTool || p == PhaseIdle }
 
 // Phases of a turn.
 const (
@@ -302,10 +310,9 @@ func (p *parser) parse(b []byte) (Message, error) {
 		m.Tool = string(tool)
 	}
 	if seen&seenOutcome != 0 {
-		switch o := Outcome(outcome); o {
-		case OutcomeCompleted, OutcomeFailed, OutcomeCancelled:
+		if o := Outcome(outcome); o.Valid() {
 			m.Outcome = o
-		default:
+		} else {
 			return m, fmt.Errorf("unknown outcome %q: %w", outcome, ErrProtocol)
 		}
 	}
@@ -313,10 +320,9 @@ func (p *parser) parse(b []byte) (Message, error) {
 		return m, fmt.Errorf("turn-end without outcome: %w", ErrProtocol)
 	}
 	if seen&seenPhase != 0 {
-		switch ph := Phase(phase); ph {
-		case PhaseModel, PhaseTool, PhaseIdle:
+		if ph := Phase(phase); ph.Valid() {
 			m.Phase = ph
-		default:
+		} else {
 			return m, fmt.Errorf("unknown phase %q: %w", phase, ErrProtocol)
 		}
 	}

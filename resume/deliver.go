@@ -13,7 +13,7 @@ import (
 )
 
 // Item is one entry of the resume file (SUPERVISE_RESUME_FILE): a session
-// owed a continuation. Field names are a public contract (DESIGN.md).
+// owed a continuation. Field names are a public contract (docs/design.md).
 type Item struct {
 	Session string `json:"session"`
 	Turn    string `json:"turn"`

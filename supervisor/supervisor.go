@@ -775,7 +775,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
-		s.m.deaths.WithLabelValues(r.Reason).Inc()
+		s.m.death(r.Reason)
 		if r.Reason == "watchdog" {
 			s.m.watchdogKills.Inc()
 		}

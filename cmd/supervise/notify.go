@@ -159,37 +159,33 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	// Session markers are the ones a hook payload maps to: one sender.
+	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
+		Phase: notify.Phase(*phase), Tool: *tool, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
 	switch event {
-	case "turn-begin":
-		err = c.TurnBegin(ctx, *session, *turn, *prompt)
 	case "turn-end":
-		o := notify.Outcome(*outcome)
-		if o != notify.OutcomeCompleted && o != notify.OutcomeFailed && o != notify.OutcomeCancelled {
+		if !m.Outcome.Valid() {
 			fmt.Fprintln(stderr, "supervise notify turn-end: --outcome must be completed, failed or cancelled")
 			return exitUsage
 		}
-		err = c.TurnEnd(ctx, *session, *turn, o)
-	case "waiting":
-		w := notify.Wait(*wait)
-		if w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
-			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
-			return exitUsage
-		}
-		err = c.WaitingFor(ctx, *session, *turn, w)
+		err = m.Send(ctx, c)
 	case "phase":
-		p := notify.Phase(*phase)
-		if p != notify.PhaseModel && p != notify.PhaseTool && p != notify.PhaseIdle {
+		if !m.Phase.Valid() {
 			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
 			return exitUsage
 		}
-		err = c.Phase(ctx, *session, p, *tool)
-	case "resumed":
-		err = c.Resumed(ctx, *session, *turn)
-	case "closed":
-		err = c.Closed(ctx, *session)
+		err = m.Send(ctx, c)
+	case "waiting":
+		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
+			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
+			return exitUsage
+		}
+		err = m.Send(ctx, c)
+	case "turn-begin", "resumed", "closed":
+		err = m.Send(ctx, c)
 	case "heartbeat":
 		if *session != "" {
-			err = c.Heartbeat(ctx, *session)
+			err = m.Send(ctx, c)
 		} else {
 			err = c.Watchdog(ctx)
 		}
