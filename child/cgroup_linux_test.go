@@ -5,9 +5,11 @@ package child
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -94,5 +96,38 @@ func TestRunCgroupKillsEscapee(t *testing.T) {
 	rc.Close()
 	if _, err := os.Stat(rc.Dir()); !os.IsNotExist(err) {
 		t.Errorf("run cgroup %s left behind: %v", rc.Dir(), err)
+	}
+}
+
+// Without root and without delegation supervise gets no cgroup, and says
+// why: the test binary runs OpenCgroups as nobody.
+func TestOpenCgroupsUnprivileged(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the check as another user")
+	}
+	if _, err := ownCgroupDir(); err != nil {
+		t.Skipf("no writable cgroup v2 even as root: %v", err)
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir makes both 0700: nobody must reach the binary
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "child.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "CHILD_HELPER=open-cgroups")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("running as nobody: %v\n%s", err, out)
+	}
+	got := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(got, "cgroups=false why=cannot write to supervise's cgroup") || !strings.Contains(got, "Delegate=yes") {
+		t.Errorf("as nobody: %q, want no cgroups and the reason (not root, not delegated)", got)
 	}
 }
