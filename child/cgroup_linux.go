@@ -59,6 +59,7 @@ func OpenCgroups(name, id string) (*Cgroups, string) {
 	}
 	c := &Cgroups{dir: dir, memory: memory}
 	c.cleanStale()
+	sweepEmpty(self, dir)
 	// cgroup.kill (Linux 5.14) is what makes the cgroup worth having.
 	probe := filepath.Join(dir, "probe")
 	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -94,13 +95,61 @@ func (c *Cgroups) cleanStale() {
 	}
 }
 
+// sweepEmpty removes the empty cgroups other supervise processes left in
+// self when they were killed before they could (a kill -9 of supervise
+// leaves an empty supervise-NAME-ID/run-N behind). It only calls rmdir,
+// which the kernel refuses for a cgroup with processes or children: a
+// live agent's cgroup is never touched, and a live supervise whose empty
+// cgroup this removed makes it again at its next launch (Run). A run
+// cgroup younger than staleRun may be one about to receive its clone, and
+// is left alone.
+func sweepEmpty(self, keep string) {
+	ents, _ := os.ReadDir(self)
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "supervise-") {
+			continue
+		}
+		dir := filepath.Join(self, e.Name())
+		if dir == keep {
+			continue
+		}
+		runs, _ := os.ReadDir(dir)
+		for _, r := range runs {
+			if !r.IsDir() || !strings.HasPrefix(r.Name(), "run-") {
+				continue
+			}
+			if info, err := r.Info(); err == nil && time.Since(info.ModTime()) > staleRun {
+				os.Remove(filepath.Join(dir, r.Name()))
+			}
+		}
+		os.Remove(dir)
+	}
+}
+
+// staleRun is the age past which an empty run cgroup of another supervise
+// is removed.
+const staleRun = time.Minute
+
 // Close removes the agent's cgroup if it is empty (best effort).
 func (c *Cgroups) Close() { os.Remove(c.dir) }
 
 // Run creates the cgroup of run n and opens it for the clone.
 func (c *Cgroups) Run(n uint64) (*RunCgroup, error) {
 	dir := filepath.Join(c.dir, "run-"+strconv.FormatUint(n, 10))
-	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		// Swept as empty by another supervise between two runs: make it again.
+		if err := os.Mkdir(c.dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		if c.memory {
+			if err := writeFile(filepath.Join(c.dir, "cgroup.subtree_control"), "+memory"); err != nil {
+				return nil, err
+			}
+		}
+		err = os.Mkdir(dir, 0o755)
+	}
+	if errors.Is(err, os.ErrExist) {
 		(&RunCgroup{dir: dir}).remove()
 		err = os.Mkdir(dir, 0o755)
 		if err != nil {

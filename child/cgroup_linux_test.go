@@ -131,3 +131,40 @@ func TestOpenCgroupsUnprivileged(t *testing.T) {
 		t.Errorf("as nobody: %q, want no cgroups and the reason (not root, not delegated)", got)
 	}
 }
+
+// The empty cgroup a supervise killed with -9 left behind is removed by the
+// next one to start (rmdir only); the owner, if it lives, makes it again at
+// its next launch.
+func TestSweepEmptyCgroups(t *testing.T) {
+	left := cgroupsOrSkip(t)
+	rc, err := left.Run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.f.Close() // "killed": the run's cgroup is never removed
+	old := time.Now().Add(-2 * staleRun)
+	if err := os.Chtimes(rc.Dir(), old, old); err != nil {
+		t.Skipf("cannot age a cgroup directory here: %v", err)
+	}
+	young, err := left.Run(2) // a run about to receive its clone: kept
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgroupsOrSkip(t) // another supervise starts
+	if _, err := os.Stat(rc.Dir()); !os.IsNotExist(err) {
+		t.Errorf("stale empty run cgroup %s survived the sweep: %v", rc.Dir(), err)
+	}
+	if _, err := os.Stat(young.Dir()); err != nil {
+		t.Errorf("a fresh run cgroup was swept: %v", err)
+	}
+	young.Close()
+	cgroupsOrSkip(t) // now the whole agent cgroup is empty: swept
+	if _, err := os.Stat(left.Dir()); !os.IsNotExist(err) {
+		t.Fatalf("empty agent cgroup %s survived the sweep: %v", left.Dir(), err)
+	}
+	again, err := left.Run(3) // its owner was alive after all
+	if err != nil {
+		t.Fatalf("the owner could not launch again after the sweep: %v", err)
+	}
+	again.Close()
+}
