@@ -325,6 +325,13 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 	default:
 		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
 	}
+	if c.Cgroup != "" {
+		oom := "an OOM kill cannot be named (no memory controller)"
+		if c.OOMNamed {
+			oom = "OOM kills are named"
+		}
+		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
+	}
 	if c.StatusText != "" {
 		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)
 	}
