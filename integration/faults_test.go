@@ -68,13 +68,14 @@ func TestFaultCrashLoop(t *testing.T) {
 	e.stop(sv)
 }
 
-// A slow crash loop (each run healthy by uptime, so relaunched at once)
-// still trips the gap-chained guard: no fixed window of guard-gap width
-// ever holds more than two of these deaths.
+// A slow crash loop (each run healthy by uptime, so relaunched at once:
+// --healthy-after 1s here, the default 10s would back off) still trips the
+// gap-chained guard: no fixed window of guard-gap width ever holds more
+// than two of these deaths.
 func TestFaultSlowCrashLoop(t *testing.T) {
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=sleep 1500ms; exit 1")
-	sv := e.run("--guard-trip", "3", "--guard-gap", "2s")
+	sv := e.run("--guard-trip", "3", "--guard-gap", "2s", "--healthy-after", "1s")
 	waitFor(t, 30*time.Second, "4 starts", func() bool { return len(e.startTimes()) >= 4 })
 	starts := e.startTimes()
 	for i := 1; i < 4; i++ {

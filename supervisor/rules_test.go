@@ -268,3 +268,92 @@ func TestRuleClassify(t *testing.T) {
 		t.Errorf("abort before stop: %s %v", r, dirty)
 	}
 }
+
+// Task mode's end, without a process: after the deaths and markers of a
+// task, what follows (a resume launch, or the end with which code), and
+// what a person reads on stderr.
+func TestRuleTaskEnd(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		steps  []step
+		guard  int // --guard-trip; 0: the default
+		code   int // -1: not done, a resume launch follows
+		report []string
+	}{
+		{name: "the turn completed", code: 0,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), ended(notify.OutcomeCompleted), exited(0)}},
+		{name: "completed, then the process died: 0", code: 0,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), ended(notify.OutcomeCompleted), killed(syscall.SIGKILL)}},
+		{name: "killed mid-turn once: a resume launch", code: -1,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL)}},
+		{name: "killed twice: parked, 5", code: ExitParked,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
+				marker("s1", notify.EventResumed, "t1"), killed(syscall.SIGKILL)},
+			report: []string{"session s1 is parked: mid-turn at 2 consecutive dirty deaths", "to resume it: supervise resume --state-dir "}},
+		{name: "resumed and completed: 0", code: 0,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
+				marker("s1", notify.EventResumed, "t1"), ended(notify.OutcomeCompleted), exited(0)}},
+		{name: "turn-end failed on an API error: the agent's status", code: 1,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), ended(notify.OutcomeFailed), exited(1)}},
+		{name: "waiting at death: parked, 5", code: ExitParked,
+			steps:  []step{marker("s1", notify.EventTurnBegin, "t1"), marker("s1", notify.EventWaiting, "t1"), exited(1)},
+			report: []string{"session s1 is parked: was waiting for input"}},
+		{name: "no marker at all: the agent's status and the warning", code: 3,
+			steps:  []step{exited(3)},
+			report: []string{"no turn markers arrived", "docs/adapters.md"}},
+		{name: "the resume command cannot start: its status, the session still owed", code: 127,
+			steps: []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
+				{exit: &child.Exit{Code: 127, ExecErr: &child.StartError{Path: "agent", Err: os.ErrNotExist}}}},
+			report: []string{"session s1 is still owed a resume: interrupted"}},
+		{name: "the guard holds the resume: 5, not a wait", code: ExitParked, guard: 1,
+			steps:  []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL)},
+			report: []string{"session s1 is owed a resume that is held (crash-loop guard open)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newRuleSupervisor(t)
+			var out strings.Builder
+			s.cfg.ResumeExec = []string{"agent", "-r", "{session}", "{message}"}
+			s.cfg.Report = &out
+			if c.guard > 0 {
+				s.cfg.Guard.Trip = c.guard
+			}
+			play(t, s, time.Now().Add(-time.Minute), c.steps)
+			last := c.steps[len(c.steps)-1].exit
+			code, done := s.taskNext(*last)
+			switch {
+			case c.code < 0 && done:
+				t.Fatalf("the task ended with %d, want a resume launch", code)
+			case c.code >= 0 && (!done || code != c.code):
+				t.Fatalf("task end: done %v code %d, want done with %d\n%s", done, code, c.code, out.String())
+			}
+			for _, want := range c.report {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, out.String())
+				}
+			}
+			if len(c.report) == 0 && out.Len() > 0 {
+				t.Errorf("unexpected report:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// Healthy means proven: a run that completed a turn is healthy however
+// short, so the relaunch after it is immediate; a run as short that did
+// not backs off.
+func TestRuleProvenRun(t *testing.T) {
+	t.Parallel()
+	s := newRuleSupervisor(t)
+	dec := play(t, s, time.Now().Add(-time.Minute), []step{exited(1).after(1400 * time.Millisecond)})
+	if dec.Delay <= 0 {
+		t.Errorf("a 1.4s run that completed nothing: relaunch after %v, want a backoff", dec.Delay)
+	}
+	s.turnDone = false
+	dec = play(t, s, time.Now().Add(-time.Minute), []step{marker("s1", notify.EventTurnBegin, "t1"),
+		ended(notify.OutcomeCompleted), exited(1).after(1400 * time.Millisecond)})
+	if dec.Action != crashloop.Relaunch || dec.Delay != 0 {
+		t.Errorf("a 1.4s run that completed a turn: %v after %v, want an immediate relaunch", dec.Action, dec.Delay)
+	}
+}

@@ -80,7 +80,8 @@ payload it cannot read or a marker it cannot deliver exits 1, and outside
 supervise it exits 0 without reading stdin.
 
 Exit codes: 0 sent (and journaled with --barrier), 1 not delivered or not
-confirmed, 2 usage.
+confirmed (the barrier answered 0: supervise refused a message this process
+sent, and its log says why; or supervise went away), 2 usage.
 
 Flags:
 `
@@ -93,6 +94,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	outcome := fs.String("outcome", "", "turn-end outcome: completed, failed or cancelled (a user stop)")
 	phase := fs.String("phase", "", "phase: model, tool or idle")
 	tool := fs.String("tool", "", "tool name, with --phase tool")
+	detail := fs.String("detail", "", "what the tool runs (a command line, a file path), with --phase tool: one line, at most 512 bytes (longer is cut, ending with …); the continuation names it")
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
@@ -119,7 +121,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		event, rest = rest[0], rest[1:]
 	}
 	if event == "hook" {
-		h := hook.Marker{Session: *session, Turn: *turn, Prompt: *prompt, Tool: *tool}
+		h := hook.Marker{Session: *session, Turn: *turn, Prompt: *prompt, Tool: *tool, Detail: *detail}
 		return hookCmd(ctx, h, rest, *printOnly, *barrier, *timeout, stdin, stderr)
 	}
 	if len(rest) > 0 {
@@ -161,7 +163,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	defer cancel()
 	// Session markers are the ones a hook payload maps to: one sender.
 	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
-		Phase: notify.Phase(*phase), Tool: *tool, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
+		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
 	switch event {
 	case "turn-end":
 		if !m.Outcome.Valid() {
@@ -170,8 +172,15 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		err = m.Send(ctx, c)
 	case "phase":
-		if !m.Phase.Valid() {
+		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
+			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
+		}
+		switch {
+		case !m.Phase.Valid():
 			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
+			return exitUsage
+		case m.Detail != "" && m.Phase != notify.PhaseTool:
+			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
 			return exitUsage
 		}
 		err = m.Send(ctx, c)

@@ -24,6 +24,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -68,7 +69,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
 	fs.DurationVar(&f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
 	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
-	fs.DurationVar(&f.healthy, "healthy-after", time.Second, "a run that lives this long is healthy: the next relaunch is immediate and the backoff resets")
+	fs.DurationVar(&f.healthy, "healthy-after", 10*time.Second, "a run that lives this long (or completes a turn) is healthy: the next relaunch is immediate and the backoff resets")
 	fs.DurationVar(&f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
 	fs.DurationVar(&f.backoffMax, "backoff-max", 30*time.Second, "cap on the relaunch delay")
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
@@ -77,10 +78,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
 	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
-	fs.StringVar(&f.resumeExec, "resume-exec", "", "relaunch a single-session agent as this argv template to resume it, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell)")
-	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {prompt}); default: a built-in honest text")
+	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
+	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. :9090 (empty = off)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&f.turnTimeout, "turn-timeout", 0, "turn deadline: a turn still open this long after its turn-begin (or resumed) stops the agent (stop signal, grace, SIGKILL), reason turn-timeout, decided as any dirty death; EXTEND_TIMEOUT_USEC during the turn extends it up to twice this; a wait for a person pauses it (0 = off)")
@@ -182,6 +183,10 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	if err != nil {
 		return cfg, nil, err
 	}
+	if execTpl != nil && set["restart"] {
+		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
+			"restart", f.restart)
+	}
 	dir, name, err := f.state.resolve(set, filepath.Base(argv[0]))
 	if err != nil {
 		return cfg, nil, err
@@ -212,6 +217,8 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		ResumeOff:    f.resumeMode == "off",
 		ResumeExec:   execTpl,
 		ResumeSignal: resumeSig,
+		Rerun:        os.Args,
+		Report:       stderr,
 		Stdin:        stdin,
 		Log:          log,
 	}
@@ -324,10 +331,18 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
 	process.EnableBootTimeCache(true)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
+	// The state dir must be private (internal/statedir): refused when
+	// another user owns it or could write to it; its real path is used
+	// from here on, so no link in the path can be swapped later.
+	dir, tightened, err := statedir.Prepare(cfg.StateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
+	if tightened {
+		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
+	}
+	cfg.StateDir = dir
 	db, verifyLater, err := journalopen.Open(cfg.StateDir, log)
 	cfg.VerifyInBackground = verifyLater
 	if err != nil {
