@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
@@ -21,7 +23,12 @@ import (
 type fingerprinter struct {
 	agent string   // argv[0] as given
 	files []string // --fingerprint
+
+	mu    sync.Mutex // held while hashing: the loop and a warm-up take turns
 	cache map[string]journal.FileFingerprint
+
+	warming sync.WaitGroup
+	warmed  atomic.Bool
 }
 
 func newFingerprinter(agent string, files []string) *fingerprinter {
@@ -44,8 +51,22 @@ func resolveAgent(argv0 string) string {
 	return p
 }
 
+// warm hashes in the background, once, so that a park by the breaker
+// (which needs the fingerprint before the next launch) finds it cached.
+// wait joins it.
+func (f *fingerprinter) warm() {
+	if f.warmed.Swap(true) {
+		return
+	}
+	f.warming.Go(func() { f.get() })
+}
+
+func (f *fingerprinter) wait() { f.warming.Wait() }
+
 // get returns the current fingerprint.
 func (f *fingerprinter) get() *journal.Fingerprint {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	paths := append([]string{resolveAgent(f.agent)}, f.files...)
 	fp := &journal.Fingerprint{}
 	sum := sha256.New()
@@ -116,6 +137,22 @@ func (s *Supervisor) stampBreakerParks(decs []resume.Decision) {
 			sess.Fingerprint = fp
 		}
 		decs[i].Session = *sess
+	}
+}
+
+// warmFingerprint starts hashing the agent in the background when the
+// next death may park a session at the breaker (a resume at the limit was
+// just decided), so that park finds the fingerprint cached instead of
+// hashing a large binary between a death and the next launch.
+func (s *Supervisor) warmFingerprint(decs []resume.Decision) {
+	if s.fprint == nil {
+		return
+	}
+	for _, d := range decs {
+		if d.Action == resume.Resume && d.Session.CrashCount >= s.cfg.Resume.Limit {
+			s.fprint.warm()
+			return
+		}
 	}
 }
 

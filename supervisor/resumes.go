@@ -40,6 +40,7 @@ func (s *Supervisor) decide(d resume.Death, now time.Time) []resume.Decision {
 		changed = append(changed, dec)
 	}
 	s.stampBreakerParks(changed)
+	s.warmFingerprint(changed)
 	return changed
 }
 

@@ -283,6 +283,9 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer s.stopWriter()
 	s.openCgroups()
 	defer s.closeCgroups()
+	if s.fprint != nil {
+		defer s.fprint.wait() // a warm-up hash started by the loop
+	}
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
