@@ -35,6 +35,16 @@ type statusSnap struct {
 	st   Status
 	mem  map[string]journal.Session
 	held string
+	// deadlines are the turn deadlines the loop runs, by session.
+	deadlines map[string]*DeadlineStatus
+}
+
+// render is a session as status shows it, with the deadline the loop runs
+// for it.
+func (sn statusSnap) render(s journal.Session) SessionStatus {
+	ss := sessionStatus(s, sn.st.StateDir, sn.held)
+	ss.Deadline = sn.deadlines[s.ID]
+	return ss
 }
 
 // readSnapshot is the header of a supervise that is not running, from its
@@ -108,7 +118,7 @@ func (sn *statusSnap) collect(db *journal.DB, v View) error {
 		if !ok {
 			return ErrUnknownSession
 		}
-		st.Sessions = append(st.Sessions, sessionStatus(s, st.StateDir, sn.held))
+		st.Sessions = append(st.Sessions, sn.render(s))
 		st.SessionCounts[string(s.State)] = 1
 		st.SessionsTotal = 1
 		return nil
@@ -123,7 +133,7 @@ func (sn *statusSnap) collect(db *journal.DB, v View) error {
 				if err != nil {
 					return err
 				}
-				st.Sessions = append(st.Sessions, sessionStatus(s, st.StateDir, sn.held))
+				st.Sessions = append(st.Sessions, sn.render(s))
 				return nil
 			}
 			// Most of a large journal: counted, not decoded.
@@ -151,7 +161,7 @@ func (sn *statusSnap) collect(db *journal.DB, v View) error {
 				}
 			}
 			if ok {
-				st.Sessions = append(st.Sessions, sessionStatus(s, st.StateDir, sn.held))
+				st.Sessions = append(st.Sessions, sn.render(s))
 			}
 		}
 		return nil
@@ -196,7 +206,7 @@ func (sn *statusSnap) writeJSON(w io.Writer, db *journal.DB, v View) error {
 			}
 			st.SessionCounts[string(s.State)]++
 			st.SessionsTotal++
-			b, err := json.MarshalIndent(sessionStatus(s, st.StateDir, sn.held), "    ", "  ")
+			b, err := json.MarshalIndent(sn.render(s), "    ", "  ")
 			if err != nil {
 				return err
 			}
