@@ -229,6 +229,9 @@ func TestTaskSIGTERM(t *testing.T) {
 	if s, _ := e.status().session("s1"); s.State != "stopped" {
 		t.Errorf("s1 = %+v, want stopped", s)
 	}
+	if !strings.Contains(sv.stderr(), "supervise: session s1 was stopped mid-turn; to resume it: "+superviseBin+" resume --state-dir ") {
+		t.Errorf("stderr does not say how to continue the stopped task:\n%s", sv.stderr())
+	}
 }
 
 // A resume launch that exits 0 without taking the resume (the resume

@@ -308,6 +308,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return exit.Code, fmt.Errorf("agent could not be started: %w", exit.ExecErr)
 		}
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		switch {
