@@ -292,6 +292,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 func (s *Supervisor) loop(ctx context.Context) (int, error) {
 	for {
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0

@@ -119,7 +119,8 @@ func (s *Supervisor) taskEnd(exit child.Exit) int {
 }
 
 // taskStopped tells the person who stopped a task how to continue each
-// session of it the stop left stopped mid-turn.
+// session of it the stop left stopped mid-turn, or still owed a resume (a
+// stop during the backoff before a resume launch).
 func (s *Supervisor) taskStopped() {
 	if !s.taskMode() {
 		return
@@ -127,13 +128,17 @@ func (s *Supervisor) taskStopped() {
 	w := s.report()
 	var ids []string
 	for id := range s.task.touched {
-		if sess := s.sessions[id]; sess != nil && sess.State == journal.Stopped {
+		if sess := s.sessions[id]; sess != nil && (sess.State == journal.Stopped || sess.State == journal.ResumePending) {
 			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		fmt.Fprintf(w, "supervise: session %s was stopped mid-turn; to resume it: %s\n", id, s.rerunCommand(id))
+		what := "was stopped mid-turn"
+		if s.sessions[id].State == journal.ResumePending {
+			what = "is still owed a resume (the stop came before its resume launch)"
+		}
+		fmt.Fprintf(w, "supervise: session %s %s; to resume it: %s\n", id, what, s.rerunCommand(id))
 	}
 }
 
