@@ -195,16 +195,25 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 // instead, with its reason, and the next one is tried; nil when none is left.
 func (s *Supervisor) execArgv(pending []*journal.Session) ([]string, []*journal.Session) {
 	for _, sess := range pending {
-		argv, err := resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies([]*journal.Session{sess}))[0])
-		if err == nil {
+		if argv, ok := s.templated(sess); ok {
 			return argv, []*journal.Session{sess}
 		}
-		sess.State, sess.Resume = journal.Parked, nil
-		sess.Reason = "not resumed with --resume-exec: " + err.Error()
-		s.markDirty(sess.ID)
-		s.log.Error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
 	}
 	return nil, nil
+}
+
+// templated fills the --resume-exec template for sess; a session whose id
+// cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
+func (s *Supervisor) templated(sess *journal.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies([]*journal.Session{sess}))[0])
+	if err == nil {
+		return argv, true
+	}
+	sess.State, sess.Resume = journal.Parked, nil
+	sess.Reason = "not resumed with --resume-exec: " + err.Error()
+	s.markDirty(sess.ID)
+	s.log.Error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
+	return nil, false
 }
 
 func copies(ss []*journal.Session) []journal.Session {

@@ -94,9 +94,13 @@ func (s *Supervisor) taskNext(exit child.Exit) (code int, done bool) {
 		s.taskReport()
 		return exit.Code, true
 	}
-	if p := s.pending(); len(p) > 0 {
-		s.log.Info("task mode: relaunching as --resume-exec for a pending session", "session", p[0].ID)
-		return 0, false
+	// Park here, not at the launch, a session whose id the template refuses:
+	// with none left, the launch would be the task itself again.
+	for _, sess := range s.pending() {
+		if _, ok := s.templated(sess); ok {
+			s.log.Info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
+			return 0, false
+		}
 	}
 	return s.taskEnd(exit), true
 }
