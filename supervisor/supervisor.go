@@ -319,6 +319,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 func (s *Supervisor) loop(ctx context.Context) (int, error) {
 	for {
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0
@@ -335,6 +336,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return exit.Code, fmt.Errorf("agent could not be started: %w", exit.ExecErr)
 		}
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		switch {
