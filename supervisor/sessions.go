@@ -9,8 +9,12 @@ import (
 
 // maxSessions bounds the sessions held in memory and the heartbeats
 // buffered for them, so a misbehaving agent cannot grow the supervisor
-// without bound. Settled sessions are evicted long before (keptSettled), so
-// only open sessions count towards it in practice.
+// without bound. Settled sessions are evicted long before (keptSettled),
+// and pruned from the journal by --keep-sessions, so only open sessions
+// (mid-turn, waiting, owed a resume, parked or stopped: each needs a resume
+// or a person) count towards it in practice. Past it a new session's marker
+// is refused, logged (rate-limited) and its sender's next barrier answers
+// '0': never ignored behind a '1'.
 const maxSessions = 100_000
 
 // keptSettled is how many sessions memory holds before settled ones (idle
@@ -21,13 +25,20 @@ const keptSettled = 10_000
 // evictSettled drops settled sessions whose last change is committed, once
 // more than keptSettled are held.
 func (s *Supervisor) evictSettled() {
-	// A batch in flight (or waiting to be retried) may be re-queued by id;
-	// its sessions must still be here then.
-	if len(s.sessions) <= keptSettled || s.cs.inflight != nil || s.cs.retry != nil {
+	if len(s.sessions) <= keptSettled {
 		return
 	}
+	// The batch in flight may be re-queued by id (a failed commit), so its
+	// sessions must still be here then; a batch waiting to be retried is
+	// in dirty already.
+	busy := map[string]bool{}
+	if b := s.cs.inflight; b != nil {
+		for _, x := range b.sessions {
+			busy[x.ID] = true
+		}
+	}
 	for id, sess := range s.sessions {
-		if !sess.State.Open() && !s.cs.dirty[id] {
+		if !sess.State.Open() && !s.cs.dirty[id] && !busy[id] {
 			delete(s.sessions, id)
 		}
 	}
@@ -52,7 +63,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		s.watchdogTriggered(now)
 	}
 	if m.ExtendTimeoutUSec > 0 {
-		s.extendGrace(time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
+		s.extendTimeout(m, time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
 	}
 	if m.Barrier {
 		s.barrier(m)
@@ -84,6 +95,8 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		sess.State = journal.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = m.Turn, m.Prompt, now
 		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
+		newAttempt(sess, now)
+		sess.ParkedBy, sess.Fingerprint = "", nil
 	case notify.EventTurnEnd:
 		if m.Turn != "" {
 			sess.Turn = m.Turn
@@ -99,10 +112,17 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 			sess.Turn = m.Turn
 		}
 		sess.State = journal.Waiting
+		sess.Wait = string(m.Wait)
 	case notify.EventPhase:
 		sess.Phase, sess.Tool, sess.Detail = string(m.Phase), m.Tool, m.Detail
+		sess.PhaseStarted, sess.PhaseExtended = now, time.Time{}
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
+			if sess.Wait != journalWaitReconnect {
+				// A person answered: the turn's clock starts again.
+				sess.ClockFrom, sess.TurnExtended = now, time.Time{}
+			}
+			sess.Wait = ""
 		}
 	case notify.EventResumed:
 		if m.Turn != "" {
@@ -116,12 +136,25 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		if sess.TurnStarted.IsZero() {
 			sess.TurnStarted = now
 		}
+		newAttempt(sess, now) // the phase clock starts at the next phase marker
 	case notify.EventClosed:
 		sess.State = journal.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
+	if m.Event != notify.EventWaiting && sess.State != journal.Waiting {
+		sess.Wait = ""
+	}
 	s.markDirty(sess.ID)
+	s.noteDeadline(sess)
 	s.flushAsync()
+}
+
+// newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
+// resumed) at now.
+func newAttempt(sess *journal.Session, now time.Time) {
+	sess.ClockFrom, sess.PhaseStarted = now, time.Time{}
+	sess.TurnExtended, sess.PhaseExtended = time.Time{}, time.Time{}
+	sess.Wait = ""
 }
 
 // turnCompleted resets what a completed turn proves: the session's

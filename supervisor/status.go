@@ -21,7 +21,13 @@ type Status struct {
 	Child      ChildStatus          `json:"child"`
 	Guard      crashloop.GuardState `json:"crash_loop_guard"`
 	Sessions   []SessionStatus      `json:"sessions"`
-	Runs       []RunStatus          `json:"runs"`
+	// SessionCounts counts every session by state; SessionsTotal is their
+	// number, SessionsOmitted how many Sessions leaves out (by default the
+	// settled ones but the latest; status --all lists every one).
+	SessionCounts   map[string]int `json:"session_counts"`
+	SessionsTotal   int            `json:"sessions_total"`
+	SessionsOmitted int            `json:"sessions_omitted"`
+	Runs            []RunStatus    `json:"runs"`
 	// Notify and Journal are set only by a running supervise.
 	Notify  *NotifyStatus  `json:"notify,omitempty"`
 	Journal *JournalStatus `json:"journal,omitempty"`
@@ -70,6 +76,11 @@ type ChildStatus struct {
 	StatusText string `json:"status_text,omitempty"`
 	// Watchdog is the hang-detection period in effect, "" when off.
 	Watchdog string `json:"watchdog,omitempty"`
+	// Cgroup is the run's own cgroup directory, "" when it has none.
+	Cgroup string `json:"cgroup,omitempty"`
+	// OOMNamed is true when the run's cgroup counts OOM kills (memory
+	// controller delegated): a death with one has reason oom.
+	OOMNamed bool `json:"oom_named,omitempty"`
 }
 
 // SessionStatus is one session.
@@ -87,6 +98,28 @@ type SessionStatus struct {
 	ResumeCommand string `json:"resume_command,omitempty"`
 	// Resume describes the continuation owed to a resume_pending session.
 	Resume *ResumeStatus `json:"resume,omitempty"`
+	// Wait is what a waiting session waits for: input, approval or
+	// reconnect.
+	Wait string `json:"wait,omitempty"`
+	// Deadline is the session's earliest turn or phase deadline, while a
+	// supervise with --turn-timeout or --phase-timeout runs it.
+	Deadline *DeadlineStatus `json:"deadline,omitempty"`
+	// Fingerprint is the agent's fingerprint when the crash breaker parked
+	// the session: a launch with a different one lifts the park once.
+	Fingerprint *journal.Fingerprint `json:"fingerprint,omitempty"`
+}
+
+// DeadlineStatus is a turn or phase deadline.
+type DeadlineStatus struct {
+	// Kind is "turn", "model phase" or "tool phase".
+	Kind  string    `json:"kind"`
+	Limit string    `json:"limit"`
+	At    time.Time `json:"at"`
+	// Since is when its clock started (turn-begin, resumed, phase marker).
+	Since time.Time `json:"since"`
+	// Extended is true when EXTEND_TIMEOUT_USEC moved it (capped at twice
+	// Limit).
+	Extended bool `json:"extended"`
 }
 
 // ResumeStatus is a continuation owed to a session.
@@ -136,6 +169,12 @@ func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
 	}
+	if s.State == journal.Waiting {
+		st.Wait = s.Wait
+	}
+	if s.State == journal.Parked {
+		st.Fingerprint = s.Fingerprint
+	}
 	if r := s.Resume; r != nil && s.State == journal.ResumePending {
 		st.Resume = &ResumeStatus{Attempt: r.Attempt, Reason: r.Reason, Manual: r.Manual, DeliveredToRun: r.Run, Message: r.Message}
 		if !r.Manual {
@@ -162,8 +201,54 @@ func sortSessions(ss []SessionStatus) {
 }
 
 // ReadStatus builds the status of a supervise that is not running, from its
-// journal (opened read-only). all lists every session, not only open ones.
+// journal (opened read-only): the open sessions, the latest settled ones and
+// counts per state, or with all every session (held in memory: to print
+// every session of a large journal as JSON, use WriteStatusJSON, which
+// streams).
 func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error) {
+	return ReadStatusView(db, name, stateDir, View{All: all})
+}
+
+// ReadStatusView is ReadStatus with a View.
+func ReadStatusView(db *journal.DB, name, stateDir string, v View) (Status, error) {
+	sn, err := readSnapshot(db, name, stateDir)
+	if err != nil {
+		return sn.st, err
+	}
+	if !v.All {
+		err = sn.collect(db, v)
+		return sn.st, err
+	}
+	st := &sn.st
+	st.Sessions = []SessionStatus{}
+	st.SessionCounts = map[string]int{}
+	err = db.View(func(tx *journal.Tx) error {
+		return sn.scan(tx, func(_ journal.SessionBrief, full func() (journal.Session, error)) error {
+			s, err := full()
+			if err != nil {
+				return err
+			}
+			st.SessionCounts[string(s.State)]++
+			st.SessionsTotal++
+			st.Sessions = append(st.Sessions, sn.render(s))
+			return nil
+		})
+	})
+	return sn.st, err
+}
+
+// WriteStatusJSON writes the status of a supervise that is not running as
+// JSON, streaming every session with v.All.
+func WriteStatusJSON(w io.Writer, db *journal.DB, name, stateDir string, v View) error {
+	sn, err := readSnapshot(db, name, stateDir)
+	if err != nil {
+		return err
+	}
+	return sn.writeJSON(w, db, v)
+}
+
+// readHeader reads everything status shows but the sessions.
+func readHeader(db *journal.DB, name, stateDir string) (Status, error) {
 	st := Status{Name: name, StateDir: stateDir, Sessions: []SessionStatus{}, Runs: []RunStatus{}}
 	err := db.View(func(tx *journal.Tx) error {
 		st.Supervisor.CleanShutdown = tx.Clean()
@@ -195,32 +280,18 @@ func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error)
 			last := runStatus(runs[0])
 			st.Child.LastExit = &last
 		}
-		held := ""
-		if st.Guard.Open {
-			held = "crash-loop guard open"
-		}
-		add := func(s journal.Session) error {
-			st.Sessions = append(st.Sessions, sessionStatus(s, stateDir, held))
-			return nil
-		}
-		if all {
-			return tx.ForEachSession(add)
-		}
-		open, err := tx.OpenSessions()
-		for _, s := range open {
-			add(s)
-		}
-		return err
+		return nil
 	})
-	sortSessions(st.Sessions)
 	return st, err
 }
 
-// status builds the live status; it runs on the loop goroutine.
-func (s *Supervisor) status(all bool) (Status, error) {
-	st, err := ReadStatus(s.db, s.cfg.Name, s.cfg.StateDir, all)
+// status builds the live status header and copies the sessions the loop
+// holds; it runs on the loop goroutine. The sessions are listed by the
+// caller, off the loop (statusSnap.collect, writeJSON).
+func (s *Supervisor) status() (statusSnap, error) {
+	st, err := readHeader(s.db, s.cfg.Name, s.cfg.StateDir)
 	if err != nil {
-		return st, err
+		return statusSnap{}, err
 	}
 	st.Supervisor = SupervisorStatus{Running: true, PID: osGetpid(), Started: s.started}
 	st.Child.State = s.state
@@ -241,6 +312,10 @@ func (s *Supervisor) status(all bool) (Status, error) {
 	if s.wd.period > 0 && s.proc != nil {
 		st.Child.Watchdog = s.wd.period.String()
 	}
+	if s.cg.run != nil && s.proc != nil {
+		st.Child.Cgroup = s.cg.run.Dir()
+		st.Child.OOMNamed = s.cg.all.Memory()
+	}
 	st.Guard = s.guard
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
@@ -249,15 +324,15 @@ func (s *Supervisor) status(all bool) (Status, error) {
 		st.Notify.Dropped[reason] = n
 	}
 	st.Journal = &JournalStatus{Path: s.db.Path(), Commits: s.cs.commits, CommitErrors: s.cs.errors}
-	if !all {
-		// The loop's view: open sessions plus those active in this run.
-		st.Sessions = st.Sessions[:0]
-		for _, sess := range s.sessions {
-			st.Sessions = append(st.Sessions, sessionStatus(*sess, s.cfg.StateDir, s.held()))
+	mem := make(map[string]journal.Session, len(s.sessions))
+	deadlines := map[string]*DeadlineStatus{}
+	for id, sess := range s.sessions {
+		mem[id] = *sess
+		if dl, ok := sessionDeadline(sess, s.cfg.Deadlines); ok && s.proc != nil {
+			deadlines[id] = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Since: dl.From.Round(0), Extended: dl.Extended}
 		}
-		sortSessions(st.Sessions)
 	}
-	return st, nil
+	return statusSnap{st: st, mem: mem, held: s.held(), deadlines: deadlines}, nil
 }
 
 // WriteText prints st for a person.
@@ -284,6 +359,13 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 		fmt.Fprintf(b, "child: %s, pid %d, run %d, started %s, restarts %d\n", c.State, c.PID, c.Run, ago(c.Started), c.Restarts)
 	default:
 		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
+	}
+	if c.Cgroup != "" {
+		oom := "an OOM kill cannot be named (no memory controller)"
+		if c.OOMNamed {
+			oom = "OOM kills are named"
+		}
+		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
 	}
 	if c.StatusText != "" {
 		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)
@@ -317,7 +399,37 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 			case s.Resume != nil:
 				fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", s.ID, s.Resume.Attempt)
 			}
+			if d := s.Deadline; d != nil {
+				ext := ""
+				if d.Extended {
+					ext = ", extended"
+				}
+				fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", s.ID, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
+			}
+			if s.Wait != "" {
+				fmt.Fprintf(b, "  %s: waiting for %s\n", s.ID, s.Wait)
+			}
+			if f := s.Fingerprint; f != nil && len(f.Files) > 0 {
+				a := f.Files[0]
+				fmt.Fprintf(b, "  %s: parked under agent %s (%d bytes, modified %s, sha256 %s); a changed agent lifts the park once\n",
+					s.ID, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
+			}
 		}
+	}
+	if st.SessionsOmitted > 0 {
+		fmt.Fprintf(b, "  (%d more settled sessions not listed: supervise status --all lists every one)\n", st.SessionsOmitted)
+	}
+	if st.SessionsTotal > 0 {
+		states := make([]string, 0, len(st.SessionCounts))
+		for state := range st.SessionCounts {
+			states = append(states, state)
+		}
+		sort.Strings(states)
+		fmt.Fprintf(b, "sessions by state (%d in all):", st.SessionsTotal)
+		for _, state := range states {
+			fmt.Fprintf(b, " %s %d", state, st.SessionCounts[state])
+		}
+		fmt.Fprintln(b)
 	}
 	if len(st.Runs) > 0 {
 		fmt.Fprintln(b, "\nrecent runs:")

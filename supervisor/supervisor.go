@@ -77,6 +77,14 @@ type Config struct {
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
+	// Fingerprint lists files whose change, with the agent binary's, lifts
+	// a park by the crash breaker once (--fingerprint).
+	Fingerprint []string
+	// NoCgroups keeps the agent out of a cgroup of its own (--cgroup off).
+	NoCgroups bool
+	// Deadlines are the turn-level deadlines (--turn-timeout,
+	// --phase-timeout); zero values are off.
+	Deadlines Deadlines
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
@@ -99,7 +107,11 @@ type Config struct {
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
 	// KeepRuns bounds the run records kept in the journal.
-	KeepRuns              int
+	KeepRuns int
+	// KeepSessions bounds the settled (idle, closed) sessions kept in the
+	// journal: the oldest beyond it are pruned in the background. Open
+	// sessions are never pruned. 0 keeps every session.
+	KeepSessions          int
 	Stdin, Stdout, Stderr *os.File
 	Log                   *slog.Logger
 }
@@ -123,6 +135,7 @@ type Supervisor struct {
 	done     chan struct{} // closed when Run returns
 
 	in       *intake
+	fprint   *fingerprinter
 	root     atomic.Pointer[treeRoot]
 	fenceSeq uint64
 	m        *metrics
@@ -150,6 +163,8 @@ type Supervisor struct {
 	abort         *abortState
 	lastInterrupt time.Time
 	wd            watchdogState
+	dl            deadlineState
+	cg            cgroupState
 	pingsAtLaunch uint64
 	grace         struct {
 		timer           *time.Timer
@@ -160,6 +175,8 @@ type Supervisor struct {
 	// ceiling) since their last barrier, which then answers '0'.
 	refused     notify.Refusals
 	refusedLogs rateLog
+	lateLogs    rateLog // datagrams from a run that has died
+	prune       pruner
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
@@ -222,8 +239,12 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		resumeFile: true,
 	}
 	s.refusedLogs.interval = time.Second
+	s.lateLogs.interval = time.Second
 	s.log = newHoldLogger(cfg.Log, &s.logHold)
 	s.m = newMetrics(s)
+	if len(cfg.Argv) > 0 {
+		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
+	}
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
@@ -269,8 +290,14 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
+	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
+	s.openCgroups()
+	defer s.closeCgroups()
+	if s.fprint != nil {
+		defer s.fprint.wait() // a warm-up hash started by the loop
+	}
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
@@ -297,6 +324,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 	defer s.logHold.release()
 	for {
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0
@@ -313,6 +341,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return exit.Code, fmt.Errorf("agent could not be started: %w", exit.ExecErr)
 		}
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		switch {
@@ -543,8 +572,9 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.ready, s.statusText = false, ""
 	s.turnDone = false
 	relaunch := s.lastExit != nil
+	s.liftParks()
 	argv, extra := s.prepareDelivery(n)
-	p, err := s.reaper.Start(child.Spec{
+	spec := child.Spec{
 		Args:       argv,
 		Env:        append(s.childEnv(n), extra...),
 		Dir:        s.cfg.Dir,
@@ -552,9 +582,18 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdin:      s.cfg.Stdin,
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
-	})
+		Cgroup:     s.runCgroup(n),
+	}
+	p, err := s.reaper.Start(spec)
+	if cerr := err; err != nil && spec.Cgroup != nil {
+		spec.Cgroup = nil
+		if p, err = s.reaper.Start(spec); err == nil {
+			s.cgroupFailed(cerr)
+		}
+	}
 	s.logHold.release()
 	if err != nil {
+		s.endRunCgroup()
 		exit := child.FailedExit(err, time.Now())
 		s.run = journal.Run{Run: n, Started: exit.Started, Argv: argv}
 		s.log.Error("agent could not be started", "run", n, "cmd", argv[0], "exit_code", exit.Code, "err", err)
@@ -594,7 +633,9 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.drain()
 	s.root.Store(nil)
 	s.stopWatchdog()
+	s.stopDeadlines()
 	s.stopGrace()
+	s.endRunCgroup()
 	s.proc = nil
 	s.flushBeats(time.Now())
 	return p.Exit()
@@ -646,13 +687,17 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.fp.BlockWhileWedged()
 			s.flushBeats(now)
 			s.checkMemory()
+			s.rearmDeadlines()
 			s.evictSettled()
+			s.maybePrune(now)
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
 				s.clearGuard("the run outlived --guard-gap")
 			}
 		case now := <-s.wdC():
 			s.checkWatchdog(now)
+		case now := <-s.dlC():
+			s.deadlineFired(now)
 		case now := <-s.graceC():
 			s.graceFired(now)
 		case err := <-s.verifyc:
@@ -767,6 +812,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	r.ExitCode = exit.Code
 	r.Signal = int(exit.Signal)
 	r.Reason, r.Dirty = s.classify(exit)
+	r.Reason = s.namedOOM(r.Reason, r.Dirty)
 	s.run = r
 	s.lastExit = &r
 	s.state = "exited"
