@@ -22,8 +22,9 @@
 //     agent dies with it instead of running unsupervised. Descendants are
 //     found by the next supervisor through the tag in their environment
 //     (KillTagged) and the recorded pid plus start time (KillRecorded).
-//   - Identity is pid plus process start time (gopsutil's CreateTime, in ms
-//     since the epoch); a bare pid is never signalled unless it is an
+//   - Identity is pid plus process start time (in ms since the epoch, the
+//     value of gopsutil's CreateTime; read from /proc directly on Linux,
+//     through gopsutil elsewhere); a bare pid is never signalled unless it is an
 //     unreaped child of this process.
 //
 // Close must be called on a Reaper after its last Process is done.
