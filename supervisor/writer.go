@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
@@ -16,7 +19,13 @@ import (
 // marking at once cost a handful of fsyncs, not 64. A barrier's fd rides
 // with the batch that holds every marker received before it and is acked
 // (notify.Ack) only after that batch committed. A failed commit acks
-// nothing: its changes and fds go back to pending and are retried.
+// nothing. A write the kernel refused for want of space (ENOSPC, EDQUOT
+// from write) landed nowhere: its changes and fds go back to pending and
+// are retried. Any other error from the disk (EIO, EROFS, a failed fsync)
+// fails closed: after a failed fsync the kernel may have dropped the dirty
+// pages and a later fsync can succeed without them, so no later commit
+// could be trusted; nothing more is committed or acknowledged, and
+// supervise stops the agent and exits 1 (see failClosed).
 
 // batch is one commit: copies of the records to write and the barriers it
 // acknowledges.
@@ -83,6 +92,9 @@ type commitState struct {
 	backoff  time.Duration
 	commits  uint64
 	errors   uint64
+	// failed is the disk error that made the journal fail closed; once set,
+	// nothing more is committed or acknowledged.
+	failed error
 }
 
 func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
@@ -92,6 +104,8 @@ func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
 func (s *Supervisor) barrier(fd *os.File) {
 	cs := &s.cs
 	switch {
+	case cs.failed != nil:
+		fd.Close() // bare: not confirmed, the journal takes nothing more
 	case s.pendingWork():
 		cs.fds = append(cs.fds, fd)
 		s.flushAsync()
@@ -134,7 +148,7 @@ func (s *Supervisor) pendingWork() bool {
 // (the next starts when it returns) or a retry is scheduled.
 func (s *Supervisor) flushAsync() {
 	cs := &s.cs
-	if cs.inflight != nil || cs.retry != nil || !s.pendingWork() {
+	if cs.inflight != nil || cs.retry != nil || cs.failed != nil || !s.pendingWork() {
 		return
 	}
 	cs.inflight = s.takeBatch()
@@ -170,6 +184,10 @@ func (s *Supervisor) requeue(b *batch, err error) {
 	if errors.Is(err, journal.ErrCorrupt) {
 		s.fatal(err)
 	}
+	if cs.failed != nil || storageFailure(err) {
+		s.failClosed(b, err)
+		return
+	}
 	for _, sess := range b.sessions {
 		cs.dirty[sess.ID] = true
 	}
@@ -190,6 +208,52 @@ func (s *Supervisor) requeue(b *batch, err error) {
 	if cs.retry == nil {
 		cs.retry = time.NewTimer(cs.backoff)
 	}
+}
+
+// storageFailure reports whether a failed commit is an error of the disk
+// that a retry cannot be trusted to repair: anything from the operating
+// system except a write refused for want of space. bbolt returns write
+// errors as *fs.PathError and fsync errors as a bare errno, so an ENOSPC
+// from fsync (delayed allocation on ext4, thin provisioning, NFS: the data
+// may be lost) fails closed too.
+func storageFailure(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "write" && (errno == syscall.ENOSPC || errno == syscall.EDQUOT) {
+		return false
+	}
+	return true
+}
+
+// failClosed handles a disk error that no later commit can be trusted to
+// repair: the batch's barriers and every later one are closed bare (never
+// acknowledged), nothing more is committed, the next start is made to
+// check every page of the journal, and the agent is stopped; supervise
+// exits 1 so that its own manager sees the failure.
+func (s *Supervisor) failClosed(b *batch, err error) {
+	cs := &s.cs
+	for _, fd := range append(b.fds, cs.fds...) {
+		fd.Close()
+	}
+	cs.fds = nil
+	if cs.retry != nil {
+		cs.retry.Stop()
+		cs.retry = nil
+	}
+	if cs.failed != nil {
+		return
+	}
+	cs.failed = err
+	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte("journal write failed: "+err.Error()+"\n"), 0o600)
+	s.log.Error("journal: the disk failed a write or fsync; failing closed: no marker is acknowledged from now on, "+
+		"stopping the agent and exiting 1; the next start checks the journal", "err", err)
+	if s.fatalErr == nil {
+		s.fatalErr = fmt.Errorf("journal write failed, failed closed: %w", err)
+	}
+	s.Shutdown()
 }
 
 // retryC is the retry timer's channel, nil when none is armed.
@@ -215,6 +279,13 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 	if cs.retry != nil {
 		cs.retry.Stop()
 		cs.retry = nil
+	}
+	if cs.failed != nil {
+		for _, fd := range cs.fds {
+			fd.Close()
+		}
+		cs.fds = nil
+		return fmt.Errorf("journal failed closed earlier: %w", cs.failed)
 	}
 	b := s.takeBatch()
 	time.Sleep(s.cfg.CommitDelay) // failpoint: a slow disk (0 in production)
