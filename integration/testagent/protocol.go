@@ -126,7 +126,8 @@ func protocol(verb string, f []string, rest string) bool {
 			if i > 0 && failed > 0 {
 				failed++ // every further attempt after a failure counts too
 			}
-			s := fmt.Sprintf("f%d-%s", i, os.Getenv("SUPERVISE_RUN"))
+			fillSeq++
+			s := fmt.Sprintf("f%d-%s", fillSeq, os.Getenv("SUPERVISE_RUN"))
 			if err := client.TurnBegin(ctx, s, "t", prompt); err != nil {
 				logf("notify-err %v", err)
 				continue
@@ -216,6 +217,9 @@ func protocol(verb string, f []string, rest string) bool {
 	}
 	return true
 }
+
+// fillSeq numbers the sessions of the fill step across calls.
+var fillSeq int
 
 // taken remembers the resumes this process took, by session and attempt,
 // so that a repeated delivery is visible ("dup") instead of acted on twice.
