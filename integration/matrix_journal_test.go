@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -239,15 +240,15 @@ func TestFault10ReadOnlyFilesystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the filesystem to turn read-only", func() bool {
-		b, _ := os.ReadFile("/proc/mounts")
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 3 && f[1] == mnt {
-				return strings.HasPrefix(f[3], "ro")
-			}
-		}
-		return false
+		err := os.WriteFile(filepath.Join(mnt, "probe"), []byte("x"), 0o600)
+		return errors.Is(err, syscall.EROFS)
 	})
-	e.tell("fill 6")
+	f, err := os.OpenFile(e.fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("fill 6\n")
+	f.Close()
 	if code := sv.wait(30 * time.Second); code != 1 {
 		t.Errorf("supervise exit %d on a read-only journal, want 1", code)
 	}
