@@ -147,7 +147,8 @@ type Supervisor struct {
 		timer           *time.Timer
 		start, deadline time.Time
 	}
-	cs commitState
+	cs  commitState
+	seq sequenceLog
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
