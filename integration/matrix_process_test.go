@@ -390,3 +390,50 @@ func lastBytes(s string, n int) string {
 	}
 	return s
 }
+
+// 27. An agent in a terminal that moves itself into a background process
+// group and reads the terminal is stopped by the kernel (SIGTTIN): its
+// pings stop, the watchdog judges it within its period, the log says it was
+// stopped, and the agent is relaunched rather than left hanging. (tmux
+// starts its panes with SIGTTIN and SIGTTOU ignored, and an ignored signal
+// stays ignored across exec: the background read would just fail with
+// EIO. The pane runs supervise under env --default-signal, as a login
+// shell's job control would.)
+func TestFault27BackgroundTerminalRead(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	if exec.Command("env", "--default-signal=TTIN", "true").Run() != nil {
+		t.Skip("env --default-signal not supported (coreutils 8.31+)")
+	}
+	e := newEnv(t)
+	e.set("SUPERVISE_WATCHDOG=1s", "TESTAGENT_SCRIPT_1=pinger 100ms; bg-read", "TESTAGENT_SCRIPT=hang")
+	ts := &tmuxSession{t: t, e: e, server: fmt.Sprintf("sv%d", time.Now().UnixNano()), exitFile: filepath.Join(e.dir, "exit")}
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, kv := range e.vars {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&b, "env --default-signal=TTIN,TTOU %s run --stop-timeout 1s -- %s\necho $? > %s\nsleep 1000\n", superviseBin, agentBin, ts.exitFile)
+	wrapper := filepath.Join(e.dir, "run.sh")
+	os.WriteFile(wrapper, []byte(b.String()), 0o755)
+	ts.tmux("-f", "/dev/null", "new-session", "-d", "-s", "main", "-x", "250", "-y", "50", wrapper)
+	t.Cleanup(func() { ts.tmux("kill-server") })
+	ev := e.waitEvent(1, "bg-read")
+	e.waitEvent(2, "hang")
+	if n := e.count("bg-read-returned"); n != 0 {
+		t.Errorf("the background read returned instead of stopping the agent: %v", e.events())
+	}
+	r := e.status().run(t, 1)
+	if r.Reason != "watchdog" || !r.Dirty {
+		t.Errorf("run 1 = %+v, want a watchdog kill of the stopped agent", r)
+	}
+	if alive(ev.pid) {
+		t.Errorf("the stopped agent %d is still there", ev.pid)
+	}
+	screen, _ := exec.Command("tmux", "-L", ts.server, "capture-pane", "-p", "-J", "-t", "main", "-S", "-200").Output()
+	if !strings.Contains(string(screen), "the agent is stopped") {
+		t.Errorf("supervise's log does not say the agent was stopped:\n%s", screen)
+	}
+}

@@ -196,7 +196,14 @@ func run(step string) {
 			logf("error setpgid %v", err)
 			return
 		}
-		logf("bg-read")
+		st, _ := os.ReadFile("/proc/self/status")
+		ign := ""
+		for _, l := range strings.Split(string(st), "\n") {
+			if strings.HasPrefix(l, "SigIgn:") || strings.HasPrefix(l, "SigBlk:") {
+				ign += strings.ReplaceAll(l, "\t", " ") + " "
+			}
+		}
+		logf("bg-read %s", ign)
 		buf := make([]byte, 1)
 		n, err := os.Stdin.Read(buf)
 		logf("bg-read-returned %d %v", n, err)
