@@ -24,8 +24,8 @@ import (
 // are retried. Any other error from the disk (EIO, EROFS, a failed fsync)
 // fails closed: after a failed fsync the kernel may have dropped the dirty
 // pages and a later fsync can succeed without them, so no later commit
-// could be trusted; nothing more is committed or acknowledged, and
-// supervise stops the agent and exits 1 (see failClosed).
+// could be trusted; nothing more is committed, every barrier is
+// answered '0', and supervise stops the agent and exits 1 (see failClosed).
 
 // batch is one commit: copies of the records to write and the barriers it
 // acknowledges.
@@ -33,7 +33,23 @@ type batch struct {
 	sessions []journal.Session
 	run      *journal.Run
 	policy   *policy
-	fds      []*os.File
+	fds      []answer
+}
+
+// answer is a barrier waiting for its batch: acked ('1') once the batch
+// commits, or nacked ('0') then if a datagram its sender sent since its
+// previous barrier was refused.
+type answer struct {
+	fd      *os.File
+	refused bool
+}
+
+func (a answer) send() {
+	if a.refused {
+		notify.Nack(a.fd)
+		return
+	}
+	notify.Ack(a.fd)
 }
 
 // policy is the backoff and guard state, committed when it changes.
@@ -86,7 +102,7 @@ type commitState struct {
 	w        *writer
 	dirty    map[string]bool // sessions changed since the last batch
 	runDirty bool            // the run record changed (heartbeat)
-	fds      []*os.File      // barriers waiting for the next batch
+	fds      []answer        // barriers waiting for the next batch
 	inflight *batch
 	retry    *time.Timer // armed after a failed commit
 	backoff  time.Duration
@@ -101,18 +117,21 @@ func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
 
 // barrier handles a BARRIER=1: its fd is acked once everything received
 // before it is durable.
-func (s *Supervisor) barrier(fd *os.File) {
+// It is answered '0' instead when the sender had a datagram refused since
+// its previous barrier, by the notify server (m.Refused) or by the loop.
+func (s *Supervisor) barrier(m notify.Message) {
 	cs := &s.cs
+	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {
 	case cs.failed != nil:
-		fd.Close() // bare: not confirmed, the journal takes nothing more
+		notify.Nack(a.fd) // '0': the journal takes nothing more
 	case s.pendingWork():
-		cs.fds = append(cs.fds, fd)
+		cs.fds = append(cs.fds, a)
 		s.flushAsync()
 	case cs.inflight != nil:
-		cs.inflight.fds = append(cs.inflight.fds, fd)
+		cs.inflight.fds = append(cs.inflight.fds, a)
 	default:
-		notify.Ack(fd) // nothing outstanding: everything earlier is durable
+		a.send() // nothing outstanding: everything earlier is durable
 	}
 }
 
@@ -171,8 +190,8 @@ func (s *Supervisor) committed(err error) {
 func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
-	for _, fd := range b.fds {
-		notify.Ack(fd)
+	for _, a := range b.fds {
+		a.send()
 	}
 }
 
@@ -229,14 +248,14 @@ func storageFailure(err error) bool {
 }
 
 // failClosed handles a disk error that no later commit can be trusted to
-// repair: the batch's barriers and every later one are closed bare (never
-// acknowledged), nothing more is committed, the next start is made to
+// repair: the batch's barriers and every later one are answered '0' (not
+// journaled; never acknowledged), nothing more is committed, the next start is made to
 // check every page of the journal, and the agent is stopped; supervise
 // exits 1 so that its own manager sees the failure.
 func (s *Supervisor) failClosed(b *batch, err error) {
 	cs := &s.cs
-	for _, fd := range append(b.fds, cs.fds...) {
-		fd.Close()
+	for _, a := range append(b.fds, cs.fds...) {
+		notify.Nack(a.fd) // '0': not journaled, and never will be
 	}
 	cs.fds = nil
 	if cs.retry != nil {
@@ -281,14 +300,14 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 		cs.retry = nil
 	}
 	if cs.failed != nil {
-		for _, fd := range cs.fds {
-			fd.Close()
+		for _, a := range cs.fds {
+			notify.Nack(a.fd)
 		}
 		cs.fds = nil
 		return fmt.Errorf("journal failed closed earlier: %w", cs.failed)
 	}
 	b := s.takeBatch()
-	time.Sleep(s.cfg.CommitDelay) // failpoint: a slow disk (0 in production)
+	time.Sleep(s.fp.CommitDelay) // failpoint: a slow disk (0 in production)
 	err := s.db.Update(func(tx *journal.Tx) error {
 		if err := b.write(tx); err != nil {
 			return err
@@ -316,8 +335,8 @@ func (s *Supervisor) stopWriter() {
 	close(cs.w.in)
 	for range cs.w.out {
 	}
-	for _, fd := range cs.fds {
-		fd.Close()
+	for _, a := range cs.fds {
+		a.fd.Close()
 	}
 	cs.fds = nil
 }
