@@ -61,6 +61,14 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	if m.Session == "" {
 		return
 	}
+	if _, held := s.sessions[m.Session]; !held && s.cs.failing != nil && !s.inJournal(m.Session) {
+		// Commits are failing (a full disk): a new session could not be
+		// recorded, so its marker is refused and the barrier says so.
+		s.refused.Add(m.PID)
+		s.refusedLogs.warn(s.log, now, "the journal cannot commit: marker for a new session refused",
+			"session", m.Session, "pid", m.PID, "err", s.cs.failing)
+		return
+	}
 	sess := s.session(m.Session, now)
 	if sess == nil {
 		// Refused, not ignored: the sender's next barrier answers '0'.
@@ -224,6 +232,16 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 	}
 	s.sessions[id] = &sess
 	return &sess
+}
+
+// inJournal reports whether the journal holds session id.
+func (s *Supervisor) inJournal(id string) bool {
+	found := false
+	s.db.View(func(tx *journal.Tx) error {
+		_, found, _ = tx.Session(id)
+		return nil
+	})
+	return found
 }
 
 // flushBeats moves the heartbeats gathered by intake into the session and

@@ -111,6 +111,10 @@ type commitState struct {
 	// failed is the disk error that made the journal fail closed; once set,
 	// nothing more is committed or acknowledged.
 	failed error
+	// failing is the error of the last commit while commits fail and are
+	// retried (a full disk), nil once one succeeds: markers for sessions
+	// the journal does not hold yet are refused meanwhile.
+	failing error
 }
 
 func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
@@ -125,6 +129,8 @@ func (s *Supervisor) barrier(m notify.Message) {
 	switch {
 	case cs.failed != nil:
 		notify.Nack(a.fd) // '0': the journal takes nothing more
+	case a.refused && cs.failing != nil:
+		a.send() // '0' now: the refusal is certain, the disk may stay full
 	case s.pendingWork():
 		cs.fds = append(cs.fds, a)
 		s.flushAsync()
@@ -190,6 +196,7 @@ func (s *Supervisor) committed(err error) {
 func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
+	s.cs.failing = nil
 	for _, a := range b.fds {
 		a.send()
 	}
@@ -207,6 +214,7 @@ func (s *Supervisor) requeue(b *batch, err error) {
 		s.failClosed(b, err)
 		return
 	}
+	cs.failing = err
 	for _, sess := range b.sessions {
 		cs.dirty[sess.ID] = true
 	}
