@@ -511,3 +511,70 @@ func offlineSession(path, id string) (s journal.Session, ok bool) {
 	db.View(func(tx *journal.Tx) error { s, ok, _ = tx.Session(id); return nil })
 	return s, ok
 }
+
+// 7. Disk full (a 2 MiB tmpfs, filled): once a commit has failed for want
+// of space, a marker for a new session is refused at once, its barrier
+// answered '0' (not left to time out); nothing unjournaled is
+// acknowledged; when space is back supervise recovers by itself, the
+// journal is clean, and no refused session is in it.
+func TestFault07DiskFullNewSessionsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	os.Mkdir(mnt, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	e := newEnv(t)
+	e.stateDir = filepath.Join(mnt, "state")
+	e.vars = append(e.vars, "SUPERVISE_STATE_DIR="+e.stateDir)
+	e.set("TESTAGENT_SCRIPT=fill 2; log ready; listen")
+	sv := e.run()
+	e.waitLog(1, "ready")
+	filler := filepath.Join(mnt, "filler")
+	exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+	e.tell("fill 30")
+	waitFor(t, 20*time.Second, "a failed commit", func() bool { return strings.Contains(sv.stderr(), "commit failed") })
+	e.tell("fill 4")
+	refused := 0
+	var refusedIDs []string
+	for _, ev := range e.events() {
+		if ev.kind == "fill-unacked" && strings.Contains(ev.arg, "answered 0") {
+			refused++
+			refusedIDs = append(refusedIDs, strings.Fields(ev.arg)[0])
+		}
+	}
+	if refused == 0 {
+		t.Errorf("no new session was refused with '0' on a full disk:\n%v", e.events())
+	}
+	if !strings.Contains(sv.stderr(), "marker for a new session refused") {
+		t.Errorf("the refusal is not logged:\n%s", sv.stderr())
+	}
+	acked, _, _ := e.fills()
+	commits := e.journalCommits()
+	os.Remove(filler)
+	// The failed batch is retried with backoff; once it commits, new
+	// sessions are taken again.
+	waitFor(t, 20*time.Second, "the retried commit", func() bool { return e.journalCommits() > commits })
+	e.tell("fill 2")
+	after, _, _ := e.fills()
+	if len(after) < len(acked)+2 {
+		t.Errorf("supervise did not recover when space came back: acked %v then %v", acked, after)
+	}
+	sv.signal(syscall.SIGKILL)
+	sv.wait(10 * time.Second)
+	sessions := checkJournal(t, filepath.Join(e.stateDir, "journal.db"))
+	for _, id := range after {
+		if _, ok := sessions[id]; !ok {
+			t.Errorf("acknowledged marker %s is not in the journal", id)
+		}
+	}
+	for _, id := range refusedIDs {
+		if _, ok := sessions[id]; ok {
+			t.Errorf("refused session %s is in the journal", id)
+		}
+	}
+	t.Logf("%d markers for new sessions refused with '0' on the full disk", refused)
+}
