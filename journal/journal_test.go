@@ -491,3 +491,16 @@ func TestVerifyTruncatedBelowHighWater(t *testing.T) {
 		t.Fatal("every cut was caught at open: the case the check must catch did not occur")
 	}
 }
+
+// Fault matrix case 3's static half: the journal never runs with NoSync
+// (nor skips the sync when it grows), so a commit that returned is on disk.
+func TestNeverNoSync(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "journal.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.b.NoSync || db.b.NoGrowSync {
+		t.Errorf("journal opened with NoSync=%v NoGrowSync=%v", db.b.NoSync, db.b.NoGrowSync)
+	}
+}
