@@ -448,4 +448,10 @@ func TestFault27BackgroundTerminalRead(t *testing.T) {
 	if !strings.Contains(string(screen), "the agent is stopped") {
 		t.Errorf("supervise's log does not say the agent was stopped:\n%s", screen)
 	}
+	// Stop supervise and wait for it, so that it is not still writing its
+	// journal when the test's directory is removed.
+	syscall.Kill(e.status().Supervisor.PID, syscall.SIGTERM)
+	if code := ts.exitCode(); code != "0" {
+		t.Errorf("supervise exit %s after SIGTERM", code)
+	}
 }
