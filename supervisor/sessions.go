@@ -116,6 +116,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
 	}
 	s.markDirty(sess.ID)
+	s.observeMarker(m)
 	s.flushAsync()
 }
 

@@ -92,7 +92,11 @@ type Config struct {
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
 	// KeepRuns bounds the run records kept in the journal.
-	KeepRuns              int
+	KeepRuns int
+	// Observe, when set, is told about every launch, committed marker
+	// batch and death, and the loop waits for it (see Observer). nil in
+	// production; `supervise chaos` sets it.
+	Observe               Observer
 	Stdin, Stdout, Stderr *os.File
 	Log                   *slog.Logger
 }
@@ -561,6 +565,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	}
 	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", argv[0])
 	s.publish()
+	s.observeStart(n, argv)
 
 	s.wait(p, nil)
 	s.drain()
@@ -797,6 +802,11 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 		"exit_code", r.ExitCode, "signal", r.Signal, "reason", r.Reason, "dirty", r.Dirty,
 		"uptime", exit.Uptime().Round(time.Millisecond), "next", next)
 	s.logDecisions(decs)
+	changed := make([]string, len(decs))
+	for i, d := range decs {
+		changed[i] = d.Session.ID
+	}
+	s.observeDeath(r, changed)
 	if s.guard.Open {
 		s.log.Warn("crash-loop guard is open: automatic resumes are held until a run proves healthy",
 			"chain", s.guard.Chain)

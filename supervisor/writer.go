@@ -25,6 +25,7 @@ type batch struct {
 	run      *journal.Run
 	policy   *policy
 	fds      []*os.File
+	markers  []Marker // for the observer, told once the batch commits
 }
 
 // policy is the backoff and guard state, committed when it changes.
@@ -78,6 +79,7 @@ type commitState struct {
 	dirty    map[string]bool // sessions changed since the last batch
 	runDirty bool            // the run record changed (heartbeat)
 	fds      []*os.File      // barriers waiting for the next batch
+	markers  []Marker        // markers for the observer, in the next batch
 	inflight *batch
 	retry    *time.Timer // armed after a failed commit
 	backoff  time.Duration
@@ -105,7 +107,8 @@ func (s *Supervisor) barrier(fd *os.File) {
 // takeBatch moves everything pending into a batch.
 func (s *Supervisor) takeBatch() *batch {
 	cs := &s.cs
-	b := &batch{fds: cs.fds}
+	b := &batch{fds: cs.fds, markers: cs.markers}
+	cs.markers = nil
 	for id := range cs.dirty {
 		if sess, ok := s.sessions[id]; ok {
 			b.sessions = append(b.sessions, *sess)
@@ -157,6 +160,7 @@ func (s *Supervisor) committed(err error) {
 func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
+	s.observeBatch(b)
 	for _, fd := range b.fds {
 		notify.Ack(fd)
 	}
@@ -180,6 +184,7 @@ func (s *Supervisor) requeue(b *batch, err error) {
 		s.policyDirty = true
 	}
 	cs.fds = append(b.fds, cs.fds...)
+	cs.markers = append(b.markers, cs.markers...)
 	if cs.backoff == 0 {
 		cs.backoff = 100 * time.Millisecond
 	} else if cs.backoff < 5*time.Second {
