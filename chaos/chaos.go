@@ -379,7 +379,7 @@ type sessState struct {
 	// crashes models the session's crash count: dirty deaths mid-turn
 	// since its last completed turn (DESIGN.md, decision table).
 	crashes int
-	gen         uint64 // bumped at every turn start, for random timers
+	gen     uint64 // bumped at every turn start, for random timers
 }
 
 type runState struct {
@@ -408,7 +408,7 @@ type harness struct {
 	open      *killState
 	turnDur   time.Duration // the first fresh turn that completed
 	resDur    time.Duration // the first resumed turn that completed
-	idle      int // turns completed while waiting for a kill point
+	idle      int           // turns completed while waiting for a kill point
 	done      bool
 	stopping  bool
 	stop      func()
