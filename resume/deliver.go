@@ -48,6 +48,27 @@ func Items(pending []journal.Session) []Item {
 	return items
 }
 
+// ReadFile reads the resume file at path, as an agent does with
+// $SUPERVISE_RESUME_FILE. An empty path or a missing file means nothing is
+// owed: no items and no error.
+func ReadFile(path string) ([]Item, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []Item
+	if err := json.Unmarshal(b, &items); err != nil {
+		return nil, fmt.Errorf("resume file %s: %w", path, err)
+	}
+	return items, nil
+}
+
 // WriteFile writes items as the resume file at path, atomically (a reader
 // sees the old file or the new one, never half of one), mode 0600.
 func WriteFile(path string, items []Item) error {

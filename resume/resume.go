@@ -259,6 +259,10 @@ var (
 	ErrNotResumable = errors.New("session has no interrupted turn to resume")
 )
 
+// ReasonManual is the reason of a resume a person asked for (Manual), in
+// the journal and in the resume file's "reason".
+const ReasonManual = "manual resume"
+
 // Manual applies `supervise resume`: a parked, stopped or pending session
 // is made resume_pending by a person's decision, with its crash count reset
 // (DESIGN: the count resets on a manual resume). Such a resume is dispatched
@@ -277,7 +281,7 @@ func Manual(s journal.Session, now time.Time, template string) (journal.Session,
 	s.State = journal.ResumePending
 	s.CrashCount = 0
 	s.Reason = "resumed by hand (was: " + why + ")"
-	s.Resume = &journal.Resume{Attempt: 1, Reason: "manual resume", Message: msg, Since: now, Manual: true}
+	s.Resume = &journal.Resume{Attempt: 1, Reason: ReasonManual, Message: msg, Since: now, Manual: true}
 	s.Updated = now
 	return s, nil
 }

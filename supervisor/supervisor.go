@@ -29,16 +29,20 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
 
-// Exit codes of Run, documented in supervise --help.
+// Exit codes of Run: the values of the one table in internal/exitcode
+// (printed by supervise --help).
 const (
-	ExitOK       = 0 // the child ended cleanly, or a requested stop completed
-	ExitInternal = 1 // supervise itself failed (journal, sockets)
-	ExitGaveUp   = 4 // the give-up limit was reached
+	ExitOK       = exitcode.OK       // the child ended cleanly, or a requested stop completed
+	ExitInternal = exitcode.Internal // supervise itself failed (journal, sockets)
+	ExitGaveUp   = exitcode.GaveUp   // the give-up limit was reached
+	ExitParked   = exitcode.Parked   // task mode: a session is parked
 )
 
 // forceQuitWindow is how soon a second terminal Ctrl-C must follow the
@@ -63,18 +67,11 @@ type Config struct {
 	// Watchdog is the period within which the agent must send WATCHDOG=1;
 	// 0 disables hang detection.
 	Watchdog time.Duration
-	// WedgeFile is a test failpoint: while this file exists the loop blocks
-	// (as a wedged loop would), so tests can check that health checks and
-	// the upward watchdog notice. Empty in production.
-	WedgeFile string
 	// VerifyInBackground runs the journal's full consistency check (due
 	// after an unclean stop) after boot instead of before it: for a large
 	// journal. Automatic resumes are held until it passes, and the first
 	// launch waits for it if a resume is owed.
 	VerifyInBackground bool
-	// CommitDelay is a test failpoint: every journal commit waits this long
-	// first, as on a slow disk. 0 in production.
-	CommitDelay time.Duration
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
@@ -105,6 +102,7 @@ type Config struct {
 // with ServeNotify, and Run it once.
 type Supervisor struct {
 	cfg    Config
+	fp     failpoint.Points // test failpoints, off in production
 	db     *journal.DB
 	reaper *child.Reaper
 	log    *slog.Logger
@@ -187,6 +185,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	now := time.Now()
 	s := &Supervisor{
 		cfg:      cfg,
+		fp:       failpoint.FromEnv(),
 		db:       db,
 		reaper:   reaper,
 		log:      cfg.Log,
@@ -250,7 +249,7 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
-	s.cs = commitState{w: startWriter(s.db, s.cfg.CommitDelay), dirty: map[string]bool{}}
+	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
@@ -619,7 +618,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 		case <-s.retryC():
 			s.retryFired()
 		case now := <-flush.C:
-			s.failpoint()
+			s.fp.BlockWhileWedged()
 			s.flushBeats(now)
 			s.checkMemory()
 			s.evictSettled()
@@ -830,19 +829,6 @@ func (s *Supervisor) fatal(err error) {
 	s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
 		"err", err)
 	s.Shutdown()
-}
-
-// failpoint blocks while cfg.WedgeFile exists (tests only).
-func (s *Supervisor) failpoint() {
-	if s.cfg.WedgeFile == "" {
-		return
-	}
-	for {
-		if _, err := os.Stat(s.cfg.WedgeFile); err != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // tick records that the loop is running.

@@ -222,7 +222,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 		cs.retry = nil
 	}
 	b := s.takeBatch()
-	time.Sleep(s.cfg.CommitDelay) // failpoint: a slow disk (0 in production)
+	time.Sleep(s.fp.CommitDelay) // failpoint: a slow disk (0 in production)
 	err := s.db.Update(func(tx *journal.Tx) error {
 		if err := b.write(tx); err != nil {
 			return err

@@ -22,6 +22,8 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/journalopen"
 	"github.com/supervise-dev/supervise/internal/observe"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -83,7 +85,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 
 func runUsage(fs *flag.FlagSet) func() {
 	return func() {
-		fmt.Fprint(fs.Output(), usageText)
+		fmt.Fprint(fs.Output(), usage())
 		fmt.Fprint(fs.Output(), "\nRun flags:\n")
 		fs.PrintDefaults()
 	}
@@ -184,8 +186,6 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		StopTimeout:  f.stopTimeout,
 		Watchdog:     f.watchdog,
 		MaxRSS:       maxRSS,
-		WedgeFile:    os.Getenv("SUPERVISE_FAILPOINT_WEDGE"),
-		CommitDelay:  failpointDuration("SUPERVISE_FAILPOINT_COMMIT_DELAY"),
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
@@ -196,13 +196,6 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Log:          log,
 	}
 	return cfg, log, nil
-}
-
-// failpointDuration reads a test failpoint duration from the environment;
-// unset or invalid means 0 (off).
-func failpointDuration(name string) time.Duration {
-	d, _ := time.ParseDuration(os.Getenv(name))
-	return max(d, 0)
 }
 
 // parseSize parses a memory size: bytes, or a number with K, M, G, T (powers
@@ -292,13 +285,13 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
-// supervise opens the state dir and runs the actors until the loop ends.
 // gcPercent is supervise's GC target unless GOGC is set: its live heap is
 // well under a MiB, and at Go's default the 4 MiB minimum heap goal (plus
 // runtime overhead) made up most of its memory under load; 50 halves that
 // goal for a few percent of CPU.
 const gcPercent = 50
 
+// supervise opens the state dir and runs the actors until the loop ends.
 func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
@@ -315,7 +308,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
 		return exitInternal
 	}
-	db, verifyLater, err := openJournal(cfg.StateDir, log)
+	db, verifyLater, err := journalopen.Open(cfg.StateDir, log)
 	cfg.VerifyInBackground = verifyLater
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
@@ -433,70 +426,25 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 			cancel()
 		})
 	}
-	if err := g.Run(); err != nil && !errors.Is(err, errLoopDone) {
-		log.Error("supervise failed", "err", err)
+	if fp := failpoint.FromEnv(); fp.ActorFail != "" {
+		// Failpoint (tests only): an actor that fails as a socket actor
+		// does when its socket breaks.
+		stop := make(chan struct{})
+		g.Add(func() error {
+			return fp.FailActor(stop)
+		}, func(error) {
+			close(stop)
+		})
+	}
+	// The loop is the only actor that may end the group: any other that
+	// returns first (a broken socket) stopped the agent for nothing the user
+	// asked, so supervise failed, and exits non-zero for its manager
+	// (systemd's Restart=on-failure) to act.
+	if err := g.Run(); !errors.Is(err, errLoopDone) {
+		log.Error("supervise failed: an actor stopped the loop", "err", err)
+		return exitInternal
 	}
 	return code
 }
 
 var errLoopDone = errors.New("supervision loop ended")
-
-// openJournal opens the state dir's journal. A damaged journal is moved
-// aside (never rewritten) and a fresh one started, with a loud error: nothing
-// is resumed from state that cannot be verified.
-// verifyInline is the journal size up to which the full check after an
-// unclean stop runs before the first launch (about 50ms); a larger journal
-// is checked in the background, with automatic resumes held meanwhile.
-const verifyInline = 64 << 20
-
-// inlineLimit is verifyInline, or the test failpoint
-// SUPERVISE_FAILPOINT_VERIFY_INLINE (bytes) when set.
-func inlineLimit() int64 {
-	if n, err := strconv.ParseInt(os.Getenv("SUPERVISE_FAILPOINT_VERIFY_INLINE"), 10, 64); err == nil {
-		return n
-	}
-	return verifyInline
-}
-
-func openJournal(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
-	path := supervisor.StatePath(stateDir)
-	failed := supervisor.VerifyFailedPath(stateDir)
-	db, err = journal.Open(path, journal.Options{})
-	if err == nil {
-		var clean bool
-		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
-		_, mustCheck := os.Stat(failed)
-		fi, _ := os.Stat(path)
-		switch {
-		case clean && mustCheck != nil:
-		case mustCheck == nil || fi == nil || fi.Size() <= inlineLimit():
-			// The last supervisor died (or a background check failed):
-			// check every page before trusting anything.
-			err = db.Verify()
-		default:
-			verifyLater = true
-		}
-		if err == nil {
-			err = db.CheckRecords()
-		}
-		if err == nil {
-			if !verifyLater {
-				os.Remove(failed)
-			}
-			return db, verifyLater, nil
-		}
-		db.Close()
-	}
-	if !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotJournal) {
-		return nil, false, err
-	}
-	moved, qerr := journal.Quarantine(path, time.Now())
-	if qerr != nil {
-		return nil, false, fmt.Errorf("%v; moving it aside failed: %w", err, qerr)
-	}
-	os.Remove(failed)
-	log.Error("journal is damaged: moved it aside and started a fresh one; no session will be resumed automatically from it",
-		"err", err, "moved_to", moved)
-	db, err = journal.Open(path, journal.Options{})
-	return db, false, err
-}
