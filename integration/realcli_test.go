@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -81,7 +83,7 @@ func newRealEnv(t *testing.T, cli realCLI) *realEnv {
 		r.api.Close()
 		if t.Failed() {
 			for _, q := range r.api.Requests() {
-				t.Logf("API request %d agent=%v session=%q messages=%d last user: %.300q", q.N, q.Agent, q.Session, q.Messages, q.LastUser)
+				t.Logf("API request %d agent=%v session=%q messages=%d replies=%d last user: %.300q", q.N, q.Agent, q.Session, q.Messages, q.Replies, q.LastUser)
 			}
 			if o := r.api.Other(); len(o) > 0 {
 				t.Logf("other requests to the mock: %q", o)
@@ -155,7 +157,10 @@ func (r *realEnv) waitSession(state, phase string) (string, int) {
 	var id string
 	var pid int
 	waitFor(r.t, 60*time.Second, "a session "+state+" "+phase, func() bool {
-		st := r.status()
+		st, ok := r.tryStatus()
+		if !ok {
+			return false
+		}
 		for _, s := range st.Sessions {
 			if s.State == state && (phase == "" || s.Phase == phase) {
 				id, pid = s.ID, st.Child.PID
@@ -167,13 +172,23 @@ func (r *realEnv) waitSession(state, phase string) (string, int) {
 	return id, pid
 }
 
+// tryStatus is status, false while supervise is not answering yet.
+func (r *realEnv) tryStatus() (status, bool) {
+	out, err := exec.Command(superviseBin, "status", "--json", "--state-dir", r.stateDir).Output()
+	var st status
+	if err != nil || json.Unmarshal(out, &st) != nil {
+		return st, false
+	}
+	return st, true
+}
+
 // freshStarts counts the agent requests that open a conversation on the
 // task: the task as the only message. More than one means the task ran
 // again as a new session.
 func (r *realEnv) freshStarts() int {
 	n := 0
 	for _, q := range r.api.AgentRequests() {
-		if q.Messages == 1 && strings.Contains(q.FirstUser, realPrompt) {
+		if q.Replies == 0 && strings.Contains(q.FirstUser, realPrompt) {
 			n++
 		}
 	}
@@ -294,9 +309,9 @@ func (r *realEnv) killTwice() {
 	syscall.Kill(pid, syscall.SIGKILL)
 	r.waitRequest("the continuation in an API request", continuation)
 	waitFor(t, 30*time.Second, "the resumed run in its turn", func() bool {
-		st := r.status()
-		s, ok := st.session(session)
-		return ok && s.State == "in_turn" && st.Child.PID > 0 && st.Child.PID != pid
+		st, ok := r.tryStatus()
+		s, found := st.session(session)
+		return ok && found && s.State == "in_turn" && st.Child.PID > 0 && st.Child.PID != pid
 	})
 	syscall.Kill(r.status().Child.PID, syscall.SIGKILL)
 	if code := sv.wait(90 * time.Second); code != 5 {
@@ -400,10 +415,15 @@ func TestRealClaudeCode(t *testing.T) {
 				"DISABLE_ERROR_REPORTING=1"}
 		},
 		setup: func(r *realEnv) {
-			// The project allows the shell tool, as a user of -p does: print
-			// mode cannot ask. The hooks stay in the user settings, unchanged.
+			// The project allows the shell tool, as a user of -p does (print
+			// mode cannot ask), and is trusted, as after a first interactive
+			// run there: Claude ignores an untrusted project's permissions.
+			// The hooks stay in the user settings, unchanged.
 			writeFile(r.t, filepath.Join(r.proj, ".claude", "settings.local.json"),
 				`{"permissions":{"allow":["Bash"]}}`)
+			trust, _ := json.Marshal(map[string]any{"projects": map[string]any{
+				r.proj: map[string]any{"hasTrustDialogAccepted": true}}})
+			writeFile(r.t, filepath.Join(r.home, ".claude.json"), string(trust))
 		},
 	})
 }

@@ -42,6 +42,9 @@ func (anthropic) parse(req *Request) {
 	}
 	var users []string
 	for _, m := range b.Messages {
+		if m.Role == "assistant" {
+			req.Replies++
+		}
 		if m.Role != "user" {
 			continue
 		}

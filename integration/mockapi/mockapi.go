@@ -53,8 +53,9 @@ type Request struct {
 	// FirstUser is the text of the conversation's first user message,
 	// LastUser the text of its last one (for a tool result, its output).
 	FirstUser, LastUser string
-	// Messages is the number of messages (turns) in the conversation sent.
-	Messages int
+	// Messages is the number of messages in the conversation sent, Replies
+	// the number of those the model wrote (0: a conversation's first call).
+	Messages, Replies int
 	// ToolResult: the last message carries a tool's result.
 	ToolResult bool
 	// Session is the CLI's session id as the request carries it (a header
@@ -92,9 +93,7 @@ func Anthropic(script func(Request) Reply) *Server { return start(anthropic{}, s
 
 // OpenAI serves POST /v1/responses (SSE).
 
-
 // Gemini serves POST /v1beta/models/MODEL:streamGenerateContent?alt=sse.
-
 
 func start(p provider, script func(Request) Reply) *Server {
 	s := &Server{p: p, stop: make(chan struct{}), script: script}
