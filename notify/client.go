@@ -202,6 +202,30 @@ func (c *Client) Phase(ctx context.Context, session string, p Phase, tool string
 	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(p), "X_SUPERVISE_TOOL", tool)
 }
 
+// ToolPhase reports that session is running tool, with detail saying
+// what it runs (a command line, a file path) for the continuation message
+// should the agent die meanwhile: "while the tool "Bash" was running
+// `npm test`". detail is flattened to one line (control characters become
+// spaces) and cut to MaxDetailLen bytes, ending with "…" when cut; it may
+// be empty.
+func (c *Client) ToolPhase(ctx context.Context, session, tool, detail string) error {
+	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(PhaseTool), "X_SUPERVISE_TOOL", tool,
+		"X_SUPERVISE_DETAIL", OneLine(detail, MaxDetailLen))
+}
+
+// OneLine flattens s to one line of valid UTF-8 without control characters
+// (each becomes a space; the ends are trimmed) and bounds it to n bytes,
+// ending with "…" when it was cut: the form of X_SUPERVISE_DETAIL.
+func OneLine(s string, n int) string {
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD")))
+	return bounded([]byte(s), n)
+}
+
 // Resumed reports that the agent took over session's interrupted turn
 // from the resume file.
 func (c *Client) Resumed(ctx context.Context, session, turn string) error {

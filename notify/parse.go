@@ -21,6 +21,9 @@ const (
 	// MaxPromptLen is the longest prompt excerpt kept, in bytes; longer
 	// prompts are cut at a rune boundary.
 	MaxPromptLen = 1024
+	// MaxDetailLen is the longest X_SUPERVISE_DETAIL kept, in bytes; a
+	// longer one is cut at a rune boundary and ends with "…".
+	MaxDetailLen = 512
 	// MaxUSec is the largest WATCHDOG_USEC or EXTEND_TIMEOUT_USEC honoured:
 	// 24 hours in microseconds. Larger values are ignored.
 	MaxUSec = 24 * 60 * 60 * 1000 * 1000
@@ -105,6 +108,9 @@ type Message struct {
 	Turn    string // X_SUPERVISE_TURN
 	Tool    string // X_SUPERVISE_TOOL
 	Prompt  string // X_SUPERVISE_PROMPT, at most MaxPromptLen bytes
+	// Detail is X_SUPERVISE_DETAIL: what the tool runs (a command, a path),
+	// one line of at most MaxDetailLen bytes; only with PhaseTool.
+	Detail  string
 	Event   Event
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
@@ -123,7 +129,7 @@ func (m *Message) IsHeartbeatOnly() bool {
 		(m.Event == EventNone || m.Event == EventHeartbeat) &&
 		!m.Ready && !m.Stopping && !m.WatchdogTrigger && !m.Barrier && !m.HasStatus &&
 		m.WatchdogUSec == 0 && m.ExtendTimeoutUSec == 0 &&
-		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Outcome == "" && m.Phase == "" &&
+		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Detail == "" && m.Outcome == "" && m.Phase == "" &&
 		m.Fd == nil
 }
 
@@ -145,6 +151,7 @@ const (
 	seenPhase
 	seenTool
 	seenPrompt
+	seenDetail
 )
 
 // parser parses datagrams. It remembers the last session id so that a
@@ -178,6 +185,7 @@ func (p *parser) parse(b []byte) (Message, error) {
 		seen                                            uint
 		assignments                                     int
 		session, event, turn, outcome, phase, tool, pro []byte
+		detail                                          []byte
 	)
 	for line := 1; len(b) > 0; line++ {
 		l := b
@@ -236,6 +244,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 			bit, tool = seenTool, v
 		case "X_SUPERVISE_PROMPT":
 			bit, pro = seenPrompt, v
+		case "X_SUPERVISE_DETAIL":
+			bit, detail = seenDetail, v
 		}
 		if seen&bit != 0 {
 			return m, fmt.Errorf("line %d repeats %s: %w", line, k, ErrMalformed)
@@ -307,6 +317,15 @@ func (p *parser) parse(b []byte) (Message, error) {
 	if seen&seenPrompt != 0 {
 		m.Prompt = string(cut(pro, MaxPromptLen))
 	}
+	if seen&seenDetail != 0 && len(detail) > 0 {
+		if m.Phase != PhaseTool {
+			return m, fmt.Errorf("X_SUPERVISE_DETAIL without X_SUPERVISE_PHASE=tool: %w", ErrProtocol)
+		}
+		if !validText(detail, false) {
+			return m, fmt.Errorf("X_SUPERVISE_DETAIL with a control character (one line, no tabs): %w", ErrProtocol)
+		}
+		m.Detail = bounded(detail, MaxDetailLen)
+	}
 	return m, nil
 }
 
@@ -345,6 +364,17 @@ func validText(v []byte, tab bool) bool {
 		i += n
 	}
 	return true
+}
+
+// bounded returns v if it has at most n bytes, else its longest prefix
+// that, followed by "…", has at most n bytes and ends at a rune boundary,
+// followed by "…": a cut detail says it was cut.
+func bounded(v []byte, n int) string {
+	if len(v) <= n {
+		return string(v)
+	}
+	const ellipsis = "…"
+	return string(cut(v, n-len(ellipsis))) + ellipsis
 }
 
 // cut returns the longest prefix of v that has at most n bytes and ends

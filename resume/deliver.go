@@ -24,7 +24,10 @@ type Item struct {
 	Reason         string `json:"reason"`
 	Phase          string `json:"phase"`
 	Tool           string `json:"tool"`
-	Prompt         string `json:"prompt"`
+	// Detail is what the tool was running (a command, a path), if the
+	// agent said (X_SUPERVISE_DETAIL).
+	Detail string `json:"detail"`
+	Prompt string `json:"prompt"`
 	// Message is the continuation to send as a hidden turn.
 	Message string `json:"message"`
 }
@@ -43,7 +46,7 @@ func Items(pending []journal.Session) []Item {
 	for _, s := range pending {
 		items = append(items, Item{Session: s.ID, Turn: s.Turn, Attempt: s.Resume.Attempt,
 			InterruptedRun: s.Resume.Interrupted, Reason: s.Resume.Reason,
-			Phase: s.Phase, Tool: s.Tool, Prompt: s.Prompt, Message: s.Resume.Message})
+			Phase: s.Phase, Tool: s.Tool, Detail: s.Detail, Prompt: s.Prompt, Message: s.Resume.Message})
 	}
 	return items
 }

@@ -50,7 +50,7 @@ func (s *Supervisor) logDecisions(decs []resume.Decision) {
 		switch dec.Action {
 		case resume.Resume:
 			s.log.Warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
-				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool)
+				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
 		case resume.Park:
 			s.log.Warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(s.cfg.StateDir, sess.ID))
@@ -155,6 +155,7 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 		s.log.Warn("automatic resumes held", "why", s.held(), "sessions", ids)
 	}
 	if len(pending) == 0 {
+		s.task.ran = true
 		if s.resumeFile {
 			os.Remove(path) // never let a stale file look current
 			s.resumeFile = false
@@ -166,6 +167,10 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 	}
 	via := "resume file"
 	if s.cfg.ResumeExec != nil {
+		if !s.task.ran && s.run.Run == 0 {
+			s.log.Warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
+				"session", pending[0].ID)
+		}
 		pending = pending[:1]
 		argv = resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies(pending))[0])
 		via = "--resume-exec"
@@ -202,6 +207,7 @@ func (s *Supervisor) markDelivered(ss []*journal.Session, n uint64) []string {
 		sess.Resume = &r
 		s.m.resumes.Inc()
 		s.markDirty(sess.ID)
+		s.touch(sess.ID)
 		ids = append(ids, sess.ID)
 	}
 	return ids

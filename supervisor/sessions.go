@@ -67,6 +67,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	}
 	sess.LastHeartbeat = now
 	sess.Updated = now
+	s.taskMarker(m)
 	if s.run.Run != 0 {
 		sess.Run = s.run.Run
 	}
@@ -78,14 +79,14 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 		sess.State = journal.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = m.Turn, m.Prompt, now
-		sess.Phase, sess.Tool, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
 	case notify.EventTurnEnd:
 		if m.Turn != "" {
 			sess.Turn = m.Turn
 		}
 		sess.State = journal.Idle
 		sess.Outcome = string(m.Outcome)
-		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 		if m.Outcome == notify.OutcomeCompleted {
 			s.turnCompleted(sess)
 		}
@@ -95,7 +96,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 		sess.State = journal.Waiting
 	case notify.EventPhase:
-		sess.Phase, sess.Tool = string(m.Phase), m.Tool
+		sess.Phase, sess.Tool, sess.Detail = string(m.Phase), m.Tool, m.Detail
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
 		}
@@ -113,7 +114,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 	case notify.EventClosed:
 		sess.State = journal.Closed
-		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
 	s.markDirty(sess.ID)
 	s.observeMarker(m)
@@ -124,6 +125,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 // crash count, and the process-level backoff and crash-loop guard.
 func (s *Supervisor) turnCompleted(sess *journal.Session) {
 	sess.CrashCount = 0
+	s.turnDone = true
 	s.backoff = s.backoff.Reset()
 	s.policyDirty = true
 	s.clearGuard("a turn completed (session " + sess.ID + ")")
@@ -159,6 +161,10 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 // run records; the next batch commits them (at most about once a second).
 func (s *Supervisor) flushBeats(now time.Time) {
 	for id, at := range s.in.take() {
+		if s.taskMode() {
+			s.task.markers = true
+			s.touch(id)
+		}
 		if sess := s.session(id, now); sess != nil && at.After(sess.LastHeartbeat) {
 			sess.LastHeartbeat = at
 			s.markDirty(id)

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -42,7 +43,7 @@ const (
 	ExitOK       = exitcode.OK       // the child ended cleanly, or a requested stop completed
 	ExitInternal = exitcode.Internal // supervise itself failed (journal, sockets)
 	ExitGaveUp   = exitcode.GaveUp   // the give-up limit was reached
-	ExitParked   = exitcode.Parked   // task mode: a session is parked
+	ExitParked   = exitcode.Parked   // task mode: a session needs a person (parked, or its resume held)
 )
 
 // forceQuitWindow is how soon a second terminal Ctrl-C must follow the
@@ -85,6 +86,14 @@ type Config struct {
 	// ResumeExec is a parsed --resume-exec template: a pending session is
 	// resumed by relaunching the agent in that form. nil: the resume file.
 	ResumeExec []string
+	// Rerun is supervise's own command line, quoted into the message that
+	// ends a task with a parked session (task mode): the exact command that
+	// resumes it. nil: "supervise" and the agent argv.
+	Rerun []string
+	// Report receives the few plain lines a person must read when a task
+	// ends (task mode): which session is parked, why, and how to resume it.
+	// nil: os.Stderr.
+	Report io.Writer
 	// ResumeSignal, when set, delivers resumes to a running agent: the
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
@@ -158,6 +167,11 @@ type Supervisor struct {
 	verifying  bool       // the background journal check is running
 	verifyErr  error      // it failed: automatic resumes stay held
 	verifyc    chan error // its result
+
+	// turnDone is true once a turn completed during the current run: the
+	// run proved healthy whatever its uptime.
+	turnDone bool
+	task     taskState // task mode's memory of this invocation
 }
 
 // stopRequest is a stop asked of the supervisor.
@@ -294,17 +308,17 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 		if s.stop != nil {
 			return s.stopCode(), nil
 		}
-		switch dec.Action {
-		case crashloop.Exit:
-			if s.cfg.ResumeExec != nil && len(s.pending()) > 0 {
-				s.log.Info("relaunching to deliver pending resumes", "sessions", len(s.pending()))
-				continue
-			}
-			return exit.Code, nil
-		case crashloop.GiveUp:
+		switch {
+		case dec.Action == crashloop.GiveUp:
 			s.log.Error("giving up: the agent keeps dying", "failures", dec.Failures,
 				"limit", s.cfg.Policy.GiveUp, "exit_code", ExitGaveUp)
 			return ExitGaveUp, nil
+		case s.taskMode():
+			if code, done := s.taskNext(exit); done {
+				return code, nil
+			}
+		case dec.Action == crashloop.Exit:
+			return exit.Code, nil
 		}
 		if dec.Delay > 0 {
 			s.state = "backoff"
@@ -520,6 +534,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.reserved = false
 	s.state = "starting"
 	s.ready, s.statusText = false, ""
+	s.turnDone = false
 	relaunch := s.lastExit != nil
 	argv, extra := s.prepareDelivery(n)
 	p, err := s.reaper.Start(child.Spec{
@@ -760,7 +775,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended}, time.Now())
 	}
 	dec, st := s.cfg.Policy.Next(s.backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
-		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil}, rand.Float64())
+		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil, Proven: s.turnDone}, rand.Float64())
 	s.backoff = st
 	err := s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.PutRun(r); err != nil {
@@ -788,6 +803,8 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	switch {
 	case s.stop != nil:
 		next = "stop"
+	case s.taskMode() && dec.Action != crashloop.GiveUp:
+		next = s.taskNextWords(dec)
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
 	case dec.Action == crashloop.Relaunch:

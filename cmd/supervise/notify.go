@@ -89,6 +89,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	outcome := fs.String("outcome", "", "turn-end outcome: completed, failed or cancelled (a user stop)")
 	phase := fs.String("phase", "", "phase: model, tool or idle")
 	tool := fs.String("tool", "", "tool name, with --phase tool")
+	detail := fs.String("detail", "", "what the tool runs (a command line, a file path), with --phase tool: one line, at most 512 bytes (longer is cut, ending with …); the continuation names it")
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message")
@@ -168,11 +169,21 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		err = c.Waiting(ctx, *session, *turn)
 	case "phase":
 		p := notify.Phase(*phase)
-		if p != notify.PhaseModel && p != notify.PhaseTool && p != notify.PhaseIdle {
+		if p == "" && (*tool != "" || *detail != "") {
+			p = notify.PhaseTool // --tool NAME alone means the tool phase
+		}
+		switch {
+		case p != notify.PhaseModel && p != notify.PhaseTool && p != notify.PhaseIdle:
 			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
 			return exitUsage
+		case *detail != "" && p != notify.PhaseTool:
+			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
+			return exitUsage
+		case p == notify.PhaseTool:
+			err = c.ToolPhase(ctx, *session, *tool, *detail)
+		default:
+			err = c.Phase(ctx, *session, p, *tool)
 		}
-		err = c.Phase(ctx, *session, p, *tool)
 	case "resumed":
 		err = c.Resumed(ctx, *session, *turn)
 	case "closed":

@@ -40,7 +40,11 @@ func protocol(verb string, f []string, rest string) bool {
 	case "waiting":
 		err = client.Waiting(ctx, arg(0), arg(1))
 	case "phase":
-		err = client.Phase(ctx, arg(0), notify.Phase(arg(1)), arg(2))
+		if len(f) > 3 { // phase S tool TOOL DETAIL...
+			err = client.ToolPhase(ctx, arg(0), arg(2), strings.Join(f[3:], " "))
+		} else {
+			err = client.Phase(ctx, arg(0), notify.Phase(arg(1)), arg(2))
+		}
 	case "resumed":
 		err = client.Resumed(ctx, arg(0), arg(1))
 	case "closed":

@@ -41,9 +41,9 @@ func Table() []Row {
 		{"2", "bad command line or SUPERVISE_* value"},
 		{"3", "another supervise holds this state dir (the message names its pid)"},
 		{"4", "gave up: --give-up consecutive quick deaths (off by default)"},
-		{"5", "task mode (--resume-exec): a session is parked; the resume command is printed"},
+		{"5", "task mode (--resume-exec): a session is parked, or its resume is held; stderr names it, says why, and gives the command that resumes it"},
 		{"126,127", "the agent could not be started (not executable, not found)"},
-		{"N", "with --restart never, or on-failure after a clean exit: the agent's own exit status, 128+S when it was killed by signal S"},
+		{"N", "with --restart never, or on-failure after a clean exit, or at the end of a task whose last turn did not complete: the agent's own exit status, 128+S when it was killed by signal S"},
 		{"128+S", "a second stop signal S forced the agent down during its grace period"},
 	}
 }
