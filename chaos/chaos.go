@@ -363,6 +363,7 @@ type killState struct {
 	stage    int
 	prev     *killState // the kill whose resumed turn this one killed again
 	snapshot []proc
+	escaped  []proc // outside the leader's group at the kill (see escapees)
 	leader   int
 	// deliveredTo is the run handed the resume; turnRun the run that
 	// reported resumed.
@@ -758,7 +759,7 @@ func (h *harness) kill(c *candidate) {
 		return
 	}
 	k := &killState{idx: len(h.rep.Kills), run: c.run.n, session: c.session, turn: c.turn, repeat: 1,
-		snapshot: snap, leader: c.run.t.pid}
+		snapshot: snap, escaped: escapees(snap, c.run.t.pid), leader: c.run.t.pid}
 	if c.repeat {
 		k.prev = h.open
 		k.repeat = h.open.repeat + 1
@@ -869,12 +870,7 @@ func (h *harness) survivors(k *killState, row *Kill) {
 	for _, p := range scanTree(tag, true) {
 		left[p.pid] = p
 	}
-	var escaped []proc
-	for _, p := range k.snapshot {
-		if p.pgrp != k.leader && p.pid != k.leader {
-			escaped = append(escaped, p)
-		}
-	}
+	escaped := k.escaped
 	n := len(left)
 	for _, p := range escaped {
 		if _, ok := left[p.pid]; !ok {
@@ -900,6 +896,41 @@ func (h *harness) survivors(k *killState, row *Kill) {
 			"a process-group kill does not reach them, so they outlive the agent unless a supervisor sweeps its re-parented descendants",
 			len(escaped), k.run, strings.Join(names, ", "))
 	}
+}
+
+// escapees lists the processes of a tree snapshot outside the leader's
+// process group, except agent hooks in flight: a `supervise notify` client
+// (agents such as Claude Code run hooks in a process group of their own),
+// and a process whose only children in the snapshot are such hooks (the
+// shell that runs one). Those end by themselves once their marker is
+// journaled.
+func escapees(snap []proc, leader int) []proc {
+	kids := map[int][]proc{}
+	for _, p := range snap {
+		kids[p.ppid] = append(kids[p.ppid], p)
+	}
+	var hook func(p proc) bool
+	hook = func(p proc) bool {
+		if p.notifyClient() {
+			return true
+		}
+		if len(kids[p.pid]) == 0 {
+			return false
+		}
+		for _, c := range kids[p.pid] {
+			if !hook(c) {
+				return false
+			}
+		}
+		return true
+	}
+	var out []proc
+	for _, p := range snap {
+		if p.pgrp != leader && p.pid != leader && !hook(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (h *harness) expectBegin(m supervisor.Marker) {

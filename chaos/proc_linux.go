@@ -12,6 +12,7 @@ import (
 // proc is one process found by a scan of /proc.
 type proc struct {
 	pid   int
+	ppid  int
 	start uint64 // field 22 of /proc/PID/stat: with pid, the process's identity
 	pgrp  int
 	sid   int
@@ -38,6 +39,7 @@ func statOf(pid int) (p proc, ok bool) {
 	}
 	p.pid = pid
 	p.comm = string(b[i+1 : j])
+	p.ppid, _ = strconv.Atoi(f[1])
 	p.pgrp, _ = strconv.Atoi(f[2])
 	p.sid, _ = strconv.Atoi(f[3])
 	p.start, _ = strconv.ParseUint(f[19], 10, 64)
@@ -76,6 +78,17 @@ func scanTree(prefix string, exact bool) []proc {
 		}
 	}
 	return out
+}
+
+// notifyClient reports whether p is `supervise notify ...`: an agent hook
+// sending a marker, which ends by itself once supervise answers.
+func (p proc) notifyClient() bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && (args[0] == "supervise" || strings.HasSuffix(args[0], "/supervise")) && args[1] == "notify"
 }
 
 // alive reports whether p is still the same live process.

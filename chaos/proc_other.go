@@ -6,6 +6,7 @@ import "errors"
 
 type proc struct {
 	pid   int
+	ppid  int
 	start uint64
 	pgrp  int
 	sid   int
@@ -16,6 +17,8 @@ type proc struct {
 func (p proc) String() string { return p.comm }
 
 func (p proc) alive() bool { return false }
+
+func (p proc) notifyClient() bool { return false }
 
 func scanTree(prefix string, exact bool) []proc { return nil }
 
