@@ -11,7 +11,7 @@
 //   - parked: a second kill in the same turn parked the session;
 //   - survivors: no process of the killed tree outlived it, and none had
 //     left the agent's process group (setsid), where a process-group kill
-//     cannot reach it;
+//     cannot reach it (hooks in flight, `supervise notify`, excepted);
 //   - one-tree: no process of an earlier run was alive when a run started;
 //   - turn-once: the interrupted turn was not started a second time (a
 //     fresh turn-begin with the same turn id instead of `resumed`);
@@ -498,8 +498,9 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 	h.seenTurns = 0
 	h.stop = stop
 	h.stopping = h.done
+	done := h.done
 	h.mu.Unlock()
-	if h.done {
+	if done {
 		stop()
 	}
 	quit := make(chan struct{})
