@@ -22,7 +22,8 @@ supervise on a scratch state dir, and check that it survives the crash the
 way the protocol says. After each kill:
 
   decision    supervise journaled resume_pending for the interrupted session
-              (parked when the same turn died more than --resume-limit times)
+              (parked once it died mid-turn more than --resume-limit times in a
+              row without completing a turn)
   resumed     the next run took the resume and reported 'resumed' before
               anything else in that session
   completed   the resumed turn ended 'completed'
