@@ -31,7 +31,9 @@
 // polling `supervise status` and racing the agent. Only `random` kills from
 // a timer, at a seeded offset within the duration of the first completed
 // turn; a random kill that lands after the turn ended is a miss, retried at
-// the next turn and counted in Report.Misses.
+// the next turn and counted in Report.Misses. (A repeat kill of a resumed
+// turn lands right after its `resumed` in every mode: resumed turns are
+// often too short for a random offset.)
 //
 // The kill is SIGKILL to the agent process alone (pinned by a pidfd), as a
 // crash or the OOM killer would; what happens to its tools is supervise's
@@ -408,7 +410,6 @@ type harness struct {
 	inflight  *killState
 	open      *killState
 	turnDur   time.Duration // the first fresh turn that completed
-	resDur    time.Duration // the first resumed turn that completed
 	idle      int           // turns completed while waiting for a kill point
 	done      bool
 	stopping  bool
@@ -638,11 +639,8 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 			if m.Outcome == "completed" {
 				h.rep.TurnsCompleted++
 				s.crashes = 0
-				switch d := max(now.Sub(s.began), time.Millisecond); {
-				case s.inTurn && !s.resumed && h.turnDur == 0:
-					h.turnDur = d
-				case s.inTurn && s.resumed && h.resDur == 0:
-					h.resDur = d
+				if s.inTurn && !s.resumed && h.turnDur == 0 {
+					h.turnDur = max(now.Sub(s.began), time.Millisecond)
 				}
 				h.idleTurn()
 			}
@@ -729,11 +727,15 @@ func (h *harness) trigger(m supervisor.Marker, s *sessState) *candidate {
 		if !begin || h.turnDur == 0 {
 			return nil
 		}
-		span := h.turnDur
-		if repeat && h.resDur > 0 {
-			span = h.resDur // a resumed turn is often shorter
+		if repeat {
+			// A resumed turn is often much shorter than a fresh one (its
+			// tool's effect may be done already): a random offset would
+			// mostly miss it, and the park would go unchecked. Kill it
+			// right after its resumed.
+			c.at = m.Event
+			return c
 		}
-		off := time.Duration(h.rng.Int64N(int64(span)))
+		off := time.Duration(h.rng.Int64N(int64(h.turnDur)))
 		c.at = "random +" + off.Round(time.Millisecond).String()
 		time.AfterFunc(off, func() {
 			h.mu.Lock()
