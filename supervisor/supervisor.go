@@ -32,6 +32,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
@@ -159,6 +160,10 @@ type Supervisor struct {
 		start, deadline time.Time
 	}
 	cs commitState
+	// refused remembers senders whose markers the loop refused (session
+	// ceiling) since their last barrier, which then answers '0'.
+	refused     notify.Refusals
+	refusedLogs rateLog
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
@@ -217,6 +222,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		// A previous supervise may have left a resume file behind.
 		resumeFile: true,
 	}
+	s.refusedLogs.interval = time.Second
 	s.m = newMetrics(s)
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
@@ -557,6 +563,8 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.run = journal.Run{Run: n, PID: p.PID(), StartTime: p.StartTime(), Started: p.Started(),
 		Reason: journal.ReasonRunning, Argv: argv}
 	s.root.Store(&treeRoot{pid: p.PID(), run: n, tag: s.tag(n)})
+	s.refused.Forget() // the last tree's pids mean nothing now
+	s.notify.ForgetRefusals()
 	s.startWatchdog(p.Started())
 	if relaunch {
 		s.restarts++
@@ -665,6 +673,7 @@ func (s *Supervisor) onSignal(sig os.Signal, p *child.Process) {
 		}
 		s.lastInterrupt = now
 		s.stop = &stopRequest{sig: sig, at: now, fromTTY: true}
+		s.armCtrlC(now)
 		s.log.Info("Ctrl-C reached the agent; if it exits now that is a stop, not a crash; Ctrl-C again within 2s force-quits",
 			"pid", p.PID())
 		return
@@ -763,7 +772,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
-		s.m.deaths.WithLabelValues(r.Reason).Inc()
+		s.m.death(r.Reason)
 		if r.Reason == "watchdog" {
 			s.m.watchdogKills.Inc()
 		}
@@ -842,7 +851,9 @@ func (s *Supervisor) fatal(err error) {
 		return
 	}
 	s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)
-	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte(err.Error()+"\n"), 0o600)
+	if werr := statedir.WriteFile(s.cfg.StateDir, filepath.Base(VerifyFailedPath(s.cfg.StateDir)), []byte(err.Error()+"\n")); werr != nil {
+		s.log.Error("could not leave the marker that makes the next start check the journal", "err", werr)
+	}
 	s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
 		"err", err)
 	s.Shutdown()

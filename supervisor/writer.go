@@ -24,8 +24,24 @@ type batch struct {
 	sessions []journal.Session
 	run      *journal.Run
 	policy   *policy
-	fds      []*os.File
+	fds      []answer
 	markers  []Marker // for the observer, told once the batch commits
+}
+
+// answer is a barrier waiting for its batch: acked ('1') once the batch
+// commits, or nacked ('0') then if a datagram its sender sent since its
+// previous barrier was refused.
+type answer struct {
+	fd      *os.File
+	refused bool
+}
+
+func (a answer) send() {
+	if a.refused {
+		notify.Nack(a.fd)
+		return
+	}
+	notify.Ack(a.fd)
 }
 
 // policy is the backoff and guard state, committed when it changes.
@@ -78,7 +94,7 @@ type commitState struct {
 	w        *writer
 	dirty    map[string]bool // sessions changed since the last batch
 	runDirty bool            // the run record changed (heartbeat)
-	fds      []*os.File      // barriers waiting for the next batch
+	fds      []answer        // barriers waiting for the next batch
 	markers  []Marker        // markers for the observer, in the next batch
 	inflight *batch
 	retry    *time.Timer // armed after a failed commit
@@ -91,16 +107,19 @@ func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
 
 // barrier handles a BARRIER=1: its fd is acked once everything received
 // before it is durable.
-func (s *Supervisor) barrier(fd *os.File) {
+// It is answered '0' instead when the sender had a datagram refused since
+// its previous barrier, by the notify server (m.Refused) or by the loop.
+func (s *Supervisor) barrier(m notify.Message) {
 	cs := &s.cs
+	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {
 	case s.pendingWork():
-		cs.fds = append(cs.fds, fd)
+		cs.fds = append(cs.fds, a)
 		s.flushAsync()
 	case cs.inflight != nil:
-		cs.inflight.fds = append(cs.inflight.fds, fd)
+		cs.inflight.fds = append(cs.inflight.fds, a)
 	default:
-		notify.Ack(fd) // nothing outstanding: everything earlier is durable
+		a.send() // nothing outstanding: everything earlier is durable
 	}
 }
 
@@ -161,8 +180,8 @@ func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
 	s.observeBatch(b)
-	for _, fd := range b.fds {
-		notify.Ack(fd)
+	for _, a := range b.fds {
+		a.send()
 	}
 }
 
@@ -250,8 +269,8 @@ func (s *Supervisor) stopWriter() {
 	close(cs.w.in)
 	for range cs.w.out {
 	}
-	for _, fd := range cs.fds {
-		fd.Close()
+	for _, a := range cs.fds {
+		a.fd.Close()
 	}
 	cs.fds = nil
 }

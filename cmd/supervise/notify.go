@@ -76,7 +76,8 @@ payload it cannot read or a marker it cannot deliver exits 1, and outside
 supervise it exits 0 without reading stdin.
 
 Exit codes: 0 sent (and journaled with --barrier), 1 not delivered or not
-confirmed, 2 usage.
+confirmed (the barrier answered 0: supervise refused a message this process
+sent, and its log says why; or supervise went away), 2 usage.
 
 Flags:
 `
@@ -115,7 +116,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		event, rest = rest[0], rest[1:]
 	}
 	if event == "hook" {
-		h := hook.Marker{Session: *session, Turn: *turn, Prompt: *prompt, Tool: *tool}
+		h := hook.Marker{Session: *session, Turn: *turn, Prompt: *prompt, Tool: *tool, Detail: *detail}
 		return hookCmd(ctx, h, rest, *printOnly, *barrier, *timeout, stdin, stderr)
 	}
 	if len(rest) > 0 {
@@ -155,42 +156,34 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	// Session markers are the ones a hook payload maps to: one sender.
+	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
+		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome)}
 	switch event {
-	case "turn-begin":
-		err = c.TurnBegin(ctx, *session, *turn, *prompt)
 	case "turn-end":
-		o := notify.Outcome(*outcome)
-		if o != notify.OutcomeCompleted && o != notify.OutcomeFailed && o != notify.OutcomeCancelled {
+		if !m.Outcome.Valid() {
 			fmt.Fprintln(stderr, "supervise notify turn-end: --outcome must be completed, failed or cancelled")
 			return exitUsage
 		}
-		err = c.TurnEnd(ctx, *session, *turn, o)
-	case "waiting":
-		err = c.Waiting(ctx, *session, *turn)
+		err = m.Send(ctx, c)
 	case "phase":
-		p := notify.Phase(*phase)
-		if p == "" && (*tool != "" || *detail != "") {
-			p = notify.PhaseTool // --tool NAME alone means the tool phase
+		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
+			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
 		}
 		switch {
-		case p != notify.PhaseModel && p != notify.PhaseTool && p != notify.PhaseIdle:
+		case !m.Phase.Valid():
 			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
 			return exitUsage
-		case *detail != "" && p != notify.PhaseTool:
+		case m.Detail != "" && m.Phase != notify.PhaseTool:
 			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
 			return exitUsage
-		case p == notify.PhaseTool:
-			err = c.ToolPhase(ctx, *session, *tool, *detail)
-		default:
-			err = c.Phase(ctx, *session, p, *tool)
 		}
-	case "resumed":
-		err = c.Resumed(ctx, *session, *turn)
-	case "closed":
-		err = c.Closed(ctx, *session)
+		err = m.Send(ctx, c)
+	case "turn-begin", "waiting", "resumed", "closed":
+		err = m.Send(ctx, c)
 	case "heartbeat":
 		if *session != "" {
-			err = c.Heartbeat(ctx, *session)
+			err = m.Send(ctx, c)
 		} else {
 			err = c.Watchdog(ctx)
 		}

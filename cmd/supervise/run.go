@@ -25,6 +25,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
 	"github.com/supervise-dev/supervise/internal/observe"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -77,7 +78,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
 	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. :9090 (empty = off)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
@@ -164,6 +165,10 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	log, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
 		return cfg, nil, err
+	}
+	if execTpl != nil && set["restart"] {
+		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
+			"restart", f.restart)
 	}
 	dir, name, err := f.state.resolve(set, filepath.Base(argv[0]))
 	if err != nil {
@@ -306,10 +311,18 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
 	process.EnableBootTimeCache(true)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
+	// The state dir must be private (internal/statedir): refused when
+	// another user owns it or could write to it; its real path is used
+	// from here on, so no link in the path can be swapped later.
+	dir, tightened, err := statedir.Prepare(cfg.StateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
+	if tightened {
+		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
+	}
+	cfg.StateDir = dir
 	db, verifyLater, err := journalopen.Open(cfg.StateDir, log)
 	cfg.VerifyInBackground = verifyLater
 	if err != nil {

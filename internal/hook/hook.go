@@ -32,6 +32,8 @@ type Marker struct {
 	Prompt  string
 	Phase   notify.Phase
 	Tool    string
+	// Detail is what the tool runs (a command, a path), with PhaseTool.
+	Detail  string
 	Outcome notify.Outcome
 }
 
@@ -45,6 +47,9 @@ func (m Marker) Send(ctx context.Context, c *notify.Client) error {
 	case notify.EventWaiting:
 		return c.Waiting(ctx, m.Session, m.Turn)
 	case notify.EventPhase:
+		if m.Phase == notify.PhaseTool {
+			return c.ToolPhase(ctx, m.Session, m.Tool, m.Detail)
+		}
 		return c.Phase(ctx, m.Session, m.Phase, m.Tool)
 	case notify.EventResumed:
 		return c.Resumed(ctx, m.Session, m.Turn)
@@ -63,7 +68,7 @@ func (m Marker) CommandLine() string {
 	b.WriteString(string(m.Event))
 	for _, f := range []struct{ flag, v string }{
 		{"session", m.Session}, {"turn", m.Turn}, {"outcome", string(m.Outcome)},
-		{"phase", string(m.Phase)}, {"tool", m.Tool}, {"prompt", m.Prompt},
+		{"phase", string(m.Phase)}, {"tool", m.Tool}, {"detail", m.Detail}, {"prompt", m.Prompt},
 	} {
 		if f.v != "" {
 			fmt.Fprintf(&b, " --%s %q", f.flag, f.v)
@@ -83,6 +88,7 @@ func (m Marker) Resolve(over Marker, resumeFile string) Marker {
 		v   string
 	}{
 		{&m.Session, over.Session}, {&m.Turn, over.Turn}, {&m.Prompt, over.Prompt}, {&m.Tool, over.Tool},
+		{&m.Detail, over.Detail},
 	} {
 		if o.v != "" {
 			*o.dst = o.v

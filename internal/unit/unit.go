@@ -15,6 +15,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 	"unicode"
@@ -63,7 +64,12 @@ type Spec struct {
 //go:embed systemd.tmpl launchd.tmpl
 var templates embed.FS
 
-var tmpl = template.Must(template.New("").ParseFS(templates, "*.tmpl"))
+// tmpl parses the templates on first use, not at package init: every
+// `supervise` process links this package, and `supervise notify` hook calls
+// must not pay for parsing them (about 0.5 ms and 545 allocations).
+var tmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").ParseFS(templates, "*.tmpl"))
+})
 
 // intro is the prose a unit file opens with, for manager (systemd or
 // launchd), one comment line per element ("" for a blank one); esc makes
@@ -129,7 +135,7 @@ func Systemd(s Spec) (string, error) {
 		v.StateDirRel = SystemdWord(s.StateDirRel, false)
 	}
 	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, "systemd.tmpl", v); err != nil {
+	if err := tmpl().ExecuteTemplate(&b, "systemd.tmpl", v); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -175,7 +181,7 @@ func Launchd(s Spec) (string, error) {
 		v.Path = plistString(s.Path)
 	}
 	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, "launchd.tmpl", v); err != nil {
+	if err := tmpl().ExecuteTemplate(&b, "launchd.tmpl", v); err != nil {
 		return "", err
 	}
 	return b.String(), nil
