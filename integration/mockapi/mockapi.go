@@ -92,6 +92,9 @@ type Server struct {
 func Anthropic(script func(Request) Reply) *Server { return start(anthropic{}, script) }
 
 // OpenAI serves POST /v1/responses (SSE).
+func OpenAI(script func(Request) Reply) *Server { return start(openai{}, script) }
+
+// OpenAI serves POST /v1/responses (SSE).
 
 // Gemini serves POST /v1beta/models/MODEL:streamGenerateContent?alt=sse.
 
