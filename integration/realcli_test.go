@@ -497,6 +497,47 @@ func TestRealCodex(t *testing.T) {
 	})
 }
 
+// Gemini CLI: examples/gemini/settings.json merged into
+// ~/.gemini/settings.json, the workspace trusted through
+// GEMINI_CLI_TRUST_WORKSPACE, the task `gemini -p TASK`, resumed by
+// `gemini -r {session} -p {message}`.
+func TestRealGemini(t *testing.T) {
+	t.Parallel()
+	runRealCLI(t, realCLI{
+		bin:      "gemini",
+		version:  "0.61.0",
+		example:  "gemini",
+		task:     []string{"gemini", "-p"},
+		template: "gemini -r {session} -p {message}",
+		mock:     mockapi.Gemini,
+		env: func(url string) []string {
+			return []string{"GEMINI_API_KEY=mock", "GOOGLE_GEMINI_BASE_URL=" + url, "GOOGLE_API_KEY=",
+				"GOOGLE_GENAI_USE_VERTEXAI=", "GOOGLE_CLOUD_PROJECT=", "GEMINI_CLI_TRUST_WORKSPACE=true",
+				"GEMINI_CLI_NO_RELAUNCH=true"}
+		},
+		setup: func(r *realEnv) {
+			b, err := os.ReadFile(filepath.Join("..", "examples", "gemini", "settings.json"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			// The user's settings: the example's hooks unchanged, plus an
+			// API key as the auth method, no usage statistics or
+			// telemetry, and the shell tool allowed (headless mode
+			// cannot ask).
+			var settings map[string]any
+			if err := json.Unmarshal(b, &settings); err != nil {
+				r.t.Fatal(err)
+			}
+			settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}
+			settings["privacy"] = map[string]any{"usageStatisticsEnabled": false}
+			settings["telemetry"] = map[string]any{"enabled": false}
+			settings["tools"] = map[string]any{"allowed": []string{"run_shell_command"}}
+			out, _ := json.MarshalIndent(settings, "", "  ")
+			writeFile(r.t, filepath.Join(r.home, ".gemini", "settings.json"), string(out))
+		},
+	})
+}
+
 // codexTrustedHooks is the sha256 of the examples/codex/hooks.json that
 // codexHookTrust trusts: what Codex 0.171.0 wrote to config.toml after
 // "Trust all and continue" for it (keys "<path>:<event>:<group>:<handler>";
