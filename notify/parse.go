@@ -75,8 +75,16 @@ const (
 	OutcomeCancelled Outcome = "cancelled"
 )
 
+// Valid reports whether o is one of the protocol's outcomes.
+func (o Outcome) Valid() bool {
+	return o == OutcomeCompleted || o == OutcomeFailed || o == OutcomeCancelled
+}
+
 // Phase is what a session is doing inside a turn (X_SUPERVISE_PHASE).
 type Phase string
+
+// Valid reports whether p is one of the protocol's phases.
+func (p Phase) Valid() bool { return p == PhaseModel || p == PhaseTool || p == PhaseIdle }
 
 // Phases of a turn.
 const (
@@ -114,6 +122,11 @@ type Message struct {
 	Event   Event
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
+
+	// Refused is set on a BARRIER=1 message when the Server refused a
+	// datagram from the same sender since its previous barrier: the
+	// barrier must be answered with Nack, not Ack.
+	Refused bool
 
 	// Fd is the one file descriptor of a BARRIER=1 message and nil
 	// otherwise. The handler owns it and must close it once everything
@@ -262,8 +275,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 	if seen&seenSession == 0 {
 		return m, fmt.Errorf("X_SUPERVISE_ keys without X_SUPERVISE_SESSION: %w", ErrProtocol)
 	}
-	if !validID(session) {
-		return m, fmt.Errorf("bad session id: %w", ErrProtocol)
+	if !validSession(session) {
+		return m, fmt.Errorf("bad session id (1..%d bytes of printable text, not beginning with '-'): %w", MaxIDLen, ErrProtocol)
 	}
 	if string(session) != p.session {
 		p.session = string(session)
@@ -293,10 +306,9 @@ func (p *parser) parse(b []byte) (Message, error) {
 		m.Tool = string(tool)
 	}
 	if seen&seenOutcome != 0 {
-		switch o := Outcome(outcome); o {
-		case OutcomeCompleted, OutcomeFailed, OutcomeCancelled:
+		if o := Outcome(outcome); o.Valid() {
 			m.Outcome = o
-		default:
+		} else {
 			return m, fmt.Errorf("unknown outcome %q: %w", outcome, ErrProtocol)
 		}
 	}
@@ -304,10 +316,9 @@ func (p *parser) parse(b []byte) (Message, error) {
 		return m, fmt.Errorf("turn-end without outcome: %w", ErrProtocol)
 	}
 	if seen&seenPhase != 0 {
-		switch ph := Phase(phase); ph {
-		case PhaseModel, PhaseTool, PhaseIdle:
+		if ph := Phase(phase); ph.Valid() {
 			m.Phase = ph
-		default:
+		} else {
 			return m, fmt.Errorf("unknown phase %q: %w", phase, ErrProtocol)
 		}
 	}
@@ -343,6 +354,14 @@ func parseUSec(v []byte) (uint64, bool) {
 // MaxIDLen bytes of valid UTF-8 without control characters.
 func validID(v []byte) bool {
 	return len(v) > 0 && len(v) <= MaxIDLen && validText(v, false)
+}
+
+// validSession reports whether v is a usable session id: a valid id that
+// does not begin with '-'. Session ids land in --resume-exec argv templates
+// ("codex exec resume {session}"), where such a value would be read as an
+// option of its own.
+func validSession(v []byte) bool {
+	return validID(v) && v[0] != '-'
 }
 
 // validText reports whether v is valid UTF-8 without control characters,

@@ -51,7 +51,10 @@ func TestExecTemplate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.in, err)
 		}
-		got := ExecArgv(tpl, Item{Session: "S 1", Turn: "T", Message: "hello world; rm -rf /"})
+		got, err := ExecArgv(tpl, Item{Session: "S 1", Turn: "T", Message: "hello world; rm -rf /"})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
 		}

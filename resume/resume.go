@@ -2,7 +2,7 @@
 // process, and delivers the resumes to the next child.
 //
 // The decision half (Decide, Manual, Message) is pure: no goroutines, no
-// I/O, now passed in. The rules are DESIGN.md's table:
+// I/O, now passed in. The rules are the table in docs/design.md:
 //
 //	session at death                                   decision
 //	idle, closed (and a turn that ended cancelled)     nothing
@@ -272,9 +272,13 @@ var (
 	ErrNotResumable = errors.New("session has no interrupted turn to resume")
 )
 
+// ReasonManual is the reason of a resume a person asked for (Manual), in
+// the journal and in the resume file's "reason".
+const ReasonManual = "manual resume"
+
 // Manual applies `supervise resume`: a parked, stopped or pending session
 // is made resume_pending by a person's decision, with its crash count reset
-// (DESIGN: the count resets on a manual resume). Such a resume is dispatched
+// (docs/design.md: the count resets on a manual resume). Such a resume is dispatched
 // even while the crash-loop guard holds automatic ones.
 func Manual(s journal.Session, now time.Time, template string) (journal.Session, error) {
 	switch s.State {
@@ -290,7 +294,7 @@ func Manual(s journal.Session, now time.Time, template string) (journal.Session,
 	s.State = journal.ResumePending
 	s.CrashCount = 0
 	s.Reason = "resumed by hand (was: " + why + ")"
-	s.Resume = &journal.Resume{Attempt: 1, Reason: "manual resume", Message: msg, Since: now, Manual: true}
+	s.Resume = &journal.Resume{Attempt: 1, Reason: ReasonManual, Message: msg, Since: now, Manual: true}
 	s.Updated = now
 	return s, nil
 }

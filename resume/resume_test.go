@@ -18,7 +18,7 @@ func sess(state journal.SessionState, count int) journal.Session {
 
 var kill9 = Death{Reason: journal.ReasonSignal, Signal: 9, ExitCode: 137, Run: 7, At: now}
 
-// TestDecisionTable covers every row of DESIGN.md's decision table and the
+// TestDecisionTable covers every row of the decision table in docs/design.md and the
 // rules around it.
 func TestDecisionTable(t *testing.T) {
 	delivered := func(s journal.Session, run uint64) journal.Session {

@@ -171,8 +171,9 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 			s.log.Warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
 				"session", pending[0].ID)
 		}
-		pending = pending[:1]
-		argv = resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies(pending))[0])
+		if argv, pending = s.execArgv(pending); pending == nil {
+			return s.prepareDelivery(n) // every one was refused and parked
+		}
 		via = "--resume-exec"
 	}
 	if err := resume.WriteFile(path, resume.Items(copies(pending))); err != nil {
@@ -187,6 +188,32 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 	}
 	s.log.Info("delivering resumes", "run", n, "via", via, "sessions", ids)
 	return argv, env
+}
+
+// execArgv builds the --resume-exec argv of the oldest pending session.
+// A session whose id cannot go into an argv (it begins with '-') is parked
+// instead, with its reason, and the next one is tried; nil when none is left.
+func (s *Supervisor) execArgv(pending []*journal.Session) ([]string, []*journal.Session) {
+	for _, sess := range pending {
+		if argv, ok := s.templated(sess); ok {
+			return argv, []*journal.Session{sess}
+		}
+	}
+	return nil, nil
+}
+
+// templated fills the --resume-exec template for sess; a session whose id
+// cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
+func (s *Supervisor) templated(sess *journal.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies([]*journal.Session{sess}))[0])
+	if err == nil {
+		return argv, true
+	}
+	sess.State, sess.Resume = journal.Parked, nil
+	sess.Reason = "not resumed with --resume-exec: " + err.Error()
+	s.markDirty(sess.ID)
+	s.log.Error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
+	return nil, false
 }
 
 func copies(ss []*journal.Session) []journal.Session {

@@ -55,7 +55,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		s.extendGrace(time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
 	}
 	if m.Barrier {
-		s.barrier(m.Fd)
+		s.barrier(m)
 		return
 	}
 	if m.Session == "" {
@@ -63,6 +63,10 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	}
 	sess := s.session(m.Session, now)
 	if sess == nil {
+		// Refused, not ignored: the sender's next barrier answers '0'.
+		s.refused.Add(m.PID)
+		s.refusedLogs.warn(s.log, now, "too many sessions in memory: marker for a new session refused",
+			"session", m.Session, "pid", m.PID, "limit", maxSessions)
 		return
 	}
 	sess.LastHeartbeat = now
@@ -137,7 +141,6 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 		return sess
 	}
 	if len(s.sessions) >= maxSessions {
-		s.log.Warn("too many sessions in memory: message ignored", "session", id, "limit", maxSessions)
 		return nil
 	}
 	var sess journal.Session

@@ -13,7 +13,7 @@ import (
 )
 
 // Status is what `supervise status --json` prints. Field names are a public
-// contract (DESIGN.md, Status); add fields, never rename them.
+// contract (docs/design.md, Status); add fields, never rename them.
 type Status struct {
 	Name       string               `json:"name"`
 	StateDir   string               `json:"state_dir"`

@@ -89,13 +89,17 @@ func (s *Supervisor) taskNext(exit child.Exit) (code int, done bool) {
 		// A resume launch whose command cannot start: retrying it cannot
 		// help, and the session stays owed its resume.
 		s.log.Error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
-			"cmd", s.run.Argv[0], "err", exit.ExecErr)
+			"err", exit.ExecErr)
 		s.taskReport()
 		return exit.Code, true
 	}
-	if p := s.pending(); len(p) > 0 {
-		s.log.Info("task mode: relaunching as --resume-exec for a pending session", "session", p[0].ID)
-		return 0, false
+	// Park here, not at the launch, a session whose id the template refuses:
+	// with none left, the launch would be the task itself again.
+	for _, sess := range s.pending() {
+		if _, ok := s.templated(sess); ok {
+			s.log.Info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
+			return 0, false
+		}
 	}
 	return s.taskEnd(exit), true
 }
@@ -138,10 +142,13 @@ func (s *Supervisor) taskReport() int {
 	sort.Strings(ids)
 	for _, id := range ids {
 		sess := s.sessions[id]
-		if sess.State == journal.Parked {
+		switch held := s.held(); {
+		case sess.State == journal.Parked:
 			fmt.Fprintf(w, "supervise: session %s is parked: %s\n", id, sess.Reason)
-		} else {
-			fmt.Fprintf(w, "supervise: session %s is owed a resume that is held (%s): %s\n", id, s.held(), sess.Reason)
+		case held != "":
+			fmt.Fprintf(w, "supervise: session %s is owed a resume that is held (%s): %s\n", id, held, sess.Reason)
+		default:
+			fmt.Fprintf(w, "supervise: session %s is still owed a resume: %s\n", id, sess.Reason)
 		}
 		fmt.Fprintf(w, "supervise: to resume it: %s\n", s.rerunCommand(id))
 	}

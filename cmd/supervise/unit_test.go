@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/supervise-dev/supervise/internal/unit"
 )
 
 // trickyArgs are agent arguments every unit must carry through unchanged.
@@ -71,7 +73,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 		"RestartSec": "1s", "OOMPolicy": "continue", "WantedBy": "multi-user.target",
 		"StateDirectory": "supervise/sh", "StateDirectoryMode": "0700",
 		"Environment": "PATH=/usr/local/bin:/usr/bin:/bin",
-		"ExecStart":   systemdWord(exe, false) + " run --name=sh --state-dir=/var/lib/supervise/sh --resume=off --stop-timeout=25s -- " + sh + " -c " + `"exit 0"`,
+		"ExecStart":   unit.SystemdWord(exe, false) + " run --name=sh --state-dir=/var/lib/supervise/sh --resume=off --stop-timeout=25s -- " + sh + " -c " + `"exit 0"`,
 	}
 	for k, v := range want {
 		if got := setting(out, k); len(got) != 1 || got[0] != v {
@@ -79,7 +81,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 		}
 	}
 	wd, _ := os.Getwd()
-	if got := setting(out, "WorkingDirectory"); len(got) != 1 || got[0] != specifierSafe(wd) {
+	if got := setting(out, "WorkingDirectory"); len(got) != 1 || got[0] != strings.ReplaceAll(wd, "%", "%%") {
 		t.Errorf("WorkingDirectory= %q, want %q", got, wd)
 	}
 	for _, bad := range []string{"99s", "--restart", "/nowhere", "relative", "\nUser="} {
@@ -87,7 +89,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 			t.Errorf("unit contains %q:\n%s", bad, out)
 		}
 	}
-	if isTempBuild(exe) && !strings.Contains(out, "# NOTE: "+exe+" looks like a temporary go run") {
+	if unit.IsTempBuild(exe) && !strings.Contains(out, "# NOTE: "+exe+" looks like a temporary go run") {
 		t.Errorf("no go run warning for %s:\n%s", exe, out)
 	}
 }
@@ -130,32 +132,6 @@ func TestUnitSystemdStateDir(t *testing.T) {
 			t.Errorf("user=%v: StateDirectory=%q with an explicit --state-dir", user, got)
 		}
 		verifyUnit(t, out, user)
-	}
-}
-
-func TestUnitSystemdQuoting(t *testing.T) {
-	for _, tc := range []struct {
-		in     string
-		dollar bool
-		want   string
-	}{
-		{"plain/path-1.0_x:y=z,w@v+u", true, "plain/path-1.0_x:y=z,w@v+u"},
-		{"", true, `""`},
-		{"a b", true, `"a b"`},
-		{"100%", true, `"100%%"`},
-		{"$HOME", true, `"$$HOME"`},
-		{"/opt/$dir/supervise", false, `"/opt/$dir/supervise"`},
-		{`say "hi"`, true, `"say \"hi\""`},
-		{`a\b`, true, `"a\\b"`},
-		{"it's", true, `"it's"`},
-		{"l1\nl2\tx\r\x01\x7f", true, `"l1\nl2\tx\r\x01\x7f"`},
-		{"\xff", true, `"\xff"`},
-		{";", true, `";"`},
-		{"é", true, `"é"`},
-	} {
-		if got := systemdWord(tc.in, tc.dollar); got != tc.want {
-			t.Errorf("systemdWord(%q, %v) = %s, want %s", tc.in, tc.dollar, got, tc.want)
-		}
 	}
 }
 
@@ -604,8 +580,8 @@ func TestUnitExamples(t *testing.T) {
 		}
 		g, _ := strconv.Atoi(grace[1])
 		s, _ := strconv.Atoi(stop[1])
-		if g < s+int(unitStopMargin.Seconds()) {
-			t.Errorf("terminationGracePeriodSeconds %d leaves supervise less than %v beyond --stop-timeout=%ds", g, unitStopMargin, s)
+		if g < s+int(unit.StopMargin.Seconds()) {
+			t.Errorf("terminationGracePeriodSeconds %d leaves supervise less than %v beyond --stop-timeout=%ds", g, unit.StopMargin, s)
 		}
 		for _, want := range []string{"kind: StatefulSet", "volumeClaimTemplates:", "mountPath: /var/lib/supervise",
 			"--state-dir=/var/lib/supervise/", "path: /healthz", "--metrics-addr=:9090", `command: ["/usr/local/bin/supervise"]`} {

@@ -135,6 +135,9 @@ func run(step string) {
 		for {
 			time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock
 		}
+	case "ignore-int":
+		signal.Ignore(syscall.SIGINT)
+		logf("ignoring-int")
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		logf("ignoring-term")
