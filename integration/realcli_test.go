@@ -37,6 +37,9 @@ type realCLI struct {
 	mock     func(func(mockapi.Request) mockapi.Reply) *mockapi.Server
 	env      func(url string) []string // points the CLI at the mock, nothing else
 	setup    func(r *realEnv)          // project setup the example README asks for
+	// failHook: the CLI reports a turn that an API error ended (Claude's
+	// StopFailure), so supervise ends the task without a resume.
+	failHook bool
 }
 
 // realEnv is one scenario: a private $HOME with the example installed, a
@@ -275,7 +278,7 @@ func (r *realEnv) killOnce() {
 	if q.Session != "" && q.Session != session {
 		t.Errorf("the continuation went to session %q, want %q", q.Session, session)
 	}
-	for _, want := range []string{"signal 9", "check the current state", realPrompt} {
+	for _, want := range []string{"signal 9", "sleep 60", "check the current state", realPrompt} {
 		if !strings.Contains(q.LastUser, want) {
 			t.Errorf("continuation lacks %q:\n%s", want, q.LastUser)
 		}
@@ -361,6 +364,12 @@ func (r *realEnv) apiError() {
 	if n := r.launches(); n > 2 {
 		t.Errorf("%d runs after API errors, want at most 2 (the task and one resume)", n)
 	}
+	if r.cli.failHook {
+		// The turn ended failed: nothing to resume, the agent's status.
+		if n := r.launches(); n != 1 || code != 1 {
+			t.Errorf("%d runs, exit code %d after an API error the hooks reported, want 1 run and the agent's status 1", n, code)
+		}
+	}
 	if n := r.freshStarts(); n != 1 {
 		t.Errorf("the task opened %d conversations, want 1", n)
 	}
@@ -423,6 +432,7 @@ func TestRealClaudeCode(t *testing.T) {
 		task:     []string{"claude", "-p"},
 		template: "claude -p -r {session} {message}",
 		mock:     mockapi.Anthropic,
+		failHook: true,
 		env: func(url string) []string {
 			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-mock",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
