@@ -283,6 +283,9 @@ func (r *realEnv) killOnce() {
 			t.Errorf("continuation lacks %q:\n%s", want, q.LastUser)
 		}
 	}
+	if q.Contains("Continue from where you left off") {
+		t.Logf("the CLI added %q to the resumed conversation", "Continue from where you left off.")
+	}
 	if code := sv.wait(90 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d after the resumed turn, want 0", code)
 	}
