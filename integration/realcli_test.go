@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -36,6 +37,9 @@ type realCLI struct {
 	mock     func(func(mockapi.Request) mockapi.Reply) *mockapi.Server
 	env      func(url string) []string // points the CLI at the mock, nothing else
 	setup    func(r *realEnv)          // project setup the example README asks for
+	// failHook: the CLI reports a turn that an API error ended (Claude's
+	// StopFailure), so supervise ends the task without a resume.
+	failHook bool
 }
 
 // realEnv is one scenario: a private $HOME with the example installed, a
@@ -183,14 +187,20 @@ func (r *realEnv) tryStatus() (status, bool) {
 }
 
 // freshStarts counts the agent requests that open a conversation on the
-// task: the task as the only message. More than one means the task ran
-// again as a new session.
+// task: no reply from the model yet and no continuation. More than one
+// means the task ran again as a new session.
 func (r *realEnv) freshStarts() int {
-	n := 0
+	n, sessions := 0, map[string]bool{}
 	for _, q := range r.api.AgentRequests() {
-		if q.Replies == 0 && strings.Contains(q.FirstUser, realPrompt) {
+		if strings.Contains(q.FirstUser, realPrompt) {
+			sessions[q.Session] = true
+		}
+		if q.Replies == 0 && strings.Contains(q.FirstUser, realPrompt) && !q.Contains(continuationMark) {
 			n++
 		}
+	}
+	if len(sessions) > 1 {
+		r.t.Errorf("the task's requests carry %d session ids, want 1: %v", len(sessions), sessions)
 	}
 	return n
 }
@@ -205,17 +215,20 @@ func (r *realEnv) statusAllJSON() status {
 // continuation reports whether a request's newest user text is supervise's
 // continuation.
 func continuation(q mockapi.Request) bool {
-	return strings.Contains(q.LastUser, "[supervise: automatic continuation]")
+	return strings.Contains(q.LastUser, continuationMark)
 }
+
+const continuationMark = "[supervise: automatic continuation]"
 
 // The scenarios, the same for every CLI.
 
-// happy: the task runs a shell command through the CLI's tool and ends; supervise exits 0.
+// happy: the task runs a shell command through the CLI's tool and ends;
+// supervise exits 0.
 func (r *realEnv) happy() {
 	t := r.t
 	r.answer(func(q mockapi.Request) mockapi.Reply {
 		if q.Agent && !q.ToolResult {
-			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-ok > done.txt"}
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-$((6*7))"}
 		}
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	})
@@ -223,8 +236,12 @@ func (r *realEnv) happy() {
 	if code := sv.wait(90 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d, want 0", code)
 	}
-	if b, err := os.ReadFile(filepath.Join(r.proj, "done.txt")); err != nil || strings.TrimSpace(string(b)) != "realcli-ok" {
-		t.Errorf("the tool call did not run: done.txt = %q, %v", b, err)
+	ran := false
+	for _, q := range r.api.AgentRequests() {
+		ran = ran || q.ToolResult && strings.Contains(q.LastUser, "realcli-42")
+	}
+	if !ran {
+		t.Error("no API request carried the tool's output realcli-42: the tool call did not run")
 	}
 	st := r.statusAllJSON()
 	if len(st.Sessions) != 1 || st.Sessions[0].State != "idle" {
@@ -261,10 +278,13 @@ func (r *realEnv) killOnce() {
 	if q.Session != "" && q.Session != session {
 		t.Errorf("the continuation went to session %q, want %q", q.Session, session)
 	}
-	for _, want := range []string{"signal 9", "check the current state", realPrompt} {
+	for _, want := range []string{"signal 9", "sleep 60", "check the current state", realPrompt} {
 		if !strings.Contains(q.LastUser, want) {
 			t.Errorf("continuation lacks %q:\n%s", want, q.LastUser)
 		}
+	}
+	if q.Contains("Continue from where you left off") {
+		t.Logf("the CLI added %q to the resumed conversation", "Continue from where you left off.")
 	}
 	if code := sv.wait(90 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d after the resumed turn, want 0", code)
@@ -347,6 +367,12 @@ func (r *realEnv) apiError() {
 	if n := r.launches(); n > 2 {
 		t.Errorf("%d runs after API errors, want at most 2 (the task and one resume)", n)
 	}
+	if r.cli.failHook {
+		// The turn ended failed: nothing to resume, the agent's status.
+		if n := r.launches(); n != 1 || code != 1 {
+			t.Errorf("%d runs, exit code %d after an API error the hooks reported, want 1 run and the agent's status 1", n, code)
+		}
+	}
 	if n := r.freshStarts(); n != 1 {
 		t.Errorf("the task opened %d conversations, want 1", n)
 	}
@@ -409,6 +435,7 @@ func TestRealClaudeCode(t *testing.T) {
 		task:     []string{"claude", "-p"},
 		template: "claude -p -r {session} {message}",
 		mock:     mockapi.Anthropic,
+		failHook: true,
 		env: func(url string) []string {
 			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-mock",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
@@ -426,6 +453,117 @@ func TestRealClaudeCode(t *testing.T) {
 			writeFile(r.t, filepath.Join(r.home, ".claude.json"), string(trust))
 		},
 	})
+}
+
+// Codex CLI: examples/codex/config.toml and hooks.json in ~/.codex, the
+// hooks trusted as `codex` records it after "Trust all and continue", the
+// task `codex exec TASK`, resumed by `codex exec resume {session} {message}`.
+func TestRealCodex(t *testing.T) {
+	t.Parallel()
+	runRealCLI(t, realCLI{
+		bin:      "codex",
+		version:  "0.171.0",
+		example:  "codex",
+		install:  map[string]string{"codex/hooks.json": ".codex/hooks.json"},
+		task:     []string{"codex", "exec"},
+		template: "codex exec resume {session} {message}",
+		mock:     mockapi.OpenAI,
+		env: func(url string) []string {
+			return []string{"MOCK_OPENAI_API_KEY=sk-mock", "OPENAI_API_KEY=", "RUST_LOG=warn"}
+		},
+		setup: func(r *realEnv) {
+			hooks, err := os.ReadFile(filepath.Join("..", "examples", "codex", "hooks.json"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if sum := fmt.Sprintf("%x", sha256.Sum256(hooks)); sum != codexTrustedHooks {
+				r.t.Fatalf("examples/codex/hooks.json changed (sha256 %s): Codex makes changed hooks untrusted; "+
+					"trust them again (run codex, /hooks, Trust all) and copy the trusted_hash values it writes "+
+					"into codexHookTrust, and the file's sha256 into codexTrustedHooks", sum)
+			}
+			example, err := os.ReadFile(filepath.Join("..", "examples", "codex", "config.toml"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			// The user's own settings: the mock as the model provider, no
+			// update check or analytics, then the example unchanged, then
+			// what trusting the project and the hooks once records.
+			var b strings.Builder
+			fmt.Fprintf(&b, "model = \"gpt-mock\"\nmodel_provider = \"mock\"\ncheck_for_update_on_startup = false\n\n")
+			fmt.Fprintf(&b, "[model_providers.mock]\nname = \"mock\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"MOCK_OPENAI_API_KEY\"\n\n", r.api.URL()+"/v1")
+			fmt.Fprintf(&b, "[analytics]\nenabled = false\n\n%s\n", example)
+			fmt.Fprintf(&b, "[projects.%q]\ntrust_level = \"trusted\"\n\n", r.proj)
+			for _, h := range codexHookTrust {
+				fmt.Fprintf(&b, "[hooks.state.%q]\ntrusted_hash = %q\n\n", filepath.Join(r.home, ".codex", "hooks.json")+":"+h[0]+":0:0", h[1])
+			}
+			writeFile(r.t, filepath.Join(r.home, ".codex", "config.toml"), b.String())
+			// Nothing but the model API: no plugin or app sync (they call
+			// github.com and chatgpt.com), in the trusted project's config.
+			writeFile(r.t, filepath.Join(r.proj, ".codex", "config.toml"), "[features]\nplugins = false\n"+
+				"remote_plugin = false\napps = false\nplugin_sharing = false\nin_app_updates = false\n")
+			// codex exec runs only in a Git repository (a trusted folder is
+			// not enough in 0.171.0) unless given --skip-git-repo-check.
+			if out, err := exec.Command("git", "init", "-q", r.proj).CombinedOutput(); err != nil {
+				r.t.Fatalf("git init: %v\n%s", err, out)
+			}
+		},
+	})
+}
+
+// Gemini CLI: examples/gemini/settings.json merged into
+// ~/.gemini/settings.json, the workspace trusted through
+// GEMINI_CLI_TRUST_WORKSPACE, the task `gemini -p TASK`, resumed by
+// `gemini -r {session} -p {message}`.
+func TestRealGemini(t *testing.T) {
+	t.Parallel()
+	runRealCLI(t, realCLI{
+		bin:      "gemini",
+		version:  "0.61.0",
+		example:  "gemini",
+		task:     []string{"gemini", "-p"},
+		template: "gemini -r {session} -p {message}",
+		mock:     mockapi.Gemini,
+		env: func(url string) []string {
+			return []string{"GEMINI_API_KEY=mock", "GOOGLE_GEMINI_BASE_URL=" + url, "GOOGLE_API_KEY=",
+				"GOOGLE_GENAI_USE_VERTEXAI=", "GOOGLE_CLOUD_PROJECT=", "GEMINI_CLI_TRUST_WORKSPACE=true",
+				"GEMINI_CLI_NO_RELAUNCH=true"}
+		},
+		setup: func(r *realEnv) {
+			b, err := os.ReadFile(filepath.Join("..", "examples", "gemini", "settings.json"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			// The user's settings: the example's hooks unchanged, plus an
+			// API key as the auth method, no usage statistics or
+			// telemetry, and the shell tool allowed (headless mode
+			// cannot ask).
+			var settings map[string]any
+			if err := json.Unmarshal(b, &settings); err != nil {
+				r.t.Fatal(err)
+			}
+			settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}
+			settings["privacy"] = map[string]any{"usageStatisticsEnabled": false}
+			settings["telemetry"] = map[string]any{"enabled": false}
+			settings["tools"] = map[string]any{"allowed": []string{"run_shell_command"}}
+			out, _ := json.MarshalIndent(settings, "", "  ")
+			writeFile(r.t, filepath.Join(r.home, ".gemini", "settings.json"), string(out))
+		},
+	})
+}
+
+// codexTrustedHooks is the sha256 of the examples/codex/hooks.json that
+// codexHookTrust trusts: what Codex 0.171.0 wrote to config.toml after
+// "Trust all and continue" for it (keys "<path>:<event>:<group>:<handler>";
+// the hash does not depend on the path).
+const codexTrustedHooks = "4086a1e4d518a05052d1d6dc1ddba1f793c4175c1fe2697c4f6af779b7dbab72"
+
+var codexHookTrust = [][2]string{
+	{"session_start", "sha256:ecbe4f11049b64074a607a393cf5670ae7ee12676d31fcf2f6681a672b62722d"},
+	{"user_prompt_submit", "sha256:69a0801bd419769dabdd07df7ec357acc1bd6138ff544b53ffd4cb45d42e0fc7"},
+	{"pre_tool_use", "sha256:59af796b817a5f6dfc6d2e8b2afce50a0ff0851493a56b6b8cac2bc555d96b64"},
+	{"post_tool_use", "sha256:97431c1b4463b3cfc24bec0a1c2b983d464fda2a779bd25617c347e69ea4004e"},
+	{"permission_request", "sha256:dab24cab532739d353b6a406561c69997cc058f249a2df8a7d7710184ec2b346"},
+	{"stop", "sha256:38427714e72daed937aca47c2e56d2c1790e9881bd37ea520f8ee868a3085221"},
 }
 
 func writeFile(t testing.TB, path, content string) {

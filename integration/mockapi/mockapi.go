@@ -92,6 +92,13 @@ type Server struct {
 func Anthropic(script func(Request) Reply) *Server { return start(anthropic{}, script) }
 
 // OpenAI serves POST /v1/responses (SSE).
+func OpenAI(script func(Request) Reply) *Server { return start(openai{}, script) }
+
+// Gemini serves POST /v1beta/models/MODEL:streamGenerateContent (SSE) and
+// :generateContent.
+func Gemini(script func(Request) Reply) *Server { return start(gemini{}, script) }
+
+// OpenAI serves POST /v1/responses (SSE).
 
 // Gemini serves POST /v1beta/models/MODEL:streamGenerateContent?alt=sse.
 

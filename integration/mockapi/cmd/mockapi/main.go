@@ -13,10 +13,11 @@ import (
 
 func main() {
 	reply := flag.String("reply", "text", "text|tool|stall|error")
+	api := flag.String("api", "anthropic", "anthropic|openai|gemini")
 	flag.Parse()
 	script := func(r mockapi.Request) mockapi.Reply {
-		fmt.Fprintf(os.Stderr, "#%d %s %s agent=%v session=%q first=%q last=%q toolresult=%v\n  headers=%v\n  body=%s\n",
-			r.N, r.Method, r.Path, r.Agent, r.Session, r.FirstUser, r.LastUser, r.ToolResult, r.Header, r.Body)
+		fmt.Fprintf(os.Stderr, "#%d %s %s %s agent=%v session=%q first=%q last=%q toolresult=%v\n  headers=%v\n  body=%s\n",
+			r.N, r.Time.Format("15:04:05.000"), r.Method, r.Path, r.Agent, r.Session, r.FirstUser, r.LastUser, r.ToolResult, r.Header, r.Body)
 		switch *reply {
 		case "tool":
 			if r.Agent && !r.ToolResult {
@@ -31,7 +32,8 @@ func main() {
 		}
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	}
-	s := mockapi.Anthropic(script)
+	s := map[string]func(func(mockapi.Request) mockapi.Reply) *mockapi.Server{
+		"anthropic": mockapi.Anthropic, "openai": mockapi.OpenAI, "gemini": mockapi.Gemini}[*api](script)
 	fmt.Println(s.URL())
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, os.Interrupt)
