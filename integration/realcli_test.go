@@ -427,7 +427,12 @@ func runRealCLI(t *testing.T, cli realCLI) {
 // the task `claude -p TASK`, resumed by `claude -p -r {session} {message}`.
 func TestRealClaudeCode(t *testing.T) {
 	t.Parallel()
-	runRealCLI(t, realCLI{
+	runRealCLI(t, claudeCodeCLI())
+}
+
+// claudeCodeCLI is the CLI as TestRealClaudeCode sets it up (also used by the chaos test).
+func claudeCodeCLI() realCLI {
+	return realCLI{
 		bin:      "claude",
 		version:  "2.1.197",
 		example:  "claude-code",
@@ -452,7 +457,7 @@ func TestRealClaudeCode(t *testing.T) {
 				r.proj: map[string]any{"hasTrustDialogAccepted": true}}})
 			writeFile(r.t, filepath.Join(r.home, ".claude.json"), string(trust))
 		},
-	})
+	}
 }
 
 // Codex CLI: examples/codex/config.toml and hooks.json in ~/.codex, the
@@ -460,7 +465,12 @@ func TestRealClaudeCode(t *testing.T) {
 // task `codex exec TASK`, resumed by `codex exec resume {session} {message}`.
 func TestRealCodex(t *testing.T) {
 	t.Parallel()
-	runRealCLI(t, realCLI{
+	runRealCLI(t, codexCLI())
+}
+
+// codexCLI is the CLI as TestRealCodex sets it up (also used by the chaos test).
+func codexCLI() realCLI {
+	return realCLI{
 		bin:      "codex",
 		version:  "0.171.0",
 		example:  "codex",
@@ -507,7 +517,7 @@ func TestRealCodex(t *testing.T) {
 				r.t.Fatalf("git init: %v\n%s", err, out)
 			}
 		},
-	})
+	}
 }
 
 // Gemini CLI: examples/gemini/settings.json merged into
@@ -516,7 +526,12 @@ func TestRealCodex(t *testing.T) {
 // `gemini -r {session} -p {message}`.
 func TestRealGemini(t *testing.T) {
 	t.Parallel()
-	runRealCLI(t, realCLI{
+	runRealCLI(t, geminiCLI())
+}
+
+// geminiCLI is the CLI as TestRealGemini sets it up (also used by the chaos test).
+func geminiCLI() realCLI {
+	return realCLI{
 		bin:      "gemini",
 		version:  "0.61.0",
 		example:  "gemini",
@@ -548,7 +563,7 @@ func TestRealGemini(t *testing.T) {
 			out, _ := json.MarshalIndent(settings, "", "  ")
 			writeFile(r.t, filepath.Join(r.home, ".gemini", "settings.json"), string(out))
 		},
-	})
+	}
 }
 
 // codexTrustedHooks is the sha256 of the examples/codex/hooks.json that
