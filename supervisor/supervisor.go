@@ -77,6 +77,14 @@ type Config struct {
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
+	// Fingerprint lists files whose change, with the agent binary's, lifts
+	// a park by the crash breaker once (--fingerprint).
+	Fingerprint []string
+	// NoCgroups keeps the agent out of a cgroup of its own (--cgroup off).
+	NoCgroups bool
+	// Deadlines are the turn-level deadlines (--turn-timeout,
+	// --phase-timeout); zero values are off.
+	Deadlines Deadlines
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
@@ -127,6 +135,7 @@ type Supervisor struct {
 	done     chan struct{} // closed when Run returns
 
 	in       *intake
+	fprint   *fingerprinter
 	root     atomic.Pointer[treeRoot]
 	fenceSeq uint64
 	m        *metrics
@@ -154,6 +163,8 @@ type Supervisor struct {
 	abort         *abortState
 	lastInterrupt time.Time
 	wd            watchdogState
+	dl            deadlineState
+	cg            cgroupState
 	pingsAtLaunch uint64
 	grace         struct {
 		timer           *time.Timer
@@ -224,6 +235,9 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	}
 	s.refusedLogs.interval = time.Second
 	s.m = newMetrics(s)
+	if len(cfg.Argv) > 0 {
+		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
+	}
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
@@ -271,6 +285,11 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
 	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
+	s.openCgroups()
+	defer s.closeCgroups()
+	if s.fprint != nil {
+		defer s.fprint.wait() // a warm-up hash started by the loop
+	}
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
@@ -296,6 +315,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 func (s *Supervisor) loop(ctx context.Context) (int, error) {
 	for {
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0
@@ -312,6 +332,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return exit.Code, fmt.Errorf("agent could not be started: %w", exit.ExecErr)
 		}
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		switch {
@@ -377,10 +398,10 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			s.lastExit = &last[0]
 		}
 		s.restarts = tx.Restarts()
-		if _, err := tx.State("backoff", &s.backoff); err != nil {
+		if _, err := tx.State(policyBackoff, &s.backoff); err != nil {
 			return err
 		}
-		if _, err := tx.State("guard", &s.guard); err != nil {
+		if _, err := tx.State(policyGuard, &s.guard); err != nil {
 			return err
 		}
 		open, err := tx.OpenSessions()
@@ -423,7 +444,7 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			if err := tx.PutRun(*orphan); err != nil {
 				return err
 			}
-			if err := tx.PutState("guard", s.guard); err != nil {
+			if err := tx.PutState(policyGuard, s.guard); err != nil {
 				return err
 			}
 			s.lastExit = orphan
@@ -542,8 +563,9 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.ready, s.statusText = false, ""
 	s.turnDone = false
 	relaunch := s.lastExit != nil
+	s.liftParks()
 	argv, extra := s.prepareDelivery(n)
-	p, err := s.reaper.Start(child.Spec{
+	spec := child.Spec{
 		Args:       argv,
 		Env:        append(s.childEnv(n), extra...),
 		Dir:        s.cfg.Dir,
@@ -551,8 +573,17 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdin:      s.cfg.Stdin,
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
-	})
+		Cgroup:     s.runCgroup(n),
+	}
+	p, err := s.reaper.Start(spec)
+	if cerr := err; err != nil && spec.Cgroup != nil {
+		spec.Cgroup = nil
+		if p, err = s.reaper.Start(spec); err == nil {
+			s.cgroupFailed(cerr)
+		}
+	}
 	if err != nil {
+		s.endRunCgroup()
 		exit := child.FailedExit(err, time.Now())
 		s.run = journal.Run{Run: n, Started: exit.Started, Argv: argv}
 		s.log.Error("agent could not be started", "run", n, "cmd", argv[0], "exit_code", exit.Code, "err", err)
@@ -593,7 +624,9 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.drain()
 	s.root.Store(nil)
 	s.stopWatchdog()
+	s.stopDeadlines()
 	s.stopGrace()
+	s.endRunCgroup()
 	s.proc = nil
 	s.flushBeats(time.Now())
 	return p.Exit()
@@ -644,6 +677,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.fp.BlockWhileWedged()
 			s.flushBeats(now)
 			s.checkMemory()
+			s.rearmDeadlines()
 			s.evictSettled()
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
@@ -651,6 +685,8 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			}
 		case now := <-s.wdC():
 			s.checkWatchdog(now)
+		case now := <-s.dlC():
+			s.deadlineFired(now)
 		case now := <-s.graceC():
 			s.graceFired(now)
 		case err := <-s.verifyc:
@@ -765,6 +801,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	r.ExitCode = exit.Code
 	r.Signal = int(exit.Signal)
 	r.Reason, r.Dirty = s.classify(exit)
+	r.Reason = s.namedOOM(r.Reason, r.Dirty)
 	s.run = r
 	s.lastExit = &r
 	s.state = "exited"
@@ -773,7 +810,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
 		s.m.death(r.Reason)
-		if r.Reason == "watchdog" {
+		if r.Reason == journal.ReasonWatchdog {
 			s.m.watchdogKills.Inc()
 		}
 	}
@@ -877,11 +914,11 @@ func (s *Supervisor) Healthy() bool { return s.loopAge(time.Now()) < healthyWith
 
 // putPolicy stores the backoff and guard state.
 func (s *Supervisor) putPolicy(tx *journal.Tx) error {
-	if err := tx.PutState("backoff", s.backoff); err != nil {
+	if err := tx.PutState(policyBackoff, s.backoff); err != nil {
 		return err
 	}
 	s.policyDirty = false
-	return tx.PutState("guard", s.guard)
+	return tx.PutState(policyGuard, s.guard)
 }
 
 // ErrNotRunning is returned by requests to a supervisor whose loop ended.
