@@ -258,7 +258,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		stateDir = filepath.Join(scratch, "state")
 	}
-	out := cfg.Output
+	var out io.Writer
+	if cfg.Output != nil {
+		// supervise's output is copied in by exec's goroutine while the
+		// harness writes its own lines: one writer at a time.
+		out = &lockedWriter{w: cfg.Output}
+	}
 	if out == nil {
 		logDir := scratch
 		if logDir == "" {
@@ -1088,4 +1093,16 @@ func (h *harness) fail(check string, k *killState, format string, args ...any) {
 	h.rep.Failures = append(h.rep.Failures, check+": "+msg)
 	h.rep.FailedChecks = append(h.rep.FailedChecks, check)
 	fmt.Fprintf(h.out, "chaos: FAIL %s: %s\n", check, msg)
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,11 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Report {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cfg.Output = logf
+	if cfg.Output == nil {
+		cfg.Output = logf
+	} else {
+		cfg.Output = io.MultiWriter(cfg.Output, logf)
+	}
 	rep, err := chaos.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -142,12 +147,24 @@ func TestPythonExampleAgentSurvives(t *testing.T) {
 }
 
 // The shipped Go example agent passes, killed inside its side-effecting
-// tool; its out file shows every turn's side effect exactly once.
+// tool; its out file shows every turn's side effect exactly once. The tool
+// takes no time (-tool-time 0): the agent writes its side effect the moment
+// its barrier after `phase tool` returns. So only a kill that lands before
+// that barrier returns (supervise waits for chaos before it answers) finds
+// the effect not done; a kill that raced the agent would let some effects
+// through, and the resumed turn would log that it found one.
 func TestGoExampleAgentSurvivesToolKills(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "go-agent.out")
-	rep := run(t, chaos.Config{Argv: []string{goAgentBin, "-turns", "0", "-tool-time", "20ms", "-out", out},
-		Kills: 3, At: chaos.Tool, Seed: 2})
+	var log strings.Builder
+	rep := run(t, chaos.Config{Argv: []string{goAgentBin, "-turns", "0", "-tool-time", "0", "-out", out},
+		Kills: 3, At: chaos.Tool, Seed: 2, Output: &log})
+	if strings.Contains(log.String(), "the side effect already happened") {
+		t.Errorf("a kill at tool landed after the side effect: the kill raced the agent\n%s", log.String())
+	}
+	if n := strings.Count(log.String(), "resuming an interrupted turn"); n != 2 {
+		t.Errorf("%d resumed turns in the log, want 2", n)
+	}
 	wantPass(t, rep, 3)
 	for _, k := range rep.Kills {
 		if k.At != "tool append_file" {
