@@ -23,6 +23,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
+	"github.com/supervise-dev/supervise/internal/observe"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -120,6 +121,14 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitUsage
 	}
+	// Under `supervise chaos`: report each step to the harness.
+	obs, closeObs, err := observe.FromEnv(log)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitUsage
+	}
+	defer closeObs()
+	cfg.Observe = obs
 	return supervise(ctx, cfg, f.metricsAddr, log, stderr)
 }
 
