@@ -861,9 +861,12 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	if err != nil {
 		s.log.Error("journal: recording the child's death failed", "run", r.Run, "err", err)
 	}
-	// The death is committed: what follows is only said, and is written
-	// once the next child is forked (or the loop waits or ends).
-	s.logHold.start()
+	if s.stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && !s.taskMode() {
+		// The death is committed and the relaunch is immediate: what
+		// follows is only said, and is written once the next child is
+		// forked (or as soon as the loop waits or ends).
+		s.logHold.start()
+	}
 
 	next := dec.Action.String()
 	switch {

@@ -147,6 +147,7 @@ func (s *Supervisor) taskStopped() {
 }
 
 func (s *Supervisor) report() io.Writer {
+	s.logHold.release() // the log lines before it come first
 	if s.cfg.Report == nil {
 		return os.Stderr
 	}
