@@ -228,7 +228,7 @@ func (r *realEnv) happy() {
 	t := r.t
 	r.answer(func(q mockapi.Request) mockapi.Reply {
 		if q.Agent && !q.ToolResult {
-			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-$((6*7))"}
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-ok | tr a-z A-Z"}
 		}
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	})
@@ -238,10 +238,10 @@ func (r *realEnv) happy() {
 	}
 	ran := false
 	for _, q := range r.api.AgentRequests() {
-		ran = ran || q.ToolResult && strings.Contains(q.LastUser, "realcli-42")
+		ran = ran || q.ToolResult && strings.Contains(q.LastUser, "REALCLI-OK")
 	}
 	if !ran {
-		t.Error("no API request carried the tool's output realcli-42: the tool call did not run")
+		t.Error("no API request carried the tool's output REALCLI-OK: the tool call did not run")
 	}
 	st := r.statusAllJSON()
 	if len(st.Sessions) != 1 || st.Sessions[0].State != "idle" {
