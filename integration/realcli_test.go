@@ -70,6 +70,9 @@ func newRealEnv(t *testing.T, cli realCLI) *realEnv {
 		}
 		t.Skip(msg)
 	}
+	if raceEnabled {
+		t.Skip("the real CLIs run in the pass without -race: they test the adapters, and a race build of supervise adds nothing but time")
+	}
 	e := newEnv(t)
 	r := &realEnv{env: e, cli: cli, home: filepath.Join(e.dir, "home"), proj: filepath.Join(e.dir, "project")}
 	for _, d := range []string{r.home, r.proj} {
@@ -142,7 +145,7 @@ func (r *realEnv) run(flags ...string) *proc {
 func (r *realEnv) waitRequest(what string, cond func(mockapi.Request) bool) mockapi.Request {
 	r.t.Helper()
 	var found mockapi.Request
-	waitFor(r.t, 60*time.Second, what, func() bool {
+	waitFor(r.t, 120*time.Second, what, func() bool {
 		for _, q := range r.api.AgentRequests() {
 			if cond(q) {
 				found = q
@@ -160,7 +163,7 @@ func (r *realEnv) waitSession(state, phase string) (string, int) {
 	r.t.Helper()
 	var id string
 	var pid int
-	waitFor(r.t, 60*time.Second, "a session "+state+" "+phase, func() bool {
+	waitFor(r.t, 120*time.Second, "a session "+state+" "+phase, func() bool {
 		st, ok := r.tryStatus()
 		if !ok {
 			return false
@@ -233,7 +236,7 @@ func (r *realEnv) happy() {
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	})
 	sv := r.run()
-	if code := sv.wait(90 * time.Second); code != 0 {
+	if code := sv.wait(150 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d, want 0", code)
 	}
 	ran := false
@@ -286,7 +289,7 @@ func (r *realEnv) killOnce() {
 	if q.Contains("Continue from where you left off") {
 		t.Logf("the CLI added %q to the resumed conversation", "Continue from where you left off.")
 	}
-	if code := sv.wait(90 * time.Second); code != 0 {
+	if code := sv.wait(150 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d after the resumed turn, want 0", code)
 	}
 	st := r.statusAllJSON()
@@ -328,13 +331,13 @@ func (r *realEnv) killTwice() {
 	session, pid := r.waitSession("in_turn", "tool")
 	syscall.Kill(pid, syscall.SIGKILL)
 	r.waitRequest("the continuation in an API request", continuation)
-	waitFor(t, 30*time.Second, "the resumed run in its turn", func() bool {
+	waitFor(t, 120*time.Second, "the resumed run in its turn", func() bool {
 		st, ok := r.tryStatus()
 		s, found := st.session(session)
 		return ok && found && s.State == "in_turn" && st.Child.PID > 0 && st.Child.PID != pid
 	})
 	syscall.Kill(r.status().Child.PID, syscall.SIGKILL)
-	if code := sv.wait(90 * time.Second); code != 5 {
+	if code := sv.wait(150 * time.Second); code != 5 {
 		t.Fatalf("supervise exit code %d after the second kill, want 5 (a session is parked)", code)
 	}
 	s, ok := r.statusAllJSON().session(session)
@@ -360,7 +363,7 @@ func (r *realEnv) apiError() {
 		return mockapi.Reply{Kind: mockapi.Error, Text: "mockapi: invalid request (the test's API error)"}
 	})
 	sv := r.run()
-	code := sv.wait(90 * time.Second)
+	code := sv.wait(150 * time.Second)
 	if code == 0 {
 		t.Errorf("supervise exit code 0 after API errors, want the failure")
 	}
@@ -418,6 +421,7 @@ func runRealCLI(t *testing.T, cli realCLI) {
 		{"sigterm", (*realEnv).sigterm},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
 			sc.run(newRealEnv(t, cli))
 		})
 	}
