@@ -176,7 +176,9 @@ func TestWatchdogUnderFlood(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // the flood is under way
+	waitFor(t, 10*time.Second, "the flood under way (outsiders' datagrams dropped)", func() bool {
+		return statusNumber(e.statusRaw(), "sender") > 100
+	})
 	syscall.Kill(first.pid, syscall.SIGSTOP)
 	// The flood goes on for 15 s: the silent agent must be replaced while
 	// it lasts, not after.
@@ -215,12 +217,15 @@ func TestWatchdogTrigger(t *testing.T) {
 }
 
 // Every bad-input class is sent by the child; supervise keeps working and
-// applies the next valid marker, and never acts on the garbage.
+// applies the next valid marker, and never acts on the garbage. The barrier
+// after the garbage answers 0 (something since the last barrier was
+// refused); the one after the valid marker answers 1.
 func TestBadInputSurvived(t *testing.T) {
 	e := newEnv(t)
-	e.set("TESTAGENT_SCRIPT=pinger 100ms; badinput; turn-begin good t1; barrier; hang")
+	e.set("TESTAGENT_SCRIPT=pinger 100ms; badinput; barrier; turn-begin good t1; barrier; hang")
 	sv := e.run("--watchdog", "2s")
 	e.waitEvent(1, "badinput")
+	e.waitEvent(1, "barrier-err")
 	e.waitEvent(1, "barrier-ok")
 	st := e.status()
 	if s, ok := st.session("good"); !ok || s.State != "in_turn" {
