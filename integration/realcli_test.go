@@ -410,6 +410,13 @@ func (r *realEnv) sigterm() {
 
 // runRealCLI runs every scenario for one CLI.
 func runRealCLI(t *testing.T, cli realCLI) {
+	bin := filepath.Join(realCLIDir(), cli.bin)
+	if _, err := os.Stat(bin); err == nil && !raceEnabled {
+		out, err := exec.Command(bin, "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), cli.version) {
+			t.Fatalf("%s --version: %q (%v), want %s: run integration/realcli/install.sh", cli.bin, out, err, cli.version)
+		}
+	}
 	for _, sc := range []struct {
 		name string
 		run  func(*realEnv)
