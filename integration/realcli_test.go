@@ -70,6 +70,9 @@ func newRealEnv(t *testing.T, cli realCLI) *realEnv {
 		}
 		t.Skip(msg)
 	}
+	if os.Getenv("SUPERVISE_REALCLI") == "off" {
+		t.Skip("SUPERVISE_REALCLI=off")
+	}
 	if raceEnabled {
 		t.Skip("the real CLIs run in the pass without -race: they test the adapters, and a race build of supervise adds nothing but time")
 	}
