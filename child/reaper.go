@@ -41,6 +41,9 @@ type Spec struct {
 	Foreground bool
 	// Stdin, Stdout and Stderr default to the supervisor's own.
 	Stdin, Stdout, Stderr *os.File
+	// Cgroup, when set, is the cgroup the child is cloned into; Kill then
+	// also kills the whole cgroup (cgroup.kill).
+	Cgroup *RunCgroup
 }
 
 // Reaper starts children and owns every wait on them. The zero value is not
@@ -143,6 +146,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	spec.Cgroup.apply(attr.Sys)
 	req := forkReq{path: path, args: spec.Args, attr: attr, spec: spec, reply: make(chan forkReply, 1)}
 	select {
 	case r.forkc <- req:
@@ -221,7 +225,7 @@ func (r *Reaper) fork(req forkReq) forkReply {
 		// ForkExec reaps a child whose exec failed itself; nothing is left.
 		return forkReply{err: newStartError(req.args[0], err)}
 	}
-	p := &Process{r: r, pid: pid, started: started, done: make(chan struct{})}
+	p := &Process{r: r, pid: pid, started: started, done: make(chan struct{}), cgroup: req.spec.Cgroup}
 	if !req.spec.Foreground {
 		p.pgid = pid
 	}
@@ -362,6 +366,8 @@ type Process struct {
 	startTime int64
 	started   time.Time
 
+	cgroup *RunCgroup // nil: none
+
 	// Guarded by r.mu.
 	reaped bool
 
@@ -432,6 +438,7 @@ func (p *Process) Kill() error {
 	if p.pgid > 0 {
 		_ = unix.Kill(-p.pgid, unix.SIGKILL)
 	}
+	_ = p.cgroup.Kill()
 	for _, d := range descendants(p.pid) {
 		killPinned(context.Background(), d)
 	}
