@@ -20,14 +20,25 @@ import (
 type killedProc struct{ pid, pgrp int }
 
 // killMatching sends SIGKILL to every live process, other than this one
-// and its ancestors, whose environment match accepts, checking its start
-// time before and after the environment is read. It returns what it
+// and its ancestors, that is in one of groups or whose environment match
+// accepts, checking its start time before and after the environment is
+// read. A group id is not reused while the group has a member, so a process
+// still in a dead leader's group is one of its tree. It returns what it
 // signalled.
-func killMatching(match func(env []byte) bool) []killedProc {
+func killMatching(groups map[int]bool, match func(env []byte) bool) []killedProc {
 	spare := spared()
 	var killed []killedProc
 	for pid, st := range scanProc() {
 		if pid <= 1 || spare[pid] || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		if groups[st.pgrp] {
+			if unix.Kill(pid, unix.SIGKILL) == nil {
+				killed = append(killed, killedProc{pid: pid, pgrp: st.pgrp})
+			}
+			continue
+		}
+		if match == nil {
 			continue
 		}
 		_, start, err := procStart(pid)
@@ -58,7 +69,7 @@ func killMatching(match func(env []byte) bool) []killedProc {
 func KillTagged(tag string) []int {
 	needle := []byte(tag)
 	var pids []int
-	for _, k := range killMatching(func(env []byte) bool { return hasEnvPrefix(env, needle) }) {
+	for _, k := range killMatching(nil, func(env []byte) bool { return hasEnvPrefix(env, needle) }) {
 		pids = append(pids, k.pid)
 	}
 	return pids

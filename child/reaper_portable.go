@@ -72,9 +72,10 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 	return ended, none
 }
 
-// sweep kills what is left of the dead leaders' trees: every process whose
-// environment holds one of their tags (descendants that left the process
-// group, re-parented to init), and their descendants, until none is alive
+// sweep kills what is left of the dead leaders' trees: every process still
+// in their process groups and every process whose environment holds one of
+// their tags (descendants that left the group, re-parented to init), until
+// none is alive
 // or sweepTimeout passes. It returns any registered leader it happened to
 // reap on the way. A descendant that cleared its environment and left the
 // process group is out of reach: the documented limit of this backend.
@@ -89,21 +90,24 @@ func (r *Reaper) sweep(dead []*Process, _ bool) []*Process {
 			groups[p.pgid] = true
 		}
 	}
-	if len(tags) == 0 {
+	if len(tags) == 0 && len(groups) == 0 {
 		return nil
 	}
-	match := func(env []byte) bool {
-		for _, t := range tags {
-			if hasEnvEntry(env, t) {
-				return true
+	var match func([]byte) bool
+	if len(tags) > 0 {
+		match = func(env []byte) bool {
+			for _, t := range tags {
+				if hasEnvEntry(env, t) {
+					return true
+				}
 			}
+			return false
 		}
-		return false
 	}
 	deadline := time.Now().Add(sweepTimeout)
 	var ended []*Process
 	for {
-		killed := killMatching(match)
+		killed := killMatching(groups, match)
 		for _, k := range killed {
 			if !groups[k.pgrp] {
 				r.log.Info("killed a descendant left behind by the agent", "pid", k.pid)
