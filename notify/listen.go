@@ -1,18 +1,15 @@
-//go:build linux
+//go:build linux || darwin
 
 package notify
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,15 +21,10 @@ const (
 	rcvBuf = 4 << 20
 )
 
-// oobSize fits one SCM_CREDENTIALS and one SCM_RIGHTS with maxFDs fds.
-func oobSize() int {
-	return unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(maxFDs*4)
-}
-
 // Listen creates cfg.Dir with mode 0700 if needed, removes a stale socket
 // file at Dir/notify.sock (the caller must already hold the single-instance
-// lock), and binds a unixgram socket there with mode 0600, SO_PASSCRED set
-// and a large receive buffer. The caller must Close the Server.
+// lock), and binds a unixgram socket there with mode 0600, a large receive
+// buffer and, on Linux, SO_PASSCRED set. The caller must Close the Server.
 func Listen(cfg Config) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("notify: listen: empty Config.Dir")
@@ -92,81 +84,10 @@ func (s *Server) setup() error {
 		return err
 	}
 	var serr error
-	err = raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-		// SO_RCVBUFFORCE needs CAP_NET_ADMIN; the plain option is capped
-		// at rmem_max. Either is only an improvement, so errors are ignored.
-		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvBuf) != nil {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf)
-		}
-	})
-	if err != nil {
+	if err := raw.Control(func(fd uintptr) { serr = sockopts(int(fd)) }); err != nil {
 		return err
 	}
-	if serr != nil {
-		return fmt.Errorf("set SO_PASSCRED: %w", serr)
-	}
-	return nil
-}
-
-// Serve reads datagrams until Close and calls handle for each accepted
-// one, in arrival order, on the calling goroutine. A datagram is dropped
-// (counted in Stats, logged at most once a second per reason) if it was
-// truncated, carries no credentials, comes from a sender Config.Accept
-// rejects, or fails Parse. Every received fd is closed, except the single
-// fd of a BARRIER=1 message, which handle receives in Message.Fd and must
-// close. Serve returns nil after Close, or the error that stopped it.
-// handle must not call Close and wait for Serve to return.
-func (s *Server) Serve(handle func(Message)) error {
-	raw, err := s.conn.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("notify: serve: %w", err)
-	}
-	var (
-		buf   = make([]byte, MaxDatagram)
-		oob   = make([]byte, s.oob)
-		fds   = make([]int, 0, s.oob/4)
-		iov   = unix.Iovec{Base: &buf[0]}
-		msg   = unix.Msghdr{Iov: &iov, Control: &oob[0]}
-		n     int
-		errno syscall.Errno
-		st    serveState
-	)
-	iov.SetLen(len(buf))
-	msg.SetIovlen(1)
-	defer st.flush(s.log)
-	// recv reads one datagram without allocating (unix.Recvmsg would
-	// allocate the sender's address); false means "wait until readable".
-	recv := func(fd uintptr) bool {
-		for {
-			msg.SetControllen(len(oob))
-			msg.Flags = 0
-			// A raw syscall: MSG_DONTWAIT never blocks, so the scheduler
-			// need not be told (saves ~30% CPU per datagram under a flood).
-			r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)),
-				unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			n, errno = int(r), e
-			return true
-		}
-	}
-	for {
-		if err := raw.Read(recv); err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("notify: serve: %w", err)
-		}
-		if errno != 0 {
-			return fmt.Errorf("notify: serve: recvmsg: %w", errno)
-		}
-		s.datagram(&st, buf[:n], oob[:msg.Controllen], int(msg.Flags), fds[:0], handle)
-	}
+	return serr
 }
 
 // serveState is the Serve goroutine's own state.
@@ -243,58 +164,9 @@ func (st *serveState) flush(log *slog.Logger) {
 	}
 }
 
-// parseControl returns the credentials and the fds in a control buffer,
-// appending the fds to fds.
-func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ []int) {
-	for len(oob) >= unix.SizeofCmsghdr {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		l := int(h.Len)
-		if l < unix.SizeofCmsghdr || l > len(oob) {
-			break
-		}
-		data := oob[unix.CmsgLen(0):l]
-		if h.Level == unix.SOL_SOCKET {
-			switch h.Type {
-			case unix.SCM_CREDENTIALS:
-				if len(data) >= unix.SizeofUcred {
-					pid = int32(binary.NativeEndian.Uint32(data[0:4]))
-					uid = binary.NativeEndian.Uint32(data[4:8])
-					creds = true
-				}
-			case unix.SCM_RIGHTS:
-				for ; len(data) >= 4; data = data[4:] {
-					fds = append(fds, int(int32(binary.NativeEndian.Uint32(data))))
-				}
-			}
-		}
-		next := unix.CmsgSpace(l - unix.CmsgLen(0))
-		if next >= len(oob) {
-			break
-		}
-		oob = oob[next:]
-	}
-	return pid, uid, creds, fds
-}
-
 // closeFDs closes received fds.
 func closeFDs(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
-}
-
-// Pending reports whether datagrams are waiting in the socket's queue,
-// not yet read by Serve. A watchdog uses it to drain before it judges: a
-// supervisor that was itself frozen must read the pings queued meanwhile
-// before it declares the agent hung.
-func (s *Server) Pending() bool {
-	raw, err := s.conn.SyscallConn()
-	if err != nil {
-		return false
-	}
-	n := 0
-	raw.Control(func(fd uintptr) {
-		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	})
-	return n > 0
 }
