@@ -527,6 +527,7 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdin:      s.cfg.Stdin,
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
+		Tag:        s.tag(n),
 	})
 	if err != nil {
 		exit := child.FailedExit(err, time.Now())
@@ -606,7 +607,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 		case req := <-s.reqc:
 			s.serve(req)
 		case m := <-s.msgc:
-			if int(m.PID) != s.self {
+			if !m.fence {
 				s.take(m, time.Now())
 			}
 		case err := <-s.cs.w.out:

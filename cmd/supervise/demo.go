@@ -105,7 +105,7 @@ func demoIsTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 
@@ -469,8 +469,8 @@ func (d *demo) startSupervise() error {
 	cmd := exec.Command(d.self, d.runArgs()...)
 	cmd.Env = d.env
 	cmd.Stdout, cmd.Stderr = log, log
-	// If the demo dies, supervise stops the agent and exits.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// If the demo dies, supervise stops the agent and exits (Linux).
+	cmd.SysProcAttr = demoSuperviseAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting supervise: %w", err)
 	}
