@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
+		if portableBackend {
+			args = append(args, "-tags", "supervise_portable")
+		}
 		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
@@ -49,6 +52,16 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// requireLinuxBackend skips a test of a guarantee only the Linux backend
+// gives, saying which, when the suite runs through the portable backend
+// (-tags supervise_portable: what macOS runs). See docs/macos.md.
+func requireLinuxBackend(t testing.TB, why string) {
+	t.Helper()
+	if portableBackend {
+		t.Skip("needs the Linux backend (" + why + "); the portable backend, as on macOS, lacks it")
+	}
 }
 
 // env is one test's private world: a state dir, an agent log, an id that
