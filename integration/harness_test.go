@@ -111,19 +111,40 @@ func (e *env) start(args ...string) *proc {
 	cmd := exec.Command(superviseBin, args...)
 	cmd.Env = append(os.Environ(), e.vars...)
 	p := &proc{t: e.t, cmd: cmd, done: make(chan struct{})}
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = nil
-	if err := cmd.Start(); err != nil {
+	// A pipe of our own rather than StderrPipe: Wait then returns when
+	// supervise exits even if a process it started still holds the pipe,
+	// as an agent orphaned by a kill -9 of supervise does until the next
+	// supervise kills it under the portable backend (no parent-death
+	// signal, docs/macos.md).
+	stderr, w, err := os.Pipe()
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	cmd.Stderr = w
+	cmd.Stdout = nil
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stderr.Close()
+		e.t.Fatal(err)
+	}
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
+		defer stderr.Close()
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.mu.Lock()
 			p.errb.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 		}
+	}()
+	go func() {
 		err := cmd.Wait()
+		select {
+		case <-read: // everything supervise wrote is in errb
+		case <-time.After(2 * time.Second): // an orphan holds the pipe
+		}
 		p.code = cmd.ProcessState.ExitCode()
 		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
 			p.code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
