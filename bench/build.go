@@ -34,6 +34,7 @@ type bench struct {
 	respawnC  string  // "" without gcc
 	respawnGo string
 	agent     string
+	noop      string // a static Go binary that does nothing: the hook rows' floor
 	gcc       string // gcc version line, "" if absent
 
 	rows  []row
@@ -131,8 +132,9 @@ func (b *bench) build() error {
 	}
 	b.respawnGo = filepath.Join(bin, "respawn-go")
 	b.agent = filepath.Join(bin, "agent")
+	b.noop = filepath.Join(bin, "noop")
 	goReporter := filepath.Join(bin, "reporter-go")
-	for out, pkg := range map[string]string{b.respawnGo: "./bench/respawn", b.agent: "./bench/agent", goReporter: "./bench/reporter"} {
+	for out, pkg := range map[string]string{b.respawnGo: "./bench/respawn", b.agent: "./bench/agent", goReporter: "./bench/reporter", b.noop: "./bench/noop"} {
 		if err := goBuild(out, pkg); err != nil {
 			return err
 		}

@@ -1,5 +1,6 @@
 // Command bench measures supervise on the paths it sits on: restart after a
-// kill -9, its memory, heartbeat intake, durable turn markers, and start-up
+// kill -9, its memory, heartbeat intake, durable turn markers, the hook
+// round trip of `supervise notify`, and start-up
 // with a large journal. Every row of the table it prints is measured in the
 // same run on the same machine, beside a floor (a minimal fork/exec/wait
 // loop, the disk's raw fsync rate) and, where installed, the peers runit
@@ -40,6 +41,7 @@ type config struct {
 	sessions   int
 	runs       int
 	starts     int
+	hooks      int
 	supervise  string
 	only       string
 	keep       bool
@@ -62,11 +64,12 @@ func main() {
 	fs.IntVar(&c.sessions, "journal-sessions", 100_000, "settled sessions in the large journal")
 	fs.IntVar(&c.runs, "journal-runs", 1_000_000, "runs in the large journal")
 	fs.IntVar(&c.starts, "starts", 7, "start-ups timed per journal")
+	fs.IntVar(&c.hooks, "hooks", 200, "rounds of `supervise notify turn-begin` + `turn-end` for the hook round trip")
 	fs.IntVar(&c.sessionsHi, "concurrency", 64, "concurrent sessions for the group-commit row")
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,startup (default all)")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,startup (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -82,6 +85,7 @@ func main() {
 			"journal-sessions": func() { c.sessions = 10_000 },
 			"journal-runs":     func() { c.runs = 100_000 },
 			"starts":           func() { c.starts = 3 },
+			"hooks":            func() { c.hooks = 40 },
 		} {
 			if !set[name] {
 				apply()
@@ -111,7 +115,7 @@ func run(c config, args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		return 1
 	}
-	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "startup": true}
+	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "startup": true}
 	if c.only != "" {
 		clear(sections)
 		for _, s := range strings.Split(c.only, ",") {
@@ -125,6 +129,7 @@ func run(c config, args []string) int {
 		{"restart", b.restart},
 		{"intake", b.intake},
 		{"markers", b.markers},
+		{"hooks", b.hooks},
 		{"startup", b.startup},
 	}
 	for _, st := range steps {

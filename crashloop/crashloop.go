@@ -64,6 +64,9 @@ type Run struct {
 	// (exit code 126/127). Such a run is never healthy, however long the
 	// attempt took, so a missing binary cannot hot-loop.
 	ExecFailed bool
+	// Proven is true when the run completed a turn: it proved the agent
+	// works, so it is healthy whatever its uptime.
+	Proven bool
 }
 
 // Uptime is how long the run lived.
@@ -73,9 +76,11 @@ func (r Run) Uptime() time.Duration { return r.Ended.Sub(r.Started) }
 // start from DefaultPolicy.
 type Policy struct {
 	Restart Restart
-	// Healthy is the uptime from which a run counts as healthy: the restart
-	// after it is immediate and the backoff starts over (runit, s6 and
-	// supervisord all use one second).
+	// Healthy is the uptime from which a run counts as healthy (as does a
+	// run that completed a turn): the restart after it is immediate and the
+	// backoff starts over. runit, s6 and supervisord use one second, which
+	// suits daemons that fail at start; an agent that fails its first API
+	// call dies after a second or two, so the default is ten.
 	Healthy time.Duration
 	// Initial is the first backoff after a quick death; it doubles with each
 	// further quick death up to Max.
@@ -89,11 +94,12 @@ type Policy struct {
 }
 
 // DefaultPolicy returns the documented defaults: on-failure, healthy after
-// 1s, backoff 250ms doubling to 30s with 20% jitter, never give up.
+// 10s (or a completed turn), backoff 250ms doubling to 30s with 20% jitter,
+// never give up.
 func DefaultPolicy() Policy {
 	return Policy{
 		Restart: OnFailure,
-		Healthy: time.Second,
+		Healthy: 10 * time.Second,
 		Initial: 250 * time.Millisecond,
 		Max:     30 * time.Second,
 		Jitter:  0.2,
@@ -102,7 +108,8 @@ func DefaultPolicy() Policy {
 
 // State is the policy's memory between deaths.
 type State struct {
-	// Failures counts consecutive quick deaths (runs shorter than Healthy).
+	// Failures counts consecutive quick deaths (runs shorter than Healthy
+	// that completed no turn).
 	Failures int `json:"failures"`
 }
 
@@ -143,7 +150,7 @@ type Decision struct {
 // rnd is a uniform random number in [0, 1) used for jitter. It returns the
 // decision and the state to keep for the next death.
 func (p Policy) Next(s State, run Run, rnd float64) (Decision, State) {
-	quick := run.ExecFailed || run.Uptime() < p.Healthy
+	quick := run.ExecFailed || (!run.Proven && run.Uptime() < p.Healthy)
 	if quick {
 		s.Failures++
 	} else {

@@ -71,7 +71,8 @@ func TestBackoffOverTime(t *testing.T) {
 		{10 * time.Millisecond, false, 500 * time.Millisecond, 2},
 		{999 * time.Millisecond, false, time.Second, 3},
 		{0, false, 2 * time.Second, 4},
-		{5 * time.Second, false, 0, 0}, // healthy: immediate, reset
+		{5 * time.Second, false, 4 * time.Second, 5}, // under the 10s default: still quick
+		{10 * time.Second, false, 0, 0},              // healthy: immediate, reset
 		{10 * time.Millisecond, false, 250 * time.Millisecond, 1},
 		{time.Hour, true, 500 * time.Millisecond, 2}, // exec failure is never healthy
 	}
@@ -101,6 +102,46 @@ func TestBackoffOverTime(t *testing.T) {
 	}
 	if s.Reset().Failures != 0 {
 		t.Error("Reset kept failures")
+	}
+}
+
+// TestHealthyMeansProven: an agent that fails its first API call dies
+// after about 1.4s, every time. Under the old 1s threshold each such run
+// counted as healthy and the relaunch was immediate, forever; now the delay
+// doubles to the cap. A run that completed a turn is healthy however short.
+func TestHealthyMeansProven(t *testing.T) {
+	p := DefaultPolicy()
+	p.Jitter = 0
+	var s State
+	var d Decision
+	at := time.Duration(0)
+	want := 250 * time.Millisecond
+	for i := 0; i < 12; i++ {
+		d, s = p.Next(s, run(at, 1400*time.Millisecond, true), 0.5)
+		if d.Action != Relaunch || d.Delay != want {
+			t.Fatalf("death %d after 1.4s: %v in %v, want relaunch in %v", i+1, d.Action, d.Delay, want)
+		}
+		at += 1400*time.Millisecond + d.Delay
+		want = min(2*want, p.Max)
+	}
+	if d.Delay != p.Max {
+		t.Fatalf("the backoff never reached the cap: %v", d.Delay)
+	}
+	// A short run that completed a turn proved the agent works.
+	r := run(at, 1400*time.Millisecond, true)
+	r.Proven = true
+	d, s = p.Next(s, r, 0.5)
+	if d.Delay != 0 || s.Failures != 0 {
+		t.Errorf("a run that completed a turn: delay %v, failures %d; want 0, 0", d.Delay, s.Failures)
+	}
+	// An exec failure is never proven.
+	r = run(at, 0, true)
+	r.ExecFailed, r.Proven = true, true
+	if d, _ = p.Next(s, r, 0.5); d.Delay == 0 {
+		t.Error("an exec failure counted as healthy")
+	}
+	if DefaultPolicy().Healthy != 10*time.Second {
+		t.Errorf("default --healthy-after = %v, want 10s", DefaultPolicy().Healthy)
 	}
 }
 

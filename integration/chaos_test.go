@@ -361,7 +361,7 @@ func (c *chaosRun) report(iterations int) {
 	}
 }
 
-// The model: an independent statement of DESIGN's decision table, applied
+// The model: an independent statement of the decision table of docs/design.md, applied
 // to what the agent logged, with the journal's record of how each run
 // ended. A marker sent but not acknowledged when a fault hit may or may not
 // have been applied, so the model keeps every possibility (branches) and
@@ -459,7 +459,7 @@ func (b branch) launch(n int) (delivered []string) {
 	return delivered
 }
 
-// death applies DESIGN's table for the death of run n.
+// death applies the table of docs/design.md for the death of run n.
 func (b branch) death(n int, requested bool) {
 	for id, s := range b {
 		midTurn := s.state == journal.InTurn || s.state == journal.Waiting

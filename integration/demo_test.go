@@ -57,7 +57,8 @@ func TestDemo(t *testing.T) {
 	}
 	mustMatch("the interrupted request in the continuation", `> add retries to the HTTP client and write client.go`)
 	mustMatch("A parked with the consecutive-deaths reason", `Session A is now parked, reason:\n\s+mid-turn at 2 consecutive dirty deaths`)
-	mustMatch("supervise's own log of the park", `supervise: session parked: it will not be resumed automatically: session=A`)
+	mustMatch("the journal's record of the kill -9", `journal: run 1, pid \d+: killed by SIGKILL \(a dirty death\)`)
+	mustMatch("the journal's record of the second death", `journal: run 2, pid \d+: killed by SIGKILL \(a dirty death\)`)
 	mustMatch("B's turn after the park", `session B: "run the unit tests": turn completed \(run 3\)`)
 	mustMatch("the status text with A parked", `(?m)^\s+A\s+parked\s+2\s+a1\s+.*mid-turn at 2 consecutive dirty deaths`)
 	mustMatch("the resume command in the status", `A is parked; resume it with: supervise resume --state-dir \S+ A`)

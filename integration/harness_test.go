@@ -356,6 +356,7 @@ type status struct {
 type runStatus struct {
 	Run      int     `json:"run"`
 	PID      int     `json:"pid"`
+	Started  string  `json:"started"`
 	Ended    *string `json:"ended"`
 	ExitCode int     `json:"exit_code"`
 	Signal   int     `json:"signal"`

@@ -215,12 +215,15 @@ func TestWatchdogTrigger(t *testing.T) {
 }
 
 // Every bad-input class is sent by the child; supervise keeps working and
-// applies the next valid marker, and never acts on the garbage.
+// applies the next valid marker, and never acts on the garbage. The barrier
+// after the garbage answers 0 (something since the last barrier was
+// refused); the one after the valid marker answers 1.
 func TestBadInputSurvived(t *testing.T) {
 	e := newEnv(t)
-	e.set("TESTAGENT_SCRIPT=pinger 100ms; badinput; turn-begin good t1; barrier; hang")
+	e.set("TESTAGENT_SCRIPT=pinger 100ms; badinput; barrier; turn-begin good t1; barrier; hang")
 	sv := e.run("--watchdog", "2s")
 	e.waitEvent(1, "badinput")
+	e.waitEvent(1, "barrier-err")
 	e.waitEvent(1, "barrier-ok")
 	st := e.status()
 	if s, ok := st.session("good"); !ok || s.State != "in_turn" {
@@ -260,7 +263,12 @@ func TestHeartbeatBurst(t *testing.T) {
 	before := e.journalCommits()
 	ev := e.waitEvent(1, "burst")
 	e.waitLog(1, "burst-end")
-	time.Sleep(1200 * time.Millisecond) // a flush period passes
+	// Wait until supervise has taken in every heartbeat of the burst (its
+	// ping counter), so that a commit per heartbeat, or per batch of them,
+	// would have shown by now.
+	waitFor(t, 20*time.Second, "every heartbeat of the burst taken in", func() bool {
+		return statusNumber(e.statusRaw(), "pings") >= 100000
+	})
 	after := e.journalCommits()
 	if !strings.HasPrefix(ev.arg, "sent=100000 ") {
 		t.Errorf("burst: %s", ev.arg)
@@ -320,13 +328,27 @@ func (e *env) statusOut(args ...string) string {
 
 func (e *env) journalCommits() int {
 	raw := e.statusRaw()
-	i := strings.Index(raw, `"commits": `)
-	if i < 0 {
+	if !strings.Contains(raw, `"commits": `) {
 		e.t.Fatalf("no journal commits in status:\n%s", raw)
 	}
-	rest := raw[i+len(`"commits": `):]
-	j := strings.IndexAny(rest, ",\n")
-	n, _ := strconv.Atoi(strings.TrimSpace(rest[:j]))
+	return statusNumber(raw, "commits")
+}
+
+// statusNumber is the first number under key in status JSON, -1 if none.
+func statusNumber(raw, key string) int {
+	i := strings.Index(raw, `"`+key+`": `)
+	if i < 0 {
+		return -1
+	}
+	rest := raw[i+len(key)+4:]
+	j := strings.IndexAny(rest, ",\n}")
+	if j < 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(rest[:j]))
+	if err != nil {
+		return -1
+	}
 	return n
 }
 

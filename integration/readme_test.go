@@ -14,6 +14,7 @@ import (
 // quickstart markers, and run with bash in the clone, with a private HOME
 // and state dir.
 func TestReadmeQuickstart(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not on PATH: the quickstart's example agent needs it")
 	}
@@ -35,6 +36,15 @@ func TestReadmeQuickstart(t *testing.T) {
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = clone
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(dir, "home"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	// A private HOME would move Go's default module and build caches into
+	// it: keep the ones this test run uses, so that the quickstart's go
+	// commands neither download modules nor rebuild cold.
+	for _, name := range []string{"GOMODCACHE", "GOCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", name).Output()
+		if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+			cmd.Env = append(cmd.Env, name+"="+v)
+		}
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the quickstart failed: %v\n--- commands:\n%s--- output:\n%s", err, script, out)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/supervise-dev/supervise/internal/statedir"
 )
 
 // Schema is the additive schema version inside the v1 root bucket.
@@ -323,11 +326,9 @@ func ownerPath(path string) string { return path + ".owner" }
 
 // writeOwnerPID records our pid beside the journal so that a second
 // supervisor can name the holder. Best effort: the lock itself is bbolt's.
+// It never writes through a symbolic link (statedir.WriteFile).
 func writeOwnerPID(path string) {
-	tmp := ownerPath(path) + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err == nil {
-		os.Rename(tmp, ownerPath(path))
-	}
+	_ = statedir.WriteFile(filepath.Dir(path), filepath.Base(ownerPath(path)), []byte(strconv.Itoa(os.Getpid())+"\n"))
 }
 
 func readOwnerPID(path string) int {

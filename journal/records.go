@@ -85,6 +85,9 @@ type Session struct {
 	Turn  string       `json:"turn,omitempty"`
 	Phase string       `json:"phase,omitempty"`
 	Tool  string       `json:"tool,omitempty"`
+	// Detail is what the tool runs (a command, a path), from
+	// X_SUPERVISE_DETAIL: one bounded line.
+	Detail string `json:"detail,omitempty"`
 	// Prompt is the agent's excerpt of the current turn's request.
 	Prompt string `json:"prompt,omitempty"`
 	// CrashCount counts consecutive dirty deaths that found the session

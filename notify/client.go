@@ -38,12 +38,32 @@ var (
 	// dies) before journaling, or the receiver is a plain sd_notify
 	// manager such as systemd, which processes but does not journal.
 	ErrBarrierUnconfirmed = errors.New("notify: barrier closed without confirmation")
+	// ErrBarrierRefused reports that the supervisor answered the barrier
+	// with NackByte: at least one datagram this process sent since its
+	// previous barrier was refused (malformed, a bad session id, over a
+	// limit) and is not journaled. The supervisor logs the reason.
+	ErrBarrierRefused = errors.New("notify: barrier answered 0: a message sent before it was refused (see supervise's log)")
 )
 
 // AckByte is what a supervisor writes to a barrier's fd, before closing it,
 // once everything before the barrier is durable. A bare close (the fd of a
 // dying process, or a plain sd_notify manager) carries no such byte.
 const AckByte = '1'
+
+// NackByte is what a supervisor writes to a barrier's fd, before closing it,
+// when at least one datagram the sender sent since its previous barrier was
+// refused. It is written when an AckByte would have been, so everything the
+// supervisor did accept before the barrier is durable by then too.
+const NackByte = '0'
+
+// Nack answers a barrier with NackByte and closes its fd.
+func Nack(f *os.File) error {
+	_, werr := f.Write([]byte{NackByte})
+	if err := f.Close(); err != nil && werr == nil {
+		werr = err
+	}
+	return werr
+}
 
 // Ack confirms a barrier: it writes AckByte to the barrier's fd and closes
 // it. Call it only once everything received before the barrier is durable.
@@ -116,7 +136,9 @@ func (c *Client) Notify(ctx context.Context, state string) error {
 // "journaled". A close without the byte returns ErrBarrierUnconfirmed: the
 // supervisor died first (the kernel closes a dead process's fds), dropped
 // the barrier (a sender it does not accept), or is a plain sd_notify
-// manager. It returns ErrBarrierTimeout after timeout
+// manager. It returns ErrBarrierRefused when the supervisor answers
+// NackByte: something this process sent since its previous barrier was
+// refused. It returns ErrBarrierTimeout after timeout
 // (DefaultBarrierTimeout if zero).
 func (c *Client) Barrier(ctx context.Context, timeout time.Duration) error {
 	if timeout <= 0 {
@@ -157,16 +179,22 @@ func (c *Client) Barrier(ctx context.Context, timeout time.Duration) error {
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var b [64]byte
-	acked := false
+	acked, nacked := false, false
 	for {
 		n, err := r.Read(b[:])
 		if n > 0 && bytes.IndexByte(b[:n], AckByte) >= 0 {
 			acked = true
 		}
+		if n > 0 && bytes.IndexByte(b[:n], NackByte) >= 0 {
+			nacked = true
+		}
 		switch {
-		case err == nil: // the ack byte; EOF follows
+		case err == nil: // the answer byte; EOF follows
 		case errors.Is(err, io.EOF):
-			if !acked {
+			switch {
+			case nacked:
+				return ErrBarrierRefused
+			case !acked:
 				return ErrBarrierUnconfirmed
 			}
 			return nil
@@ -200,6 +228,30 @@ func (c *Client) Waiting(ctx context.Context, session, turn string) error {
 // PhaseTool and may be empty.
 func (c *Client) Phase(ctx context.Context, session string, p Phase, tool string) error {
 	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(p), "X_SUPERVISE_TOOL", tool)
+}
+
+// ToolPhase reports that session is running tool, with detail saying
+// what it runs (a command line, a file path) for the continuation message
+// should the agent die meanwhile: "while the tool "Bash" was running
+// `npm test`". detail is flattened to one line (control characters become
+// spaces) and cut to MaxDetailLen bytes, ending with "…" when cut; it may
+// be empty.
+func (c *Client) ToolPhase(ctx context.Context, session, tool, detail string) error {
+	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(PhaseTool), "X_SUPERVISE_TOOL", tool,
+		"X_SUPERVISE_DETAIL", OneLine(detail, MaxDetailLen))
+}
+
+// OneLine flattens s to one line of valid UTF-8 without control characters
+// (each becomes a space; the ends are trimmed) and bounds it to n bytes,
+// ending with "…" when it was cut: the form of X_SUPERVISE_DETAIL.
+func OneLine(s string, n int) string {
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD")))
+	return bounded([]byte(s), n)
 }
 
 // Resumed reports that the agent took over session's interrupted turn
@@ -243,7 +295,7 @@ func (c *Client) marker(ctx context.Context, e Event, session string, kv ...stri
 	if e == EventNone {
 		label = EventHeartbeat
 	}
-	if !validID([]byte(session)) {
+	if !validSession([]byte(session)) {
 		return fmt.Errorf("notify: %s: bad session id %q: %w", label, session, ErrProtocol)
 	}
 	for i := 1; i < len(kv); i += 2 {

@@ -76,6 +76,12 @@ func TestClientHelpers(t *testing.T) {
 			Message{Session: "s1", Event: EventWaiting, Turn: "t1"}},
 		{"Phase", func() error { return c.Phase(ctx, "s1", PhaseTool, "bash") },
 			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "bash"}},
+		{"ToolPhase", func() error { return c.ToolPhase(ctx, "s1", "Bash", "npm test") },
+			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "Bash", Detail: "npm test"}},
+		{"ToolPhase flattens and bounds detail", func() error { return c.ToolPhase(ctx, "s1", "Bash", prompt) },
+			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "Bash", Detail: OneLine(prompt, MaxDetailLen)}},
+		{"ToolPhase without detail", func() error { return c.ToolPhase(ctx, "s1", "Bash", "") },
+			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "Bash"}},
 		{"Resumed", func() error { return c.Resumed(ctx, "s1", "t1") },
 			Message{Session: "s1", Event: EventResumed, Turn: "t1"}},
 		{"Closed", func() error { return c.Closed(ctx, "s1") },
@@ -96,6 +102,13 @@ func TestClientHelpers(t *testing.T) {
 		if m != tt.want {
 			t.Errorf("%s: got %+v, want %+v", tt.name, m, tt.want)
 		}
+	}
+	d := OneLine("  cd /repo &&\n\tnpm test\r\n"+strings.Repeat("é", 600), MaxDetailLen)
+	if !strings.HasPrefix(d, "cd /repo &&  npm test  é") || !strings.HasSuffix(d, "…") || len(d) > MaxDetailLen || !utf8.ValidString(d) {
+		t.Errorf("OneLine: %q (%d bytes)", d, len(d))
+	}
+	if d := OneLine("npm test", MaxDetailLen); d != "npm test" {
+		t.Errorf("OneLine changed a short line: %q", d)
 	}
 	p := flatten(prompt, MaxPromptLen)
 	if strings.ContainsAny(p, "\r\n\x1b") || len(p) > MaxPromptLen || !utf8.ValidString(p) {

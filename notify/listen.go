@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/supervise-dev/supervise/internal/statedir"
 )
 
 const (
@@ -29,20 +31,13 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("notify: listen: empty Config.Dir")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(cfg.Dir), 0o700); err != nil {
 		return nil, fmt.Errorf("notify: listen: %w", err)
 	}
-	fi, err := os.Stat(cfg.Dir)
-	if err != nil {
+	// A real directory of ours, 0700: a symbolic link there is refused,
+	// never followed or chmod'ed.
+	if err := statedir.Private(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("notify: listen: %w", err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("notify: listen: %s is not a directory", cfg.Dir)
-	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(cfg.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("notify: listen: %w", err)
-		}
 	}
 	path := filepath.Join(cfg.Dir, SocketName)
 	if fi, err := os.Lstat(path); err == nil {
@@ -125,6 +120,7 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		default:
 			if m.Barrier {
 				m.Fd = os.NewFile(uintptr(fds[0]), "notify-barrier")
+				m.Refused = s.refused.Take(pid)
 			} else if len(fds) > 0 {
 				closeFDs(fds)
 				s.drop(st, reasonFDs, pid, nil)
@@ -136,6 +132,10 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		}
 	}
 	closeFDs(fds)
+	if creds && r != reasonSender {
+		// The sender's next barrier must say that this was not journaled.
+		s.refused.Add(pid)
+	}
 	s.drop(st, r, pid, err)
 }
 

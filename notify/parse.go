@@ -21,6 +21,9 @@ const (
 	// MaxPromptLen is the longest prompt excerpt kept, in bytes; longer
 	// prompts are cut at a rune boundary.
 	MaxPromptLen = 1024
+	// MaxDetailLen is the longest X_SUPERVISE_DETAIL kept, in bytes; a
+	// longer one is cut at a rune boundary and ends with "…".
+	MaxDetailLen = 512
 	// MaxUSec is the largest WATCHDOG_USEC or EXTEND_TIMEOUT_USEC honoured:
 	// 24 hours in microseconds. Larger values are ignored.
 	MaxUSec = 24 * 60 * 60 * 1000 * 1000
@@ -72,8 +75,16 @@ const (
 	OutcomeCancelled Outcome = "cancelled"
 )
 
+// Valid reports whether o is one of the protocol's outcomes.
+func (o Outcome) Valid() bool {
+	return o == OutcomeCompleted || o == OutcomeFailed || o == OutcomeCancelled
+}
+
 // Phase is what a session is doing inside a turn (X_SUPERVISE_PHASE).
 type Phase string
+
+// Valid reports whether p is one of the protocol's phases.
+func (p Phase) Valid() bool { return p == PhaseModel || p == PhaseTool || p == PhaseIdle }
 
 // Phases of a turn.
 const (
@@ -106,9 +117,17 @@ type Message struct {
 	Turn    string // X_SUPERVISE_TURN
 	Tool    string // X_SUPERVISE_TOOL
 	Prompt  string // X_SUPERVISE_PROMPT, at most MaxPromptLen bytes
+	// Detail is X_SUPERVISE_DETAIL: what the tool runs (a command, a path),
+	// one line of at most MaxDetailLen bytes; only with PhaseTool.
+	Detail  string
 	Event   Event
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
+
+	// Refused is set on a BARRIER=1 message when the Server refused a
+	// datagram from the same sender since its previous barrier: the
+	// barrier must be answered with Nack, not Ack.
+	Refused bool
 
 	// Fd is the one file descriptor of a BARRIER=1 message and nil
 	// otherwise. The handler owns it and must close it once everything
@@ -124,7 +143,7 @@ func (m *Message) IsHeartbeatOnly() bool {
 		(m.Event == EventNone || m.Event == EventHeartbeat) &&
 		!m.Ready && !m.Stopping && !m.WatchdogTrigger && !m.Barrier && !m.HasStatus &&
 		m.WatchdogUSec == 0 && m.ExtendTimeoutUSec == 0 &&
-		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Outcome == "" && m.Phase == "" &&
+		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Detail == "" && m.Outcome == "" && m.Phase == "" &&
 		m.Fd == nil
 }
 
@@ -146,6 +165,7 @@ const (
 	seenPhase
 	seenTool
 	seenPrompt
+	seenDetail
 )
 
 // parser parses datagrams. It remembers the last session id so that a
@@ -179,6 +199,7 @@ func (p *parser) parse(b []byte) (Message, error) {
 		seen                                            uint
 		assignments                                     int
 		session, event, turn, outcome, phase, tool, pro []byte
+		detail                                          []byte
 	)
 	for line := 1; len(b) > 0; line++ {
 		l := b
@@ -237,6 +258,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 			bit, tool = seenTool, v
 		case "X_SUPERVISE_PROMPT":
 			bit, pro = seenPrompt, v
+		case "X_SUPERVISE_DETAIL":
+			bit, detail = seenDetail, v
 		}
 		if seen&bit != 0 {
 			return m, fmt.Errorf("line %d repeats %s: %w", line, k, ErrMalformed)
@@ -253,8 +276,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 	if seen&seenSession == 0 {
 		return m, fmt.Errorf("X_SUPERVISE_ keys without X_SUPERVISE_SESSION: %w", ErrProtocol)
 	}
-	if !validID(session) {
-		return m, fmt.Errorf("bad session id: %w", ErrProtocol)
+	if !validSession(session) {
+		return m, fmt.Errorf("bad session id (1..%d bytes of printable text, not beginning with '-'): %w", MaxIDLen, ErrProtocol)
 	}
 	if string(session) != p.session {
 		p.session = string(session)
@@ -284,10 +307,9 @@ func (p *parser) parse(b []byte) (Message, error) {
 		m.Tool = string(tool)
 	}
 	if seen&seenOutcome != 0 {
-		switch o := Outcome(outcome); o {
-		case OutcomeCompleted, OutcomeFailed, OutcomeCancelled:
+		if o := Outcome(outcome); o.Valid() {
 			m.Outcome = o
-		default:
+		} else {
 			return m, fmt.Errorf("unknown outcome %q: %w", outcome, ErrProtocol)
 		}
 	}
@@ -295,10 +317,9 @@ func (p *parser) parse(b []byte) (Message, error) {
 		return m, fmt.Errorf("turn-end without outcome: %w", ErrProtocol)
 	}
 	if seen&seenPhase != 0 {
-		switch ph := Phase(phase); ph {
-		case PhaseModel, PhaseTool, PhaseIdle:
+		if ph := Phase(phase); ph.Valid() {
 			m.Phase = ph
-		default:
+		} else {
 			return m, fmt.Errorf("unknown phase %q: %w", phase, ErrProtocol)
 		}
 	}
@@ -307,6 +328,15 @@ func (p *parser) parse(b []byte) (Message, error) {
 	}
 	if seen&seenPrompt != 0 {
 		m.Prompt = string(cut(pro, MaxPromptLen))
+	}
+	if seen&seenDetail != 0 && len(detail) > 0 {
+		if m.Phase != PhaseTool {
+			return m, fmt.Errorf("X_SUPERVISE_DETAIL without X_SUPERVISE_PHASE=tool: %w", ErrProtocol)
+		}
+		if !validText(detail, false) {
+			return m, fmt.Errorf("X_SUPERVISE_DETAIL with a control character (one line, no tabs): %w", ErrProtocol)
+		}
+		m.Detail = bounded(detail, MaxDetailLen)
 	}
 	return m, nil
 }
@@ -325,6 +355,14 @@ func parseUSec(v []byte) (uint64, bool) {
 // MaxIDLen bytes of valid UTF-8 without control characters.
 func validID(v []byte) bool {
 	return len(v) > 0 && len(v) <= MaxIDLen && validText(v, false)
+}
+
+// validSession reports whether v is a usable session id: a valid id that
+// does not begin with '-'. Session ids land in --resume-exec argv templates
+// ("codex exec resume {session}"), where such a value would be read as an
+// option of its own.
+func validSession(v []byte) bool {
+	return validID(v) && v[0] != '-'
 }
 
 // validText reports whether v is valid UTF-8 without control characters,
@@ -346,6 +384,17 @@ func validText(v []byte, tab bool) bool {
 		i += n
 	}
 	return true
+}
+
+// bounded returns v if it has at most n bytes, else its longest prefix
+// that, followed by "…", has at most n bytes and ends at a rune boundary,
+// followed by "…": a cut detail says it was cut.
+func bounded(v []byte, n int) string {
+	if len(v) <= n {
+		return string(v)
+	}
+	const ellipsis = "…"
+	return string(cut(v, n-len(ellipsis))) + ellipsis
 }
 
 // cut returns the longest prefix of v that has at most n bytes and ends

@@ -16,8 +16,9 @@ const SocketName = "notify.sock"
 // Config configures Listen.
 type Config struct {
 	// Dir is the private directory for the socket. Listen creates it with
-	// mode 0700, or chmods it to 0700 if it exists. The socket is
-	// Dir/notify.sock.
+	// mode 0700; an existing one must be a real directory (not a symbolic
+	// link) owned by the caller and not writable by others, and is
+	// tightened to 0700. The socket is Dir/notify.sock.
 	Dir string
 	// Accept checks the sender of every datagram, by its kernel-attested
 	// pid, on the Serve goroutine. It must be fast and must not block. Nil
@@ -46,7 +47,14 @@ type Server struct {
 
 	accepted atomic.Uint64
 	dropped  [numReasons]atomic.Uint64
+	// refused remembers senders whose datagrams were refused since their
+	// last barrier: that barrier's Message.Refused is set.
+	refused Refusals
 }
+
+// ForgetRefusals clears the refusals remembered per sender, for a new
+// process tree (pids of the last one may be reused).
+func (s *Server) ForgetRefusals() { s.refused.Forget() }
 
 // Path returns the socket path: the value of NOTIFY_SOCKET for the child.
 func (s *Server) Path() string { return s.path }

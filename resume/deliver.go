@@ -9,11 +9,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 )
 
 // Item is one entry of the resume file (SUPERVISE_RESUME_FILE): a session
-// owed a continuation. Field names are a public contract (DESIGN.md).
+// owed a continuation. Field names are a public contract (docs/design.md).
 type Item struct {
 	Session string `json:"session"`
 	Turn    string `json:"turn"`
@@ -24,7 +25,10 @@ type Item struct {
 	Reason         string `json:"reason"`
 	Phase          string `json:"phase"`
 	Tool           string `json:"tool"`
-	Prompt         string `json:"prompt"`
+	// Detail is what the tool was running (a command, a path), if the
+	// agent said (X_SUPERVISE_DETAIL).
+	Detail string `json:"detail"`
+	Prompt string `json:"prompt"`
 	// Message is the continuation to send as a hidden turn.
 	Message string `json:"message"`
 }
@@ -43,33 +47,42 @@ func Items(pending []journal.Session) []Item {
 	for _, s := range pending {
 		items = append(items, Item{Session: s.ID, Turn: s.Turn, Attempt: s.Resume.Attempt,
 			InterruptedRun: s.Resume.Interrupted, Reason: s.Resume.Reason,
-			Phase: s.Phase, Tool: s.Tool, Prompt: s.Prompt, Message: s.Resume.Message})
+			Phase: s.Phase, Tool: s.Tool, Detail: s.Detail, Prompt: s.Prompt, Message: s.Resume.Message})
 	}
 	return items
 }
 
+// ReadFile reads the resume file at path, as an agent does with
+// $SUPERVISE_RESUME_FILE. An empty path or a missing file means nothing is
+// owed: no items and no error.
+func ReadFile(path string) ([]Item, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []Item
+	if err := json.Unmarshal(b, &items); err != nil {
+		return nil, fmt.Errorf("resume file %s: %w", path, err)
+	}
+	return items, nil
+}
+
 // WriteFile writes items as the resume file at path, atomically (a reader
 // sees the old file or the new one, never half of one), mode 0600.
+// It never writes through a symbolic link planted at path or at its
+// temporary name (statedir.WriteFile).
 func WriteFile(path string, items []Item) error {
 	b, err := json.MarshalIndent(items, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".resume-*.json")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return statedir.WriteFile(filepath.Dir(path), filepath.Base(path), append(b, '\n'))
 }
 
 // ErrTemplate reports an unusable --resume-exec template.
@@ -134,12 +147,26 @@ func ParseTemplate(t string) ([]string, error) {
 	return words, nil
 }
 
-// ExecArgv substitutes item into a parsed template.
-func ExecArgv(template []string, item Item) []string {
+// ErrUnsafeSession reports a session or turn id that ExecArgv will not place
+// in an argv: one beginning with '-', which the agent would read as an
+// option ("codex exec resume --evil").
+var ErrUnsafeSession = errors.New("id begins with '-': it would be read as an option")
+
+// ExecArgv substitutes item into a parsed template. It refuses (with
+// ErrUnsafeSession) a session id, or a turn id the template uses, that
+// begins with '-': the notify parser already refuses such session ids, and
+// this check holds even for a journal written before it did.
+func ExecArgv(template []string, item Item) ([]string, error) {
+	if strings.HasPrefix(item.Session, "-") {
+		return nil, fmt.Errorf("session %q: %w", item.Session, ErrUnsafeSession)
+	}
+	if strings.HasPrefix(item.Turn, "-") && strings.Contains(strings.Join(template, " "), "{turn}") {
+		return nil, fmt.Errorf("session %q: turn %q: %w", item.Session, item.Turn, ErrUnsafeSession)
+	}
 	r := strings.NewReplacer("{session}", item.Session, "{message}", item.Message, "{turn}", item.Turn)
 	argv := make([]string, len(template))
 	for i, w := range template {
 		argv[i] = r.Replace(w)
 	}
-	return argv
+	return argv, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestResumeFile(t *testing.T) {
-	older := journal.Session{ID: "b", Turn: "t2", Phase: "tool", Tool: "bash", Prompt: "p",
+	older := journal.Session{ID: "b", Turn: "t2", Phase: "tool", Tool: "bash", Detail: "npm test", Prompt: "p",
 		Resume: &journal.Resume{Attempt: 1, Reason: "r", Message: "m", Since: now.Add(-time.Minute)}}
 	newer := journal.Session{ID: "a", Resume: &journal.Resume{Attempt: 2, Message: "m2", Since: now}}
 	items := Items([]journal.Session{newer, older})
@@ -31,7 +31,7 @@ func TestResumeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"session": "b", "turn": "t2", "attempt": 1.0, "interrupted_run": 0.0, "reason": "r", "phase": "tool",
-		"tool": "bash", "prompt": "p", "message": "m"}
+		"tool": "bash", "detail": "npm test", "prompt": "p", "message": "m"}
 	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || got[1]["session"] != "a" {
 		t.Errorf("resume file, oldest first, contract fields:\n%s", raw)
 	}
@@ -51,7 +51,10 @@ func TestExecTemplate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.in, err)
 		}
-		got := ExecArgv(tpl, Item{Session: "S 1", Turn: "T", Message: "hello world; rm -rf /"})
+		got, err := ExecArgv(tpl, Item{Session: "S 1", Turn: "T", Message: "hello world; rm -rf /"})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
 		}

@@ -2,7 +2,7 @@
 // process, and delivers the resumes to the next child.
 //
 // The decision half (Decide, Manual, Message) is pure: no goroutines, no
-// I/O, now passed in. The rules are DESIGN.md's table:
+// I/O, now passed in. The rules are the table in docs/design.md:
 //
 //	session at death                                   decision
 //	idle, closed (and a turn that ended cancelled)     nothing
@@ -210,7 +210,7 @@ func signalName(sig int) string {
 // tool, that work may already be done and a side effect's outcome is
 // unknown, to check the current state before redoing anything, and then the
 // original request excerpt. A template replaces it; its placeholders are
-// {session} {turn} {how} {phase} {tool} {prompt}.
+// {session} {turn} {how} {phase} {tool} {detail} {prompt}.
 func Message(s journal.Session, d Death, template string) string {
 	return message(s, describe(d), template)
 }
@@ -222,14 +222,27 @@ func message(s journal.Session, how, template string) string {
 	}
 	lead := "[supervise: automatic continuation] Your previous turn in this session was interrupted: " + how
 	switch {
+	case s.Phase == "tool" && s.Tool != "" && s.Detail != "":
+		lead += fmt.Sprintf(", while the tool %q was running %s", s.Tool, code(s.Detail))
 	case s.Phase == "tool" && s.Tool != "":
 		lead += fmt.Sprintf(", while the tool %q was running", s.Tool)
+	case s.Phase == "tool" && s.Detail != "":
+		lead += ", while a tool was running " + code(s.Detail)
 	case s.Phase == "tool":
 		lead += ", while a tool was running"
 	case s.Phase == "model":
 		lead += ", while waiting for the model"
 	}
 	return continuation(lead+".", s)
+}
+
+// code quotes a detail as Markdown inline code in single backticks, or in
+// double ones padded with spaces when the detail holds a backtick.
+func code(s string) string {
+	if strings.Contains(s, "`") {
+		return "`` " + s + " ``"
+	}
+	return "`" + s + "`"
 }
 
 // continuation is the honest part every continuation shares, after its
@@ -250,7 +263,7 @@ func continuation(lead string, s journal.Session) string {
 // fill applies a --resume-message template.
 func fill(template string, s journal.Session, how string) string {
 	return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", how,
-		"{phase}", s.Phase, "{tool}", s.Tool, "{prompt}", s.Prompt).Replace(template)
+		"{phase}", s.Phase, "{tool}", s.Tool, "{detail}", s.Detail, "{prompt}", s.Prompt).Replace(template)
 }
 
 // Errors of Manual.
@@ -259,9 +272,13 @@ var (
 	ErrNotResumable = errors.New("session has no interrupted turn to resume")
 )
 
+// ReasonManual is the reason of a resume a person asked for (Manual), in
+// the journal and in the resume file's "reason".
+const ReasonManual = "manual resume"
+
 // Manual applies `supervise resume`: a parked, stopped or pending session
 // is made resume_pending by a person's decision, with its crash count reset
-// (DESIGN: the count resets on a manual resume). Such a resume is dispatched
+// (docs/design.md: the count resets on a manual resume). Such a resume is dispatched
 // even while the crash-loop guard holds automatic ones.
 func Manual(s journal.Session, now time.Time, template string) (journal.Session, error) {
 	switch s.State {
@@ -277,7 +294,7 @@ func Manual(s journal.Session, now time.Time, template string) (journal.Session,
 	s.State = journal.ResumePending
 	s.CrashCount = 0
 	s.Reason = "resumed by hand (was: " + why + ")"
-	s.Resume = &journal.Resume{Attempt: 1, Reason: "manual resume", Message: msg, Since: now, Manual: true}
+	s.Resume = &journal.Resume{Attempt: 1, Reason: ReasonManual, Message: msg, Since: now, Manual: true}
 	s.Updated = now
 	return s, nil
 }

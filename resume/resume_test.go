@@ -18,7 +18,7 @@ func sess(state journal.SessionState, count int) journal.Session {
 
 var kill9 = Death{Reason: journal.ReasonSignal, Signal: 9, ExitCode: 137, Run: 7, At: now}
 
-// TestDecisionTable covers every row of DESIGN.md's decision table and the
+// TestDecisionTable covers every row of the decision table in docs/design.md and the
 // rules around it.
 func TestDecisionTable(t *testing.T) {
 	delivered := func(s journal.Session, run uint64) journal.Session {
@@ -151,6 +151,19 @@ func TestMessageIsHonest(t *testing.T) {
 	sd := Message(journal.Session{}, Death{Reason: journal.ReasonSupervisorDied}, "")
 	if !strings.Contains(sd, "supervise itself died") || strings.Contains(sd, "request was") {
 		t.Errorf("supervisor-died message without prompt: %s", sd)
+	}
+	withDetail := sess(journal.InTurn, 0)
+	withDetail.Tool, withDetail.Detail = "Bash", "npm test"
+	if msg := Message(withDetail, kill9, ""); !strings.Contains(msg, "while the tool \"Bash\" was running `npm test`.") {
+		t.Errorf("message does not name what the tool ran:\n%s", msg)
+	}
+	withDetail.Detail = "echo `date`"
+	if msg := Message(withDetail, kill9, ""); !strings.Contains(msg, "was running `` echo `date` ``.") {
+		t.Errorf("a detail with a backtick is not quoted whole:\n%s", msg)
+	}
+	withDetail.Tool = ""
+	if msg := Message(withDetail, kill9, "{tool}|{detail}"); msg != "|echo `date`" {
+		t.Errorf("template {detail}: %q", msg)
 	}
 	custom := Message(sess(journal.InTurn, 0), kill9, "continue {session}/{turn}: {how}; {prompt}")
 	if custom != "continue s/t1: the agent was killed by signal 9 (SIGKILL); rename the package" {

@@ -80,14 +80,22 @@ type Control struct {
 // file. The caller must hold the journal lock first: that lock, not the
 // socket, decides which supervise owns the state dir.
 func ListenControl(path string, s *Supervisor) (*Control, error) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			// Never removed or followed: it is not ours.
+			return nil, fmt.Errorf("control socket: %s exists and is not a socket (a %s); remove it", path, fi.Mode().Type())
+		}
 		os.Remove(path)
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	os.Chmod(path, 0o600)
+	// bind created the socket file itself (it fails on any existing name,
+	// links included); chmod it only if it is still a socket.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == os.ModeSocket {
+		os.Chmod(path, 0o600)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)

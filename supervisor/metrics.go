@@ -1,30 +1,34 @@
 package supervisor
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/supervise-dev/supervise/journal"
 )
 
-// metrics are supervise's Prometheus metrics, on a registry of their own
-// (no global state). Counters are incremented by the loop; the gauges and
-// the notify counters are read at scrape time from a snapshot the loop
+// metrics are supervise's Prometheus metrics, on a set of their own (no
+// global state), written in the Prometheus text format by
+// github.com/VictoriaMetrics/metrics: client_golang and the protobuf it
+// links cost every `supervise notify` hook call about 3 ms of package init
+// (docs/performance.md). Counters are incremented by the loop; the gauges
+// and the notify counters are read at scrape time from a snapshot the loop
 // publishes every second and at every death, so a scrape never waits for
 // the loop (and a wedged loop shows as a stale heartbeat age, and a failing
 // /healthz).
 type metrics struct {
-	reg *prometheus.Registry
+	set *vm.Set
 
-	restarts       prometheus.Counter
-	deaths         *prometheus.CounterVec // by reason, dirty deaths only
-	resumes        prometheus.Counter
-	parks          prometheus.Counter
-	watchdogKills  prometheus.Counter
-	journalCommits prometheus.CounterFunc
-	journalErrors  prometheus.CounterFunc
+	restarts      *vm.Counter
+	resumes       *vm.Counter
+	parks         *vm.Counter
+	watchdogKills *vm.Counter
 
 	snap atomic.Pointer[snapshot]
 	// changed wakes the upward notifier when a snapshot is published.
@@ -45,24 +49,95 @@ type snapshot struct {
 	commitErrs uint64
 }
 
+// metricHelp is the HELP text of each family, written before its TYPE.
+var metricHelp = map[string]string{
+	"supervise_restarts_total":              "Relaunches of the agent after a death.",
+	"supervise_dirty_deaths_total":          "Dirty deaths of the agent, by reason (signal, exit, watchdog, memory, turn-open, exec-failed, supervisor-died).",
+	"supervise_resumes_dispatched_total":    "Resumes handed to an agent (resume file, --resume-exec or live).",
+	"supervise_sessions_parked_total":       "Sessions parked after a dirty death.",
+	"supervise_watchdog_kills_total":        "Agents killed because no WATCHDOG=1 came within the period.",
+	"supervise_journal_commits_total":       "Journal transactions committed (fsync).",
+	"supervise_journal_commit_errors_total": "Journal commits that failed; nothing in them was acknowledged.",
+	"supervise_sessions":                    "Sessions known to the running supervise, by state.",
+	"supervise_child_up":                    "1 while an agent process runs.",
+	"supervise_crashloop_guard_open":        "1 while the crash-loop guard holds automatic resumes.",
+	"supervise_heartbeat_age_seconds":       "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
+	"supervise_notify_accepted_total":       "Notify datagrams accepted.",
+	"supervise_notify_dropped_total":        "Notify datagrams dropped, by reason.",
+	"supervise_loop_last_tick_age_seconds":  "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
+}
+
 func newMetrics(s *Supervisor) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), changed: make(chan struct{}, 1)}
-	f := func(name, help string) prometheus.Opts {
-		return prometheus.Opts{Namespace: "supervise", Name: name, Help: help}
-	}
-	m.restarts = prometheus.NewCounter(prometheus.CounterOpts(f("restarts_total", "Relaunches of the agent after a death.")))
-	m.deaths = prometheus.NewCounterVec(prometheus.CounterOpts(f("dirty_deaths_total", "Dirty deaths of the agent, by reason (signal, exit, watchdog, memory, turn-open, exec-failed, supervisor-died).")), []string{"reason"})
-	m.resumes = prometheus.NewCounter(prometheus.CounterOpts(f("resumes_dispatched_total", "Resumes handed to an agent (resume file, --resume-exec or live).")))
-	m.parks = prometheus.NewCounter(prometheus.CounterOpts(f("sessions_parked_total", "Sessions parked after a dirty death.")))
-	m.watchdogKills = prometheus.NewCounter(prometheus.CounterOpts(f("watchdog_kills_total", "Agents killed because no WATCHDOG=1 came within the period.")))
-	m.journalCommits = prometheus.NewCounterFunc(prometheus.CounterOpts(f("journal_commits_total", "Journal transactions committed (fsync).")),
-		func() float64 { return float64(m.load().commits) })
-	m.journalErrors = prometheus.NewCounterFunc(prometheus.CounterOpts(f("journal_commit_errors_total", "Journal commits that failed; nothing in them was acknowledged.")),
-		func() float64 { return float64(m.load().commitErrs) })
+	m := &metrics{set: vm.NewSet(), changed: make(chan struct{}, 1)}
+	m.restarts = m.set.NewCounter("supervise_restarts_total")
+	m.resumes = m.set.NewCounter("supervise_resumes_dispatched_total")
+	m.parks = m.set.NewCounter("supervise_sessions_parked_total")
+	m.watchdogKills = m.set.NewCounter("supervise_watchdog_kills_total")
 	m.snap.Store(&snapshot{})
-	m.reg.MustRegister(m.restarts, m.deaths, m.resumes, m.parks, m.watchdogKills, m.journalCommits, m.journalErrors,
-		&liveCollector{s: s, m: m})
+	m.set.RegisterMetricsWriter(func(w io.Writer) { writeLive(w, s, m.load(), time.Now()) })
 	return m
+}
+
+// death counts a dirty death by reason.
+func (m *metrics) death(reason string) {
+	m.set.GetOrCreateCounter(`supervise_dirty_deaths_total{reason="` + reason + `"}`).Inc()
+}
+
+// WriteMetrics writes every metric of this supervisor in the Prometheus
+// text exposition format (version 0.0.4), each family with HELP and TYPE.
+func (s *Supervisor) WriteMetrics(w io.Writer) {
+	var b bytes.Buffer
+	s.m.set.WritePrometheus(&b)
+	addHelp(w, b.Bytes())
+}
+
+// addHelp copies the exposition in to w, putting the HELP and TYPE lines of
+// each family before its first sample (the library writes none by default).
+func addHelp(w io.Writer, in []byte) {
+	seen := map[string]bool{}
+	for _, line := range bytes.SplitAfter(in, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if line[0] != '#' {
+			name := string(line)
+			if i := strings.IndexAny(name, "{ "); i >= 0 {
+				name = name[:i]
+			}
+			if !seen[name] {
+				seen[name] = true
+				if help, ok := metricHelp[name]; ok {
+					typ := "gauge"
+					if strings.HasSuffix(name, "_total") {
+						typ = "counter"
+					}
+					fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+				}
+			}
+		}
+		w.Write(line)
+	}
+}
+
+// writeLive writes the gauges and the notify counters from a snapshot.
+func writeLive(w io.Writer, s *Supervisor, snap *snapshot, now time.Time) {
+	vm.WriteCounterUint64(w, "supervise_journal_commits_total", snap.commits)
+	vm.WriteCounterUint64(w, "supervise_journal_commit_errors_total", snap.commitErrs)
+	for _, st := range []journal.SessionState{journal.Idle, journal.InTurn, journal.Waiting, journal.ResumePending,
+		journal.Parked, journal.Stopped, journal.Closed} {
+		fmt.Fprintf(w, "supervise_sessions{state=%q} %d\n", string(st), snap.sessions[st])
+	}
+	fmt.Fprintf(w, "supervise_child_up %d\n", b2i(snap.childUp))
+	fmt.Fprintf(w, "supervise_crashloop_guard_open %d\n", b2i(snap.guardOpen))
+	if snap.childUp {
+		vm.WriteGaugeFloat64(w, "supervise_heartbeat_age_seconds", s.in.sincePing(now).Seconds())
+	}
+	ns := s.notify.Stats()
+	vm.WriteCounterUint64(w, "supervise_notify_accepted_total", ns.Accepted)
+	for reason, n := range ns.Dropped.All() {
+		fmt.Fprintf(w, "supervise_notify_dropped_total{reason=%q} %d\n", reason, n)
+	}
+	vm.WriteGaugeFloat64(w, "supervise_loop_last_tick_age_seconds", s.loopAge(now).Seconds())
 }
 
 func (m *metrics) load() *snapshot { return m.snap.Load() }
@@ -87,54 +162,9 @@ func (s *Supervisor) publish() {
 	}
 }
 
-// liveCollector reports the gauges and the notify counters at scrape time.
-type liveCollector struct {
-	s *Supervisor
-	m *metrics
-}
-
-var (
-	descSessions   = prometheus.NewDesc("supervise_sessions", "Sessions known to the running supervise, by state.", []string{"state"}, nil)
-	descChildUp    = prometheus.NewDesc("supervise_child_up", "1 while an agent process runs.", nil, nil)
-	descGuardOpen  = prometheus.NewDesc("supervise_crashloop_guard_open", "1 while the crash-loop guard holds automatic resumes.", nil, nil)
-	descBeatAge    = prometheus.NewDesc("supervise_heartbeat_age_seconds", "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).", nil, nil)
-	descAccepted   = prometheus.NewDesc("supervise_notify_accepted_total", "Notify datagrams accepted.", nil, nil)
-	descDropped    = prometheus.NewDesc("supervise_notify_dropped_total", "Notify datagrams dropped, by reason.", []string{"reason"}, nil)
-	descLoopTicked = prometheus.NewDesc("supervise_loop_last_tick_age_seconds", "Seconds since the supervision loop last ran; /healthz fails when it is stale.", nil, nil)
-)
-
-func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSessions, descChildUp, descGuardOpen, descBeatAge, descAccepted, descDropped, descLoopTicked} {
-		ch <- d
-	}
-}
-
-func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
-	snap := c.m.load()
-	for _, st := range []journal.SessionState{journal.Idle, journal.InTurn, journal.Waiting, journal.ResumePending,
-		journal.Parked, journal.Stopped, journal.Closed} {
-		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(snap.sessions[st]), string(st))
-	}
-	ch <- prometheus.MustNewConstMetric(descChildUp, prometheus.GaugeValue, b2f(snap.childUp))
-	ch <- prometheus.MustNewConstMetric(descGuardOpen, prometheus.GaugeValue, b2f(snap.guardOpen))
-	now := time.Now()
-	if snap.childUp {
-		ch <- prometheus.MustNewConstMetric(descBeatAge, prometheus.GaugeValue, c.s.in.sincePing(now).Seconds())
-	}
-	ns := c.s.notify.Stats()
-	ch <- prometheus.MustNewConstMetric(descAccepted, prometheus.CounterValue, float64(ns.Accepted))
-	for reason, n := range ns.Dropped.All() {
-		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(n), reason)
-	}
-	ch <- prometheus.MustNewConstMetric(descLoopTicked, prometheus.GaugeValue, c.s.loopAge(now).Seconds())
-}
-
-func b2f(b bool) float64 {
+func b2i(b bool) int {
 	if b {
 		return 1
 	}
 	return 0
 }
-
-// Registry returns the Prometheus registry of this supervisor.
-func (s *Supervisor) Registry() *prometheus.Registry { return s.m.reg }

@@ -50,7 +50,7 @@ func (s *Supervisor) logDecisions(decs []resume.Decision) {
 		switch dec.Action {
 		case resume.Resume:
 			s.log.Warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
-				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool)
+				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
 		case resume.Park:
 			s.log.Warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(s.cfg.StateDir, sess.ID))
@@ -155,6 +155,7 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 		s.log.Warn("automatic resumes held", "why", s.held(), "sessions", ids)
 	}
 	if len(pending) == 0 {
+		s.task.ran = true
 		if s.resumeFile {
 			os.Remove(path) // never let a stale file look current
 			s.resumeFile = false
@@ -166,8 +167,13 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 	}
 	via := "resume file"
 	if s.cfg.ResumeExec != nil {
-		pending = pending[:1]
-		argv = resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies(pending))[0])
+		if !s.task.ran && s.run.Run == 0 {
+			s.log.Warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
+				"session", pending[0].ID)
+		}
+		if argv, pending = s.execArgv(pending); pending == nil {
+			return s.prepareDelivery(n) // every one was refused and parked
+		}
 		via = "--resume-exec"
 	}
 	if err := resume.WriteFile(path, resume.Items(copies(pending))); err != nil {
@@ -182,6 +188,32 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 	}
 	s.log.Info("delivering resumes", "run", n, "via", via, "sessions", ids)
 	return argv, env
+}
+
+// execArgv builds the --resume-exec argv of the oldest pending session.
+// A session whose id cannot go into an argv (it begins with '-') is parked
+// instead, with its reason, and the next one is tried; nil when none is left.
+func (s *Supervisor) execArgv(pending []*journal.Session) ([]string, []*journal.Session) {
+	for _, sess := range pending {
+		if argv, ok := s.templated(sess); ok {
+			return argv, []*journal.Session{sess}
+		}
+	}
+	return nil, nil
+}
+
+// templated fills the --resume-exec template for sess; a session whose id
+// cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
+func (s *Supervisor) templated(sess *journal.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(s.cfg.ResumeExec, resume.Items(copies([]*journal.Session{sess}))[0])
+	if err == nil {
+		return argv, true
+	}
+	sess.State, sess.Resume = journal.Parked, nil
+	sess.Reason = "not resumed with --resume-exec: " + err.Error()
+	s.markDirty(sess.ID)
+	s.log.Error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
+	return nil, false
 }
 
 func copies(ss []*journal.Session) []journal.Session {
@@ -202,6 +234,7 @@ func (s *Supervisor) markDelivered(ss []*journal.Session, n uint64) []string {
 		sess.Resume = &r
 		s.m.resumes.Inc()
 		s.markDirty(sess.ID)
+		s.touch(sess.ID)
 		ids = append(ids, sess.ID)
 	}
 	return ids

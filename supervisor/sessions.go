@@ -55,7 +55,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		s.extendGrace(time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
 	}
 	if m.Barrier {
-		s.barrier(m.Fd)
+		s.barrier(m)
 		return
 	}
 	if m.Session == "" {
@@ -63,10 +63,15 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	}
 	sess := s.session(m.Session, now)
 	if sess == nil {
+		// Refused, not ignored: the sender's next barrier answers '0'.
+		s.refused.Add(m.PID)
+		s.refusedLogs.warn(s.log, now, "too many sessions in memory: marker for a new session refused",
+			"session", m.Session, "pid", m.PID, "limit", maxSessions)
 		return
 	}
 	sess.LastHeartbeat = now
 	sess.Updated = now
+	s.taskMarker(m)
 	if s.run.Run != 0 {
 		sess.Run = s.run.Run
 	}
@@ -78,14 +83,14 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 		sess.State = journal.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = m.Turn, m.Prompt, now
-		sess.Phase, sess.Tool, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
 	case notify.EventTurnEnd:
 		if m.Turn != "" {
 			sess.Turn = m.Turn
 		}
 		sess.State = journal.Idle
 		sess.Outcome = string(m.Outcome)
-		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 		if m.Outcome == notify.OutcomeCompleted {
 			s.turnCompleted(sess)
 		}
@@ -95,7 +100,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 		sess.State = journal.Waiting
 	case notify.EventPhase:
-		sess.Phase, sess.Tool = string(m.Phase), m.Tool
+		sess.Phase, sess.Tool, sess.Detail = string(m.Phase), m.Tool, m.Detail
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
 		}
@@ -113,7 +118,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		}
 	case notify.EventClosed:
 		sess.State = journal.Closed
-		sess.Phase, sess.Tool, sess.Reason, sess.Resume = "", "", "", nil
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
 	s.markDirty(sess.ID)
 	s.flushAsync()
@@ -123,6 +128,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 // crash count, and the process-level backoff and crash-loop guard.
 func (s *Supervisor) turnCompleted(sess *journal.Session) {
 	sess.CrashCount = 0
+	s.turnDone = true
 	s.backoff = s.backoff.Reset()
 	s.policyDirty = true
 	s.clearGuard("a turn completed (session " + sess.ID + ")")
@@ -135,7 +141,6 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 		return sess
 	}
 	if len(s.sessions) >= maxSessions {
-		s.log.Warn("too many sessions in memory: message ignored", "session", id, "limit", maxSessions)
 		return nil
 	}
 	var sess journal.Session
@@ -158,6 +163,10 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 // run records; the next batch commits them (at most about once a second).
 func (s *Supervisor) flushBeats(now time.Time) {
 	for id, at := range s.in.take() {
+		if s.taskMode() {
+			s.task.markers = true
+			s.touch(id)
+		}
 		if sess := s.session(id, now); sess != nil && at.After(sess.LastHeartbeat) {
 			sess.LastHeartbeat = at
 			s.markDirty(id)

@@ -13,7 +13,7 @@ import (
 )
 
 // Status is what `supervise status --json` prints. Field names are a public
-// contract (DESIGN.md, Status); add fields, never rename them.
+// contract (docs/design.md, Status); add fields, never rename them.
 type Status struct {
 	Name       string               `json:"name"`
 	StateDir   string               `json:"state_dir"`
@@ -82,6 +82,7 @@ type SessionStatus struct {
 	LastHeartbeat *time.Time `json:"last_heartbeat"`
 	Phase         string     `json:"phase,omitempty"`
 	Tool          string     `json:"tool,omitempty"`
+	Detail        string     `json:"detail,omitempty"`
 	// ResumeCommand is the command that resumes a parked or stopped session.
 	ResumeCommand string `json:"resume_command,omitempty"`
 	// Resume describes the continuation owed to a resume_pending session.
@@ -131,7 +132,7 @@ func runStatus(r journal.Run) RunStatus {
 
 func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
-		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool}
+		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail}
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -29,16 +30,21 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
 
-// Exit codes of Run, documented in supervise --help.
+// Exit codes of Run: the values of the one table in internal/exitcode
+// (printed by supervise --help).
 const (
-	ExitOK       = 0 // the child ended cleanly, or a requested stop completed
-	ExitInternal = 1 // supervise itself failed (journal, sockets)
-	ExitGaveUp   = 4 // the give-up limit was reached
+	ExitOK       = exitcode.OK       // the child ended cleanly, or a requested stop completed
+	ExitInternal = exitcode.Internal // supervise itself failed (journal, sockets)
+	ExitGaveUp   = exitcode.GaveUp   // the give-up limit was reached
+	ExitParked   = exitcode.Parked   // task mode: a session needs a person (parked, or its resume held)
 )
 
 // forceQuitWindow is how soon a second terminal Ctrl-C must follow the
@@ -63,18 +69,11 @@ type Config struct {
 	// Watchdog is the period within which the agent must send WATCHDOG=1;
 	// 0 disables hang detection.
 	Watchdog time.Duration
-	// WedgeFile is a test failpoint: while this file exists the loop blocks
-	// (as a wedged loop would), so tests can check that health checks and
-	// the upward watchdog notice. Empty in production.
-	WedgeFile string
 	// VerifyInBackground runs the journal's full consistency check (due
 	// after an unclean stop) after boot instead of before it: for a large
 	// journal. Automatic resumes are held until it passes, and the first
 	// launch waits for it if a resume is owed.
 	VerifyInBackground bool
-	// CommitDelay is a test failpoint: every journal commit waits this long
-	// first, as on a slow disk. 0 in production.
-	CommitDelay time.Duration
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
@@ -88,6 +87,14 @@ type Config struct {
 	// ResumeExec is a parsed --resume-exec template: a pending session is
 	// resumed by relaunching the agent in that form. nil: the resume file.
 	ResumeExec []string
+	// Rerun is supervise's own command line, quoted into the message that
+	// ends a task with a parked session (task mode): the exact command that
+	// resumes it. nil: "supervise" and the agent argv.
+	Rerun []string
+	// Report receives the few plain lines a person must read when a task
+	// ends (task mode): which session is parked, why, and how to resume it.
+	// nil: os.Stderr.
+	Report io.Writer
 	// ResumeSignal, when set, delivers resumes to a running agent: the
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
@@ -101,6 +108,7 @@ type Config struct {
 // with ServeNotify, and Run it once.
 type Supervisor struct {
 	cfg    Config
+	fp     failpoint.Points // test failpoints, off in production
 	db     *journal.DB
 	reaper *child.Reaper
 	log    *slog.Logger
@@ -148,6 +156,10 @@ type Supervisor struct {
 		start, deadline time.Time
 	}
 	cs commitState
+	// refused remembers senders whose markers the loop refused (session
+	// ceiling) since their last barrier, which then answers '0'.
+	refused     notify.Refusals
+	refusedLogs rateLog
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
@@ -156,6 +168,11 @@ type Supervisor struct {
 	verifying  bool       // the background journal check is running
 	verifyErr  error      // it failed: automatic resumes stay held
 	verifyc    chan error // its result
+
+	// turnDone is true once a turn completed during the current run: the
+	// run proved healthy whatever its uptime.
+	turnDone bool
+	task     taskState // task mode's memory of this invocation
 }
 
 // stopRequest is a stop asked of the supervisor.
@@ -183,6 +200,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	now := time.Now()
 	s := &Supervisor{
 		cfg:      cfg,
+		fp:       failpoint.FromEnv(),
 		db:       db,
 		reaper:   reaper,
 		log:      cfg.Log,
@@ -200,6 +218,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		// A previous supervise may have left a resume file behind.
 		resumeFile: true,
 	}
+	s.refusedLogs.interval = time.Second
 	s.m = newMetrics(s)
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
@@ -246,7 +265,7 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
-	s.cs = commitState{w: startWriter(s.db, s.cfg.CommitDelay), dirty: map[string]bool{}}
+	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
@@ -291,17 +310,17 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 		if s.stop != nil {
 			return s.stopCode(), nil
 		}
-		switch dec.Action {
-		case crashloop.Exit:
-			if s.cfg.ResumeExec != nil && len(s.pending()) > 0 {
-				s.log.Info("relaunching to deliver pending resumes", "sessions", len(s.pending()))
-				continue
-			}
-			return exit.Code, nil
-		case crashloop.GiveUp:
+		switch {
+		case dec.Action == crashloop.GiveUp:
 			s.log.Error("giving up: the agent keeps dying", "failures", dec.Failures,
 				"limit", s.cfg.Policy.GiveUp, "exit_code", ExitGaveUp)
 			return ExitGaveUp, nil
+		case s.taskMode():
+			if code, done := s.taskNext(exit); done {
+				return code, nil
+			}
+		case dec.Action == crashloop.Exit:
+			return exit.Code, nil
 		}
 		if dec.Delay > 0 {
 			s.state = "backoff"
@@ -517,6 +536,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.reserved = false
 	s.state = "starting"
 	s.ready, s.statusText = false, ""
+	s.turnDone = false
 	relaunch := s.lastExit != nil
 	argv, extra := s.prepareDelivery(n)
 	p, err := s.reaper.Start(child.Spec{
@@ -540,6 +560,8 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.run = journal.Run{Run: n, PID: p.PID(), StartTime: p.StartTime(), Started: p.Started(),
 		Reason: journal.ReasonRunning, Argv: argv}
 	s.root.Store(&treeRoot{pid: p.PID(), run: n, tag: s.tag(n)})
+	s.refused.Forget() // the last tree's pids mean nothing now
+	s.notify.ForgetRefusals()
 	s.startWatchdog(p.Started())
 	if relaunch {
 		s.restarts++
@@ -615,7 +637,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 		case <-s.retryC():
 			s.retryFired()
 		case now := <-flush.C:
-			s.failpoint()
+			s.fp.BlockWhileWedged()
 			s.flushBeats(now)
 			s.checkMemory()
 			s.evictSettled()
@@ -647,6 +669,7 @@ func (s *Supervisor) onSignal(sig os.Signal, p *child.Process) {
 		}
 		s.lastInterrupt = now
 		s.stop = &stopRequest{sig: sig, at: now, fromTTY: true}
+		s.armCtrlC(now)
 		s.log.Info("Ctrl-C reached the agent; if it exits now that is a stop, not a crash; Ctrl-C again within 2s force-quits",
 			"pid", p.PID())
 		return
@@ -745,7 +768,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
-		s.m.deaths.WithLabelValues(r.Reason).Inc()
+		s.m.death(r.Reason)
 		if r.Reason == "watchdog" {
 			s.m.watchdogKills.Inc()
 		}
@@ -757,7 +780,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended}, time.Now())
 	}
 	dec, st := s.cfg.Policy.Next(s.backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
-		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil}, rand.Float64())
+		Dirty: r.Dirty, ExecFailed: exit.ExecErr != nil, Proven: s.turnDone}, rand.Float64())
 	s.backoff = st
 	err := s.commitSync(func(tx *journal.Tx) error {
 		if err := tx.PutRun(r); err != nil {
@@ -785,6 +808,8 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	switch {
 	case s.stop != nil:
 		next = "stop"
+	case s.taskMode() && dec.Action != crashloop.GiveUp:
+		next = s.taskNextWords(dec)
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
 	case dec.Action == crashloop.Relaunch:
@@ -817,23 +842,12 @@ func (s *Supervisor) fatal(err error) {
 		return
 	}
 	s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)
-	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte(err.Error()+"\n"), 0o600)
+	if werr := statedir.WriteFile(s.cfg.StateDir, filepath.Base(VerifyFailedPath(s.cfg.StateDir)), []byte(err.Error()+"\n")); werr != nil {
+		s.log.Error("could not leave the marker that makes the next start check the journal", "err", werr)
+	}
 	s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
 		"err", err)
 	s.Shutdown()
-}
-
-// failpoint blocks while cfg.WedgeFile exists (tests only).
-func (s *Supervisor) failpoint() {
-	if s.cfg.WedgeFile == "" {
-		return
-	}
-	for {
-		if _, err := os.Stat(s.cfg.WedgeFile); err != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // tick records that the loop is running.

@@ -209,6 +209,10 @@ func (s *Supervisor) graceFired(now time.Time) {
 		s.grace.timer.Reset(s.grace.deadline.Sub(now))
 		return
 	}
+	if s.stop != nil && s.stop.fromTTY {
+		s.ctrlCExpired()
+		return
+	}
 	s.grace.timer = nil
 	s.log.Warn("child did not stop within the grace period: killing its process tree",
 		"pid", s.proc.PID(), "stop_timeout", s.cfg.StopTimeout)

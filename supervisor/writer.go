@@ -24,7 +24,23 @@ type batch struct {
 	sessions []journal.Session
 	run      *journal.Run
 	policy   *policy
-	fds      []*os.File
+	fds      []answer
+}
+
+// answer is a barrier waiting for its batch: acked ('1') once the batch
+// commits, or nacked ('0') then if a datagram its sender sent since its
+// previous barrier was refused.
+type answer struct {
+	fd      *os.File
+	refused bool
+}
+
+func (a answer) send() {
+	if a.refused {
+		notify.Nack(a.fd)
+		return
+	}
+	notify.Ack(a.fd)
 }
 
 // policy is the backoff and guard state, committed when it changes.
@@ -77,7 +93,7 @@ type commitState struct {
 	w        *writer
 	dirty    map[string]bool // sessions changed since the last batch
 	runDirty bool            // the run record changed (heartbeat)
-	fds      []*os.File      // barriers waiting for the next batch
+	fds      []answer        // barriers waiting for the next batch
 	inflight *batch
 	retry    *time.Timer // armed after a failed commit
 	backoff  time.Duration
@@ -89,16 +105,19 @@ func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
 
 // barrier handles a BARRIER=1: its fd is acked once everything received
 // before it is durable.
-func (s *Supervisor) barrier(fd *os.File) {
+// It is answered '0' instead when the sender had a datagram refused since
+// its previous barrier, by the notify server (m.Refused) or by the loop.
+func (s *Supervisor) barrier(m notify.Message) {
 	cs := &s.cs
+	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {
 	case s.pendingWork():
-		cs.fds = append(cs.fds, fd)
+		cs.fds = append(cs.fds, a)
 		s.flushAsync()
 	case cs.inflight != nil:
-		cs.inflight.fds = append(cs.inflight.fds, fd)
+		cs.inflight.fds = append(cs.inflight.fds, a)
 	default:
-		notify.Ack(fd) // nothing outstanding: everything earlier is durable
+		a.send() // nothing outstanding: everything earlier is durable
 	}
 }
 
@@ -157,8 +176,8 @@ func (s *Supervisor) committed(err error) {
 func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
-	for _, fd := range b.fds {
-		notify.Ack(fd)
+	for _, a := range b.fds {
+		a.send()
 	}
 }
 
@@ -217,7 +236,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 		cs.retry = nil
 	}
 	b := s.takeBatch()
-	time.Sleep(s.cfg.CommitDelay) // failpoint: a slow disk (0 in production)
+	time.Sleep(s.fp.CommitDelay) // failpoint: a slow disk (0 in production)
 	err := s.db.Update(func(tx *journal.Tx) error {
 		if err := b.write(tx); err != nil {
 			return err
@@ -245,8 +264,8 @@ func (s *Supervisor) stopWriter() {
 	close(cs.w.in)
 	for range cs.w.out {
 	}
-	for _, fd := range cs.fds {
-		fd.Close()
+	for _, a := range cs.fds {
+		a.fd.Close()
 	}
 	cs.fds = nil
 }

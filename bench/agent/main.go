@@ -12,6 +12,10 @@
 //	                    $BENCH_DURATION a loop of phase marker + Barrier
 //	                    (BENCH_MARKER=none: Barrier alone); writes a JSON
 //	                    result to $BENCH_OUT.json and "done markers=N"
+//	BENCH_MODE=hooks    on SIGUSR1 run $BENCH_HOOKS rounds of `supervise notify
+//	                    turn-begin` and `turn-end` ($BENCH_HOOK_BIN), each
+//	                    beside an exec of $BENCH_FLOOR_BIN; JSON to
+//	                    $BENCH_OUT.json and "done hooks=N"
 //
 // Both write "ready <pid>" when set up and keep running until killed.
 package main
@@ -52,6 +56,9 @@ func main() {
 	case "markers":
 		n, _ := strconv.Atoi(os.Getenv("BENCH_SESSIONS"))
 		markers(out, report, max(n, 1), d, os.Getenv("BENCH_MARKER") != "none")
+	case "hooks":
+		n, _ := strconv.Atoi(os.Getenv("BENCH_HOOKS"))
+		hooks(out, report, max(n, 1))
 	default:
 		report("error unknown BENCH_MODE %q", os.Getenv("BENCH_MODE"))
 	}

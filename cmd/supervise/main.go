@@ -13,28 +13,20 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/supervise-dev/supervise/internal/exitcode"
 )
 
-// Exit codes. The table is printed by --help and is a public contract.
+// Exit codes: the one table is internal/exitcode, printed by --help.
 const (
-	exitOK       = 0 // clean end: the agent finished, or a requested stop completed
-	exitInternal = 1 // supervise failed (journal, sockets, ...)
-	exitUsage    = 2 // bad command line or environment value
-	exitLocked   = 3 // another supervise holds this state dir
-	exitGaveUp   = 4 // the give-up limit was reached (crash loop); an outer manager takes over
+	exitOK       = exitcode.OK
+	exitInternal = exitcode.Internal
+	exitUsage    = exitcode.Usage
+	exitLocked   = exitcode.Locked
 )
 
-const exitTable = `Exit codes:
-  0        the agent ended cleanly and is not restarted, or a requested stop completed
-  1        supervise itself failed (journal, sockets); the log says what
-  2        bad command line or SUPERVISE_* value
-  3        another supervise holds this state dir (the message names its pid)
-  4        gave up: --give-up consecutive quick deaths (off by default)
-  126,127  the agent could not be started (not executable, not found)
-  N        with --restart never, or on-failure after a clean exit: the agent's own
-           exit status, 128+S when it was killed by signal S
-  128+S    a second stop signal S forced the agent down during its grace period
-`
+// usage is the top-level help: usageText and the exit-code table.
+func usage() string { return usageText + exitcode.Help() }
 
 const usageText = `supervise runs an AI agent as its child and keeps its work alive across crashes.
 
@@ -51,7 +43,7 @@ Run 'supervise COMMAND --help' for a command's flags. Every flag can also be
 set with SUPERVISE_<FLAG> in the environment (--stop-timeout: SUPERVISE_STOP_TIMEOUT);
 the command line wins.
 
-` + exitTable
+`
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -79,13 +71,13 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "demo-agent":
 		return demoAgentCmd(ctx, args, stderr)
 	case "help":
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, usage())
 		return exitOK
 	case "-h", "--help":
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, usage())
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usageText)
+	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usage())
 	return exitUsage
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/hook"
 	"github.com/supervise-dev/supervise/notify"
-	"github.com/supervise-dev/supervise/resume"
 )
 
 const notifyUsage = `Usage: supervise notify EVENT [flags]
@@ -76,14 +76,11 @@ payload it cannot read or a marker it cannot deliver exits 1, and outside
 supervise it exits 0 without reading stdin.
 
 Exit codes: 0 sent (and journaled with --barrier), 1 not delivered or not
-confirmed, 2 usage.
+confirmed (the barrier answered 0: supervise refused a message this process
+sent, and its log says why; or supervise went away), 2 usage.
 
 Flags:
 `
-
-// maxHookPayload bounds what the hook event reads: hermes sends the whole
-// conversation with every pre_llm_call.
-const maxHookPayload = 64 << 20
 
 func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise notify", flag.ContinueOnError)
@@ -93,6 +90,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	outcome := fs.String("outcome", "", "turn-end outcome: completed, failed or cancelled (a user stop)")
 	phase := fs.String("phase", "", "phase: model, tool or idle")
 	tool := fs.String("tool", "", "tool name, with --phase tool")
+	detail := fs.String("detail", "", "what the tool runs (a command line, a file path), with --phase tool: one line, at most 512 bytes (longer is cut, ending with …); the continuation names it")
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message")
@@ -118,7 +116,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		event, rest = rest[0], rest[1:]
 	}
 	if event == "hook" {
-		h := hookMarker{session: *session, turn: *turn, prompt: *prompt, tool: *tool}
+		h := hook.Marker{Session: *session, Turn: *turn, Prompt: *prompt, Tool: *tool, Detail: *detail}
 		return hookCmd(ctx, h, rest, *printOnly, *barrier, *timeout, stdin, stderr)
 	}
 	if len(rest) > 0 {
@@ -158,32 +156,34 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	// Session markers are the ones a hook payload maps to: one sender.
+	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
+		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome)}
 	switch event {
-	case "turn-begin":
-		err = c.TurnBegin(ctx, *session, *turn, *prompt)
 	case "turn-end":
-		o := notify.Outcome(*outcome)
-		if o != notify.OutcomeCompleted && o != notify.OutcomeFailed && o != notify.OutcomeCancelled {
+		if !m.Outcome.Valid() {
 			fmt.Fprintln(stderr, "supervise notify turn-end: --outcome must be completed, failed or cancelled")
 			return exitUsage
 		}
-		err = c.TurnEnd(ctx, *session, *turn, o)
-	case "waiting":
-		err = c.Waiting(ctx, *session, *turn)
+		err = m.Send(ctx, c)
 	case "phase":
-		p := notify.Phase(*phase)
-		if p != notify.PhaseModel && p != notify.PhaseTool && p != notify.PhaseIdle {
+		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
+			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
+		}
+		switch {
+		case !m.Phase.Valid():
 			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
 			return exitUsage
+		case m.Detail != "" && m.Phase != notify.PhaseTool:
+			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
+			return exitUsage
 		}
-		err = c.Phase(ctx, *session, p, *tool)
-	case "resumed":
-		err = c.Resumed(ctx, *session, *turn)
-	case "closed":
-		err = c.Closed(ctx, *session)
+		err = m.Send(ctx, c)
+	case "turn-begin", "waiting", "resumed", "closed":
+		err = m.Send(ctx, c)
 	case "heartbeat":
 		if *session != "" {
-			err = c.Heartbeat(ctx, *session)
+			err = m.Send(ctx, c)
 		} else {
 			err = c.Watchdog(ctx)
 		}
@@ -215,24 +215,12 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return exitOK
 }
 
-// hookMarker is the marker an agent hook payload stands for. An empty event
-// means the payload stands for nothing supervise tracks.
-type hookMarker struct {
-	event   notify.Event
-	session string
-	turn    string
-	prompt  string
-	phase   notify.Phase
-	tool    string
-	outcome notify.Outcome
-}
-
 // hookCmd runs `supervise notify hook`: it maps the payload (args[0], as
 // Codex's notify program gets it, else stdin) to a marker and sends it.
 // Values set in over (from flags) win over the payload's. It never returns
 // exitUsage: Claude Code, Codex, Gemini CLI and hermes read exit status 2
 // from a hook as "block".
-func hookCmd(ctx context.Context, over hookMarker, args []string, printOnly, barrier bool, timeout time.Duration, stdin io.Reader, stderr io.Writer) int {
+func hookCmd(ctx context.Context, over hook.Marker, args []string, printOnly, barrier bool, timeout time.Duration, stdin io.Reader, stderr io.Writer) int {
 	if len(args) > 1 {
 		fmt.Fprintf(stderr, "supervise notify hook: unexpected argument %q\n", args[1])
 		return exitInternal
@@ -244,55 +232,32 @@ func hookCmd(ctx context.Context, over hookMarker, args []string, printOnly, bar
 		if os.Getenv("NOTIFY_SOCKET") == "" && !printOnly {
 			return exitOK // not under supervise: stay quiet, the hook stays configured
 		}
-		b, err := io.ReadAll(io.LimitReader(stdin, maxHookPayload+1))
+		b, err := io.ReadAll(io.LimitReader(stdin, hook.MaxPayload+1))
 		if err != nil {
 			fmt.Fprintf(stderr, "supervise notify hook: reading the payload: %v\n", err)
 			return exitInternal
 		}
-		if len(b) > maxHookPayload {
-			fmt.Fprintf(stderr, "supervise notify hook: the payload is larger than %d bytes\n", maxHookPayload)
+		if len(b) > hook.MaxPayload {
+			fmt.Fprintf(stderr, "supervise notify hook: the payload is larger than %d bytes\n", hook.MaxPayload)
 			return exitInternal
 		}
 		raw = b
 	}
-	m, name, err := mapHook(raw)
+	m, name, err := hook.Map(raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook: %v\n", err)
 		return exitInternal
 	}
-	if m.event == "" {
+	if m.Event == "" {
 		return exitOK // an event supervise does not track
 	}
-	for _, o := range []struct {
-		dst *string
-		v   string
-	}{
-		{&m.session, over.session}, {&m.turn, over.turn}, {&m.prompt, over.prompt}, {&m.tool, over.tool},
-	} {
-		if o.v != "" {
-			*o.dst = o.v
-		}
-	}
-	if m.session == "" {
+	m = m.Resolve(over, os.Getenv("SUPERVISE_RESUME_FILE"))
+	if m.Session == "" {
 		fmt.Fprintf(stderr, "supervise notify hook: the %s payload has no session id: nothing sent\n", name)
 		return exitInternal
 	}
-	if m.event == notify.EventTurnBegin {
-		if item, ok := pendingResume(os.Getenv("SUPERVISE_RESUME_FILE"), m.session, m.prompt); ok {
-			// The agent was relaunched with the continuation supervise
-			// gave it (--resume-exec): it took the resume, the interrupted
-			// turn goes on (its prompt excerpt and start time stay).
-			m.event, m.prompt = notify.EventResumed, ""
-			if item.Turn != "" {
-				m.turn = item.Turn
-			}
-		}
-	}
-	if m.event == notify.EventPhase || m.event == notify.EventHeartbeat || m.event == notify.EventClosed {
-		m.turn = "" // these markers carry no turn
-	}
 	if printOnly {
-		fmt.Fprintln(stderr, m.commandLine())
+		fmt.Fprintln(stderr, m.CommandLine())
 		return exitOK
 	}
 	c, err := notify.FromEnv()
@@ -306,7 +271,7 @@ func hookCmd(ctx context.Context, over hookMarker, args []string, printOnly, bar
 	c.Timeout = timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err = m.send(ctx, c)
+	err = m.Send(ctx, c)
 	if err == nil && barrier {
 		err = c.Barrier(ctx, timeout)
 	}
@@ -315,168 +280,4 @@ func hookCmd(ctx context.Context, over hookMarker, args []string, printOnly, bar
 		return exitInternal
 	}
 	return exitOK
-}
-
-// send sends m with c.
-func (m hookMarker) send(ctx context.Context, c *notify.Client) error {
-	switch m.event {
-	case notify.EventTurnBegin:
-		return c.TurnBegin(ctx, m.session, m.turn, m.prompt)
-	case notify.EventTurnEnd:
-		return c.TurnEnd(ctx, m.session, m.turn, m.outcome)
-	case notify.EventWaiting:
-		return c.Waiting(ctx, m.session, m.turn)
-	case notify.EventPhase:
-		return c.Phase(ctx, m.session, m.phase, m.tool)
-	case notify.EventResumed:
-		return c.Resumed(ctx, m.session, m.turn)
-	case notify.EventClosed:
-		return c.Closed(ctx, m.session)
-	case notify.EventHeartbeat:
-		return c.Heartbeat(ctx, m.session)
-	}
-	return fmt.Errorf("no marker for event %q", m.event)
-}
-
-// commandLine is the supervise notify command m stands for (--print).
-func (m hookMarker) commandLine() string {
-	var b strings.Builder
-	b.WriteString(string(m.event))
-	for _, f := range []struct{ flag, v string }{
-		{"session", m.session}, {"turn", m.turn}, {"outcome", string(m.outcome)},
-		{"phase", string(m.phase)}, {"tool", m.tool}, {"prompt", m.prompt},
-	} {
-		if f.v != "" {
-			fmt.Fprintf(&b, " --%s %q", f.flag, f.v)
-		}
-	}
-	return b.String()
-}
-
-// hookFields is a hook payload: a JSON object read leniently, so that a
-// field of an unexpected type reads as absent instead of failing the hook.
-type hookFields map[string]json.RawMessage
-
-func (f hookFields) str(key string) string {
-	var s string
-	if json.Unmarshal(f[key], &s) != nil {
-		return ""
-	}
-	return s
-}
-
-func (f hookFields) flag(key string) bool {
-	var b bool
-	return json.Unmarshal(f[key], &b) == nil && b
-}
-
-func (f hookFields) object(key string) hookFields {
-	var o hookFields
-	if json.Unmarshal(f[key], &o) != nil {
-		return nil
-	}
-	return o
-}
-
-// mapHook maps one hook payload to its marker and names the payload's
-// event for messages. See notifyUsage for the table.
-func mapHook(raw []byte) (hookMarker, string, error) {
-	var p hookFields
-	if err := json.Unmarshal(raw, &p); err != nil || p == nil {
-		if err == nil {
-			err = errors.New("not a JSON object")
-		}
-		return hookMarker{}, "", fmt.Errorf("the payload is not a JSON object: %v", err)
-	}
-	name := p.str("hook_event_name")
-	extra := p.object("extra") // hermes shell hooks: the event's own fields
-	m := hookMarker{session: p.str("session_id"), turn: p.str("turn_id")}
-	if m.turn == "" {
-		m.turn = extra.str("turn_id")
-	}
-	if name == "" && p.str("type") != "" {
-		// Codex's notify program: {"type":"agent-turn-complete",
-		// "thread-id":...,"turn-id":...} as its last argument.
-		name = p.str("type")
-		m.session, m.turn = p.str("thread-id"), p.str("turn-id")
-	}
-	turnEnd := func(o notify.Outcome) { m.event, m.outcome = notify.EventTurnEnd, o }
-	switch name {
-	case "UserPromptSubmit", "BeforeAgent":
-		m.event, m.prompt = notify.EventTurnBegin, p.str("prompt")
-	case "pre_llm_call":
-		m.event, m.prompt = notify.EventTurnBegin, extra.str("user_message")
-	case "PreToolUse", "BeforeTool", "pre_tool_call":
-		m.event, m.phase, m.tool = notify.EventPhase, notify.PhaseTool, p.str("tool_name")
-	case "PostToolUse", "PostToolUseFailure", "AfterTool", "post_tool_call":
-		m.event, m.phase = notify.EventPhase, notify.PhaseModel
-	case "PermissionRequest", "Elicitation":
-		m.event = notify.EventWaiting
-	case "Notification":
-		kind := p.str("notification_type")
-		if kind == "" { // older Claude Code: only the message tells
-			switch msg := strings.ToLower(p.str("message")); {
-			case strings.Contains(msg, "permission"):
-				kind = "permission_prompt"
-			case strings.Contains(msg, "waiting for your input"):
-				kind = "idle_prompt"
-			}
-		}
-		switch kind {
-		case "permission_prompt", "elicitation_dialog", "ToolPermission":
-			m.event = notify.EventWaiting
-		case "idle_prompt":
-			turnEnd(notify.OutcomeCancelled)
-		}
-	case "Stop", "AfterAgent", "post_llm_call", "agent-turn-complete":
-		turnEnd(notify.OutcomeCompleted)
-	case "StopFailure":
-		turnEnd(notify.OutcomeFailed)
-	case "on_session_end":
-		switch {
-		case extra.flag("failed"):
-			turnEnd(notify.OutcomeFailed)
-		case extra.flag("interrupted"):
-			if strings.HasPrefix(extra.str("turn_exit_reason"), "interrupted_by_user") {
-				turnEnd(notify.OutcomeCancelled)
-			}
-		case extra.flag("completed"):
-			turnEnd(notify.OutcomeCompleted)
-		}
-	case "SessionEnd":
-		switch p.str("reason") {
-		case "clear", "logout", "prompt_input_exit":
-			m.event = notify.EventClosed
-		}
-	case "SessionStart", "on_session_start":
-		m.event = notify.EventHeartbeat
-	}
-	if name == "" {
-		name = "hook"
-	}
-	return m, name, nil
-}
-
-// pendingResume finds the resume for session in the resume file at path
-// whose continuation message is prompt: the prompt a --resume-exec
-// relaunch hands the agent.
-func pendingResume(path, session, prompt string) (resume.Item, bool) {
-	if path == "" || strings.TrimSpace(prompt) == "" {
-		return resume.Item{}, false
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return resume.Item{}, false
-	}
-	var items []resume.Item
-	if json.Unmarshal(b, &items) != nil {
-		return resume.Item{}, false
-	}
-	for _, it := range items {
-		msg := strings.TrimSpace(it.Message)
-		if it.Session == session && msg != "" && strings.Contains(prompt, msg) {
-			return it, true
-		}
-	}
-	return resume.Item{}, false
 }

@@ -22,6 +22,9 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/journalopen"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -62,7 +65,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
 	fs.DurationVar(&f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
 	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
-	fs.DurationVar(&f.healthy, "healthy-after", time.Second, "a run that lives this long is healthy: the next relaunch is immediate and the backoff resets")
+	fs.DurationVar(&f.healthy, "healthy-after", 10*time.Second, "a run that lives this long (or completes a turn) is healthy: the next relaunch is immediate and the backoff resets")
 	fs.DurationVar(&f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
 	fs.DurationVar(&f.backoffMax, "backoff-max", 30*time.Second, "cap on the relaunch delay")
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
@@ -71,10 +74,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
 	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
-	fs.StringVar(&f.resumeExec, "resume-exec", "", "relaunch a single-session agent as this argv template to resume it, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell)")
-	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {prompt}); default: a built-in honest text")
+	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
+	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. :9090 (empty = off)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
@@ -82,7 +85,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 
 func runUsage(fs *flag.FlagSet) func() {
 	return func() {
-		fmt.Fprint(fs.Output(), usageText)
+		fmt.Fprint(fs.Output(), usage())
 		fmt.Fprint(fs.Output(), "\nRun flags:\n")
 		fs.PrintDefaults()
 	}
@@ -154,6 +157,10 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 	if err != nil {
 		return cfg, nil, err
 	}
+	if execTpl != nil && set["restart"] {
+		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
+			"restart", f.restart)
+	}
 	dir, name, err := f.state.resolve(set, filepath.Base(argv[0]))
 	if err != nil {
 		return cfg, nil, err
@@ -175,25 +182,18 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		StopTimeout:  f.stopTimeout,
 		Watchdog:     f.watchdog,
 		MaxRSS:       maxRSS,
-		WedgeFile:    os.Getenv("SUPERVISE_FAILPOINT_WEDGE"),
-		CommitDelay:  failpointDuration("SUPERVISE_FAILPOINT_COMMIT_DELAY"),
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
 		ResumeOff:    f.resumeMode == "off",
 		ResumeExec:   execTpl,
 		ResumeSignal: resumeSig,
+		Rerun:        os.Args,
+		Report:       stderr,
 		Stdin:        stdin,
 		Log:          log,
 	}
 	return cfg, log, nil
-}
-
-// failpointDuration reads a test failpoint duration from the environment;
-// unset or invalid means 0 (off).
-func failpointDuration(name string) time.Duration {
-	d, _ := time.ParseDuration(os.Getenv(name))
-	return max(d, 0)
 }
 
 // parseSize parses a memory size: bytes, or a number with K, M, G, T (powers
@@ -283,13 +283,13 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
-// supervise opens the state dir and runs the actors until the loop ends.
 // gcPercent is supervise's GC target unless GOGC is set: its live heap is
 // well under a MiB, and at Go's default the 4 MiB minimum heap goal (plus
 // runtime overhead) made up most of its memory under load; 50 halves that
 // goal for a few percent of CPU.
 const gcPercent = 50
 
+// supervise opens the state dir and runs the actors until the loop ends.
 func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
@@ -302,11 +302,19 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
 	process.EnableBootTimeCache(true)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		fmt.Fprintf(stderr, "supervise: state dir: %v\n", err)
+	// The state dir must be private (internal/statedir): refused when
+	// another user owns it or could write to it; its real path is used
+	// from here on, so no link in the path can be swapped later.
+	dir, tightened, err := statedir.Prepare(cfg.StateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
-	db, verifyLater, err := openJournal(cfg.StateDir, log)
+	if tightened {
+		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
+	}
+	cfg.StateDir = dir
+	db, verifyLater, err := journalopen.Open(cfg.StateDir, log)
 	cfg.VerifyInBackground = verifyLater
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
@@ -424,70 +432,25 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 			cancel()
 		})
 	}
-	if err := g.Run(); err != nil && !errors.Is(err, errLoopDone) {
-		log.Error("supervise failed", "err", err)
+	if fp := failpoint.FromEnv(); fp.ActorFail != "" {
+		// Failpoint (tests only): an actor that fails as a socket actor
+		// does when its socket breaks.
+		stop := make(chan struct{})
+		g.Add(func() error {
+			return fp.FailActor(stop)
+		}, func(error) {
+			close(stop)
+		})
+	}
+	// The loop is the only actor that may end the group: any other that
+	// returns first (a broken socket) stopped the agent for nothing the user
+	// asked, so supervise failed, and exits non-zero for its manager
+	// (systemd's Restart=on-failure) to act.
+	if err := g.Run(); !errors.Is(err, errLoopDone) {
+		log.Error("supervise failed: an actor stopped the loop", "err", err)
+		return exitInternal
 	}
 	return code
 }
 
 var errLoopDone = errors.New("supervision loop ended")
-
-// openJournal opens the state dir's journal. A damaged journal is moved
-// aside (never rewritten) and a fresh one started, with a loud error: nothing
-// is resumed from state that cannot be verified.
-// verifyInline is the journal size up to which the full check after an
-// unclean stop runs before the first launch (about 50ms); a larger journal
-// is checked in the background, with automatic resumes held meanwhile.
-const verifyInline = 64 << 20
-
-// inlineLimit is verifyInline, or the test failpoint
-// SUPERVISE_FAILPOINT_VERIFY_INLINE (bytes) when set.
-func inlineLimit() int64 {
-	if n, err := strconv.ParseInt(os.Getenv("SUPERVISE_FAILPOINT_VERIFY_INLINE"), 10, 64); err == nil {
-		return n
-	}
-	return verifyInline
-}
-
-func openJournal(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
-	path := supervisor.StatePath(stateDir)
-	failed := supervisor.VerifyFailedPath(stateDir)
-	db, err = journal.Open(path, journal.Options{})
-	if err == nil {
-		var clean bool
-		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
-		_, mustCheck := os.Stat(failed)
-		fi, _ := os.Stat(path)
-		switch {
-		case clean && mustCheck != nil:
-		case mustCheck == nil || fi == nil || fi.Size() <= inlineLimit():
-			// The last supervisor died (or a background check failed):
-			// check every page before trusting anything.
-			err = db.Verify()
-		default:
-			verifyLater = true
-		}
-		if err == nil {
-			err = db.CheckRecords()
-		}
-		if err == nil {
-			if !verifyLater {
-				os.Remove(failed)
-			}
-			return db, verifyLater, nil
-		}
-		db.Close()
-	}
-	if !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotJournal) {
-		return nil, false, err
-	}
-	moved, qerr := journal.Quarantine(path, time.Now())
-	if qerr != nil {
-		return nil, false, fmt.Errorf("%v; moving it aside failed: %w", err, qerr)
-	}
-	os.Remove(failed)
-	log.Error("journal is damaged: moved it aside and started a fresh one; no session will be resumed automatically from it",
-		"err", err, "moved_to", moved)
-	db, err = journal.Open(path, journal.Options{})
-	return db, false, err
-}

@@ -18,7 +18,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	var st stateFlags
 	st.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON (fields as in DESIGN.md)")
+	asJSON := fs.Bool("json", false, "print JSON (fields as in docs/design.md and the README)")
 	all := fs.Bool("all", false, "list every session, not only open ones and those active now")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all] [--state-dir DIR | --name NAME]")

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/internal/unit"
 )
 
 // trickyArgs are agent arguments every unit must carry through unchanged.
@@ -72,7 +74,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 		"RestartSec": "1s", "OOMPolicy": "continue", "WantedBy": "multi-user.target",
 		"StateDirectory": "supervise/sh", "StateDirectoryMode": "0700",
 		"Environment": "PATH=/usr/local/bin:/usr/bin:/bin",
-		"ExecStart":   systemdWord(exe, false) + " run --name=sh --state-dir=/var/lib/supervise/sh --resume=off --stop-timeout=25s -- " + sh + " -c " + `"exit 0"`,
+		"ExecStart":   unit.SystemdWord(exe, false) + " run --name=sh --state-dir=/var/lib/supervise/sh --resume=off --stop-timeout=25s -- " + sh + " -c " + `"exit 0"`,
 	}
 	for k, v := range want {
 		if got := setting(out, k); len(got) != 1 || got[0] != v {
@@ -80,7 +82,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 		}
 	}
 	wd, _ := os.Getwd()
-	if got := setting(out, "WorkingDirectory"); len(got) != 1 || got[0] != specifierSafe(wd) {
+	if got := setting(out, "WorkingDirectory"); len(got) != 1 || got[0] != strings.ReplaceAll(wd, "%", "%%") {
 		t.Errorf("WorkingDirectory= %q, want %q", got, wd)
 	}
 	for _, bad := range []string{"99s", "--restart", "/nowhere", "relative", "\nUser="} {
@@ -88,7 +90,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 			t.Errorf("unit contains %q:\n%s", bad, out)
 		}
 	}
-	if isTempBuild(exe) && !strings.Contains(out, "# NOTE: "+exe+" looks like a temporary go run") {
+	if unit.IsTempBuild(exe) && !strings.Contains(out, "# NOTE: "+exe+" looks like a temporary go run") {
 		t.Errorf("no go run warning for %s:\n%s", exe, out)
 	}
 }
@@ -131,32 +133,6 @@ func TestUnitSystemdStateDir(t *testing.T) {
 			t.Errorf("user=%v: StateDirectory=%q with an explicit --state-dir", user, got)
 		}
 		verifyUnit(t, out, user)
-	}
-}
-
-func TestUnitSystemdQuoting(t *testing.T) {
-	for _, tc := range []struct {
-		in     string
-		dollar bool
-		want   string
-	}{
-		{"plain/path-1.0_x:y=z,w@v+u", true, "plain/path-1.0_x:y=z,w@v+u"},
-		{"", true, `""`},
-		{"a b", true, `"a b"`},
-		{"100%", true, `"100%%"`},
-		{"$HOME", true, `"$$HOME"`},
-		{"/opt/$dir/supervise", false, `"/opt/$dir/supervise"`},
-		{`say "hi"`, true, `"say \"hi\""`},
-		{`a\b`, true, `"a\\b"`},
-		{"it's", true, `"it's"`},
-		{"l1\nl2\tx\r\x01\x7f", true, `"l1\nl2\tx\r\x01\x7f"`},
-		{"\xff", true, `"\xff"`},
-		{";", true, `";"`},
-		{"é", true, `"é"`},
-	} {
-		if got := systemdWord(tc.in, tc.dollar); got != tc.want {
-			t.Errorf("systemdWord(%q, %v) = %s, want %s", tc.in, tc.dollar, got, tc.want)
-		}
 	}
 }
 
@@ -532,10 +508,8 @@ func TestUnitLaunchdExpectations(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	for _, stop := range []time.Duration{time.Second, 30 * time.Second, 90*time.Second + 500*time.Millisecond} {
 		out := unitGen(t, "launchd", "--name", "agent", "--stop-timeout", stop.String(), "--", "sh")
-		var d map[string]any
-		if py, ok := pythonPlist(t, []byte(out)); ok {
-			d = py
-		} else {
+		d, ok := pythonPlist(t, []byte(out))
+		if !ok {
 			v, err := decodePlist([]byte(out))
 			if err != nil {
 				t.Fatalf("plist does not parse: %v\n%s", err, out)
@@ -558,8 +532,8 @@ func TestUnitLaunchdExpectations(t *testing.T) {
 		if d["RunAtLoad"] != true {
 			t.Errorf("stop %v: RunAtLoad is %#v, want true", stop, d["RunAtLoad"])
 		}
-		if got := num("ExitTimeOut"); got <= stop.Seconds() || got < stop.Seconds()+unitStopMargin.Seconds() {
-			t.Errorf("stop %v: ExitTimeOut %v, want at least the stop timeout plus %v", stop, got, unitStopMargin)
+		if got := num("ExitTimeOut"); got < stop.Seconds()+unit.StopMargin.Seconds() {
+			t.Errorf("stop %v: ExitTimeOut %v, want at least the stop timeout plus %v", stop, got, unit.StopMargin)
 		}
 		if got := num("ThrottleInterval"); got < 10 {
 			t.Errorf("stop %v: ThrottleInterval %v, want at least launchd's 10", stop, got)
@@ -668,8 +642,8 @@ func TestUnitExamples(t *testing.T) {
 		}
 		g, _ := strconv.Atoi(grace[1])
 		s, _ := strconv.Atoi(stop[1])
-		if g < s+int(unitStopMargin.Seconds()) {
-			t.Errorf("terminationGracePeriodSeconds %d leaves supervise less than %v beyond --stop-timeout=%ds", g, unitStopMargin, s)
+		if g < s+int(unit.StopMargin.Seconds()) {
+			t.Errorf("terminationGracePeriodSeconds %d leaves supervise less than %v beyond --stop-timeout=%ds", g, unit.StopMargin, s)
 		}
 		for _, want := range []string{"kind: StatefulSet", "volumeClaimTemplates:", "mountPath: /var/lib/supervise",
 			"--state-dir=/var/lib/supervise/", "path: /healthz", "--metrics-addr=:9090", `command: ["/usr/local/bin/supervise"]`} {

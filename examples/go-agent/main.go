@@ -18,7 +18,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/resume"
 )
 
 // tool is the name the side-effecting tool is reported under: it is what
@@ -40,18 +40,6 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:]))
-}
-
-// resumeItem is one entry of the resume file, as DESIGN.md defines it.
-type resumeItem struct {
-	Session string `json:"session"`
-	Turn    string `json:"turn"`
-	Attempt int    `json:"attempt"`
-	Reason  string `json:"reason"`
-	Phase   string `json:"phase"`
-	Tool    string `json:"tool"`
-	Prompt  string `json:"prompt"`
-	Message string `json:"message"`
 }
 
 // agent holds what every turn needs.
@@ -73,7 +61,7 @@ func run(ctx context.Context, args []string) int {
 	}
 	a := &agent{log: slog.New(slog.NewTextHandler(os.Stderr, nil)), out: *out, toolTime: *toolTime}
 
-	items, err := readResumes(os.Getenv("SUPERVISE_RESUME_FILE"))
+	items, err := resume.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 	if err != nil {
 		a.log.Error("reading the resume file failed", "err", err)
 		return 1
@@ -96,22 +84,6 @@ func run(ctx context.Context, args []string) int {
 		return 1
 	}
 	return 0
-}
-
-// readResumes reads SUPERVISE_RESUME_FILE; no file means nothing is owed.
-func readResumes(path string) ([]resumeItem, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var items []resumeItem
-	return items, json.Unmarshal(b, &items)
 }
 
 // sent treats "not under supervise" as success: the agent works the same
@@ -142,7 +114,7 @@ func (a *agent) turn(ctx context.Context, session, turn, prompt string) error {
 }
 
 // resume takes one owed session: the interrupted turn goes on.
-func (a *agent) resume(ctx context.Context, it resumeItem) error {
+func (a *agent) resume(ctx context.Context, it resume.Item) error {
 	// resumed tells supervise the resume was taken; without it the
 	// session stays resume_pending and would be handed over again.
 	if err := sent(a.c.Resumed(ctx, it.Session, it.Turn)); err != nil {

@@ -107,8 +107,9 @@ def notify(state, timeout=SEND_TIMEOUT):
 def barrier(timeout=BARRIER_TIMEOUT):
     """Wait until supervise has journaled every earlier message.
 
-    supervise confirms by writing "1" to the pipe and closing it; a close
-    without the "1" means it died first, so nothing is known journaled."""
+    supervise confirms by writing "1" to the pipe and closing it ("0" when it
+    refused a message sent since the last barrier); a close without a byte
+    means it died first, so nothing is known journaled."""
     deadline = time.monotonic() + timeout
     r, w = os.pipe()
     try:
@@ -118,7 +119,7 @@ def barrier(timeout=BARRIER_TIMEOUT):
             os.close(w)  # the supervisor's copy must be the last one
         poller = select.poll()
         poller.register(r, select.POLLIN)  # POLLHUP is always reported
-        acked = False
+        acked = refused = False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -128,9 +129,14 @@ def barrier(timeout=BARRIER_TIMEOUT):
             data = os.read(r, 64)
             if data:
                 acked = acked or b"1" in data  # supervise writes "1" once journaled
+                refused = refused or b"0" in data  # ... "0" if it refused a message
                 continue
-            # EOF: the supervisor closed its copy. Without the "1" it died
-            # (or is a plain sd_notify manager): nothing is known journaled.
+            # EOF: the supervisor closed its copy. "0": something this process
+            # sent since its last barrier was refused (supervise's log says
+            # why). Without a byte it died (or is a plain sd_notify manager):
+            # nothing is known journaled.
+            if refused:
+                raise NotifyError("barrier answered 0: supervise refused a message sent before it")
             if not acked:
                 raise NotifyError("barrier closed without confirmation")
             return

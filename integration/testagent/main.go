@@ -19,10 +19,12 @@
 //	term-exit N       exit N on SIGTERM
 //	grandchild        start `sleep 1000` in a new session (escapes the group)
 //	groupchild        start `sleep 1000` in our process group
+//	sh CMD            run `sh -c CMD` and wait (as an agent's hook would);
+//	                  logs "sh-ok" or "sh-err ERR"
 //
 // Protocol steps (over $NOTIFY_SOCKET with the notify client):
 //
-//	turn-begin S T [PROMPT]   turn-end S T OUTCOME   waiting S   phase S PHASE [TOOL]
+//	turn-begin S T [PROMPT]   turn-end S T OUTCOME   waiting S   phase S PHASE [TOOL [DETAIL]]
 //	resumed S   closed S   heartbeat S   ping   ready   status TEXT   trigger
 //	barrier             wait until journaled: logs "barrier-ok" or "barrier-err ERR"
 //	pinger DURATION     WATCHDOG=1 every DURATION in the background
@@ -133,6 +135,9 @@ func run(step string) {
 		for {
 			time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock
 		}
+	case "ignore-int":
+		signal.Ignore(syscall.SIGINT)
+		logf("ignoring-int")
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		logf("ignoring-term")
@@ -145,6 +150,16 @@ func run(step string) {
 			logf("got-term")
 			os.Exit(n)
 		}()
+	case "sh":
+		// Run arg with sh -c as a process of the agent's tree (a hook);
+		// ';' cannot appear in it (it separates steps).
+		cmd := exec.Command("sh", "-c", arg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			logf("sh-err %v", err)
+			return
+		}
+		logf("sh-ok")
 	case "grandchild", "groupchild":
 		cmd := exec.Command("sleep", "1000")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: verb == "grandchild"}

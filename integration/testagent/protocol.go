@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/resume"
 )
 
 var client = &notify.Client{Timeout: 2 * time.Second}
@@ -40,7 +40,11 @@ func protocol(verb string, f []string, rest string) bool {
 	case "waiting":
 		err = client.Waiting(ctx, arg(0), arg(1))
 	case "phase":
-		err = client.Phase(ctx, arg(0), notify.Phase(arg(1)), arg(2))
+		if len(f) > 3 { // phase S tool TOOL DETAIL...
+			err = client.ToolPhase(ctx, arg(0), arg(2), strings.Join(f[3:], " "))
+		} else {
+			err = client.Phase(ctx, arg(0), notify.Phase(arg(1)), arg(2))
+		}
 	case "resumed":
 		err = client.Resumed(ctx, arg(0), arg(1))
 	case "closed":
@@ -195,19 +199,8 @@ var taken = map[string]bool{}
 // takeResumes reads $SUPERVISE_RESUME_FILE and takes every resume in it:
 // logs "took SESSION attempt=N message=..." and reports resumed (journaled).
 func takeResumes() {
-	path := os.Getenv("SUPERVISE_RESUME_FILE")
-	b, err := os.ReadFile(path)
+	items, err := resume.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 	if err != nil {
-		logf("took none")
-		logf("took-done 0")
-		return
-	}
-	var items []struct {
-		Session, Turn, Reason, Phase, Tool, Prompt, Message string
-		Attempt                                             int
-		InterruptedRun                                      uint64 `json:"interrupted_run"`
-	}
-	if err := json.Unmarshal(b, &items); err != nil {
 		logf("error resume file: %v", err)
 		return
 	}

@@ -1,12 +1,10 @@
-package main
+package demo
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -63,37 +61,29 @@ type demoAgent struct {
 	taken  map[string]bool // session#attempt of the resumes already taken
 }
 
-// demoAgentCmd is the hidden `supervise demo-agent --events FILE`: the
-// agent `supervise demo` runs under supervise. It plays its part of the
-// story by SUPERVISE_RUN and the resume file, reports it over the notify
-// socket and appends one JSON line per step to FILE. SIGUSR1 makes it read
-// the resume file again; SIGTERM makes it exit 0.
-func demoAgentCmd(ctx context.Context, args []string, stderr io.Writer) int {
+// ErrNotUnderSupervise means the demo agent was started outside
+// `supervise demo` (no notify socket).
+var ErrNotUnderSupervise = errors.New("not running under supervise (run it with supervise demo)")
+
+// RunAgent is the hidden `supervise demo-agent --events FILE`: the agent
+// `supervise demo` runs under supervise. It plays its part of the story by
+// SUPERVISE_RUN and the resume file, reports it over the notify socket and
+// appends one JSON line per step to the file at eventsPath. SIGUSR1 makes
+// it read the resume file again; SIGTERM makes it return nil (exit 0).
+func RunAgent(ctx context.Context, eventsPath string) error {
 	// Signals first: SIGUSR1's default action would kill the agent.
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigc)
 
-	fs := flag.NewFlagSet("supervise demo-agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	eventsPath := fs.String("events", "", "file to append the agent's events to (JSON lines)")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
-	}
-	if *eventsPath == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "Usage: supervise demo-agent --events FILE (run by supervise demo)")
-		return exitUsage
-	}
-	events, err := os.OpenFile(*eventsPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	events, err := os.OpenFile(eventsPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		fmt.Fprintf(stderr, "supervise demo-agent: %v\n", err)
-		return exitInternal
+		return err
 	}
 	defer events.Close()
 	client, err := notify.FromEnv()
 	if err != nil {
-		fmt.Fprintf(stderr, "supervise demo-agent: %v (run it with supervise demo)\n", err)
-		return exitUsage
+		return fmt.Errorf("%w: %v", ErrNotUnderSupervise, err)
 	}
 	client.Timeout = 2 * time.Second
 	run, _ := strconv.Atoi(os.Getenv("SUPERVISE_RUN"))
@@ -101,7 +91,7 @@ func demoAgentCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	a.record(demoEvent{Kind: "start"})
 	if err := a.play(ctx); err != nil {
 		a.record(demoEvent{Kind: "error", Err: err.Error()})
-		return exitInternal
+		return err
 	}
 	for {
 		select {
@@ -109,15 +99,15 @@ func demoAgentCmd(ctx context.Context, args []string, stderr io.Writer) int {
 			if sig == syscall.SIGUSR1 {
 				if err := a.takeResumes(ctx); err != nil {
 					a.record(demoEvent{Kind: "error", Err: err.Error()})
-					return exitInternal
+					return err
 				}
 				continue
 			}
 			client.Stopping(ctx)
 			a.record(demoEvent{Kind: "stopping"})
-			return exitOK
+			return nil
 		case <-ctx.Done():
-			return exitOK
+			return nil
 		}
 	}
 }
@@ -188,16 +178,9 @@ func (a *demoAgent) turn(ctx context.Context, session, turn, prompt string) erro
 // has not taken yet. An automatic continuation of A runs into the poison:
 // the agent kills itself. A manual resume ("a person fixed it") finishes.
 func (a *demoAgent) takeResumes(ctx context.Context) error {
-	b, err := os.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	items, err := resume.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 	if err != nil {
-		return fmt.Errorf("resume file: %w", err)
-	}
-	var items []resume.Item
-	if err := json.Unmarshal(b, &items); err != nil {
-		return fmt.Errorf("resume file: %w", err)
+		return err
 	}
 	for _, it := range items {
 		key := it.Session + "#" + strconv.Itoa(it.Attempt) + "#" + it.Reason
@@ -231,7 +214,7 @@ func (a *demoAgent) finish(ctx context.Context, it resume.Item) error {
 	if err := a.client.Phase(ctx, it.Session, notify.PhaseTool, demoToolA); err != nil {
 		return err
 	}
-	if it.Session == "A" && it.Reason != "manual resume" {
+	if it.Session == "A" && it.Reason != resume.ReasonManual {
 		if err := a.barrier(ctx); err != nil {
 			return err
 		}

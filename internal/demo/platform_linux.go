@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"syscall"
@@ -9,8 +9,8 @@ import (
 // ioctlGetTermios is the ioctl that reads a terminal's settings.
 const ioctlGetTermios = unix.TCGETS
 
-// demoSuperviseAttr makes the demo's supervise stop its agent and exit
+// superviseAttr makes the demo's supervise stop its agent and exit
 // when the demo dies.
-func demoSuperviseAttr() *syscall.SysProcAttr {
+func superviseAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"syscall"
@@ -9,7 +9,7 @@ import (
 // ioctlGetTermios is the ioctl that reads a terminal's settings.
 const ioctlGetTermios = unix.TIOCGETA
 
-// demoSuperviseAttr has nothing to add on macOS, which has no parent-death
+// superviseAttr has nothing to add on macOS, which has no parent-death
 // signal: a demo killed outright leaves its supervise running until the
 // demo's own cleanup or a kill.
-func demoSuperviseAttr() *syscall.SysProcAttr { return nil }
+func superviseAttr() *syscall.SysProcAttr { return nil }

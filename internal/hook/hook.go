@@ -1,0 +1,235 @@
+// Package hook maps the hook payloads of agent CLIs (Claude Code, Codex,
+// Gemini CLI, hermes) to the notify markers they stand for. It is what
+// `supervise notify hook` runs; the table is in that command's --help and
+// in docs/adapters.md.
+//
+// Map is pure: it reads only the payload. Resolve applies what the command
+// line and the environment add (flag overrides, the resume file), and Send
+// delivers the result.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/resume"
+)
+
+// MaxPayload bounds what the hook event reads: hermes sends the whole
+// conversation with every pre_llm_call.
+const MaxPayload = 64 << 20
+
+// Marker is the marker an agent hook payload stands for. An empty Event
+// means the payload stands for nothing supervise tracks.
+type Marker struct {
+	Event   notify.Event
+	Session string
+	Turn    string
+	Prompt  string
+	Phase   notify.Phase
+	Tool    string
+	// Detail is what the tool runs (a command, a path), with PhaseTool.
+	Detail  string
+	Outcome notify.Outcome
+}
+
+// Send sends m with c.
+func (m Marker) Send(ctx context.Context, c *notify.Client) error {
+	switch m.Event {
+	case notify.EventTurnBegin:
+		return c.TurnBegin(ctx, m.Session, m.Turn, m.Prompt)
+	case notify.EventTurnEnd:
+		return c.TurnEnd(ctx, m.Session, m.Turn, m.Outcome)
+	case notify.EventWaiting:
+		return c.Waiting(ctx, m.Session, m.Turn)
+	case notify.EventPhase:
+		if m.Phase == notify.PhaseTool {
+			return c.ToolPhase(ctx, m.Session, m.Tool, m.Detail)
+		}
+		return c.Phase(ctx, m.Session, m.Phase, m.Tool)
+	case notify.EventResumed:
+		return c.Resumed(ctx, m.Session, m.Turn)
+	case notify.EventClosed:
+		return c.Closed(ctx, m.Session)
+	case notify.EventHeartbeat:
+		return c.Heartbeat(ctx, m.Session)
+	}
+	return fmt.Errorf("no marker for event %q", m.Event)
+}
+
+// CommandLine is the `supervise notify` command m stands for (what
+// `supervise notify hook --print` prints).
+func (m Marker) CommandLine() string {
+	var b strings.Builder
+	b.WriteString(string(m.Event))
+	for _, f := range []struct{ flag, v string }{
+		{"session", m.Session}, {"turn", m.Turn}, {"outcome", string(m.Outcome)},
+		{"phase", string(m.Phase)}, {"tool", m.Tool}, {"detail", m.Detail}, {"prompt", m.Prompt},
+	} {
+		if f.v != "" {
+			fmt.Fprintf(&b, " --%s %q", f.flag, f.v)
+		}
+	}
+	return b.String()
+}
+
+// Resolve completes a mapped marker: values set in over (from flags) win
+// over the payload's; a turn-begin whose prompt is the continuation that
+// the resume file at resumeFile holds for that session becomes resumed
+// (the agent was relaunched with it by --resume-exec); markers that carry
+// no turn lose it.
+func (m Marker) Resolve(over Marker, resumeFile string) Marker {
+	for _, o := range []struct {
+		dst *string
+		v   string
+	}{
+		{&m.Session, over.Session}, {&m.Turn, over.Turn}, {&m.Prompt, over.Prompt}, {&m.Tool, over.Tool},
+		{&m.Detail, over.Detail},
+	} {
+		if o.v != "" {
+			*o.dst = o.v
+		}
+	}
+	if m.Event == notify.EventTurnBegin {
+		if item, ok := PendingResume(resumeFile, m.Session, m.Prompt); ok {
+			// The agent took the resume: the interrupted turn goes on (its
+			// prompt excerpt and start time stay).
+			m.Event, m.Prompt = notify.EventResumed, ""
+			if item.Turn != "" {
+				m.Turn = item.Turn
+			}
+		}
+	}
+	if m.Event == notify.EventPhase || m.Event == notify.EventHeartbeat || m.Event == notify.EventClosed {
+		m.Turn = "" // these markers carry no turn
+	}
+	return m
+}
+
+// fields is a hook payload: a JSON object read leniently, so that a field
+// of an unexpected type reads as absent instead of failing the hook.
+type fields map[string]json.RawMessage
+
+func (f fields) str(key string) string {
+	var s string
+	if json.Unmarshal(f[key], &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func (f fields) flag(key string) bool {
+	var b bool
+	return json.Unmarshal(f[key], &b) == nil && b
+}
+
+func (f fields) object(key string) fields {
+	var o fields
+	if json.Unmarshal(f[key], &o) != nil {
+		return nil
+	}
+	return o
+}
+
+// Map maps one hook payload to its marker and names the payload's event
+// for messages ("hook" when it names none).
+func Map(raw []byte) (Marker, string, error) {
+	var p fields
+	if err := json.Unmarshal(raw, &p); err != nil || p == nil {
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		return Marker{}, "", fmt.Errorf("the payload is not a JSON object: %v", err)
+	}
+	name := p.str("hook_event_name")
+	extra := p.object("extra") // hermes shell hooks: the event's own fields
+	m := Marker{Session: p.str("session_id"), Turn: p.str("turn_id")}
+	if m.Turn == "" {
+		m.Turn = extra.str("turn_id")
+	}
+	if name == "" && p.str("type") != "" {
+		// Codex's notify program: {"type":"agent-turn-complete",
+		// "thread-id":...,"turn-id":...} as its last argument.
+		name = p.str("type")
+		m.Session, m.Turn = p.str("thread-id"), p.str("turn-id")
+	}
+	turnEnd := func(o notify.Outcome) { m.Event, m.Outcome = notify.EventTurnEnd, o }
+	switch name {
+	case "UserPromptSubmit", "BeforeAgent":
+		m.Event, m.Prompt = notify.EventTurnBegin, p.str("prompt")
+	case "pre_llm_call":
+		m.Event, m.Prompt = notify.EventTurnBegin, extra.str("user_message")
+	case "PreToolUse", "BeforeTool", "pre_tool_call":
+		m.Event, m.Phase, m.Tool = notify.EventPhase, notify.PhaseTool, p.str("tool_name")
+	case "PostToolUse", "PostToolUseFailure", "AfterTool", "post_tool_call":
+		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
+	case "PermissionRequest", "Elicitation":
+		m.Event = notify.EventWaiting
+	case "Notification":
+		kind := p.str("notification_type")
+		if kind == "" { // older Claude Code: only the message tells
+			switch msg := strings.ToLower(p.str("message")); {
+			case strings.Contains(msg, "permission"):
+				kind = "permission_prompt"
+			case strings.Contains(msg, "waiting for your input"):
+				kind = "idle_prompt"
+			}
+		}
+		switch kind {
+		case "permission_prompt", "elicitation_dialog", "ToolPermission":
+			m.Event = notify.EventWaiting
+		case "idle_prompt":
+			turnEnd(notify.OutcomeCancelled)
+		}
+	case "Stop", "AfterAgent", "post_llm_call", "agent-turn-complete":
+		turnEnd(notify.OutcomeCompleted)
+	case "StopFailure":
+		turnEnd(notify.OutcomeFailed)
+	case "on_session_end":
+		switch {
+		case extra.flag("failed"):
+			turnEnd(notify.OutcomeFailed)
+		case extra.flag("interrupted"):
+			if strings.HasPrefix(extra.str("turn_exit_reason"), "interrupted_by_user") {
+				turnEnd(notify.OutcomeCancelled)
+			}
+		case extra.flag("completed"):
+			turnEnd(notify.OutcomeCompleted)
+		}
+	case "SessionEnd":
+		switch p.str("reason") {
+		case "clear", "logout", "prompt_input_exit":
+			m.Event = notify.EventClosed
+		}
+	case "SessionStart", "on_session_start":
+		m.Event = notify.EventHeartbeat
+	}
+	if name == "" {
+		name = "hook"
+	}
+	return m, name, nil
+}
+
+// PendingResume finds the resume for session in the resume file at path
+// whose continuation message is prompt: the prompt a --resume-exec
+// relaunch hands the agent.
+func PendingResume(path, session, prompt string) (resume.Item, bool) {
+	if path == "" || strings.TrimSpace(prompt) == "" {
+		return resume.Item{}, false
+	}
+	items, err := resume.ReadFile(path)
+	if err != nil {
+		return resume.Item{}, false
+	}
+	for _, it := range items {
+		msg := strings.TrimSpace(it.Message)
+		if it.Session == session && msg != "" && strings.Contains(prompt, msg) {
+			return it, true
+		}
+	}
+	return resume.Item{}, false
+}

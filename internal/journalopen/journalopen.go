@@ -1,0 +1,81 @@
+// Package journalopen is supervise's policy for trusting the journal it
+// finds in a state dir. After a clean stop the journal is used as it is.
+// After an unclean one (the last supervise died, or a background check
+// failed) every page is checked before anything in it is believed: inline
+// for a journal up to InlineLimit, in the background beyond (the caller
+// then holds automatic resumes until the check passes). A damaged journal
+// is moved aside, never rewritten in place, and a fresh one is started
+// with a loud error: nothing is resumed from state that cannot be verified.
+package journalopen
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+// InlineLimit is the journal size up to which the full check after an
+// unclean stop runs before the first launch (about 50 ms); a larger
+// journal is checked in the background, with automatic resumes held
+// meanwhile.
+const InlineLimit = 64 << 20
+
+// inlineLimit is InlineLimit, or the test failpoint when it is set.
+func inlineLimit() int64 {
+	if fp := failpoint.FromEnv(); fp.HasVerifyInline {
+		return fp.VerifyInline
+	}
+	return InlineLimit
+}
+
+// Open opens the state dir's journal under the policy above. verifyLater
+// reports that the full check is still due and must run in the background
+// (supervisor.Config.VerifyInBackground). The caller closes db.
+func Open(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
+	path := supervisor.StatePath(stateDir)
+	failed := supervisor.VerifyFailedPath(stateDir)
+	db, err = journal.Open(path, journal.Options{})
+	if err == nil {
+		var clean bool
+		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
+		_, mustCheck := os.Stat(failed)
+		fi, _ := os.Stat(path)
+		switch {
+		case clean && mustCheck != nil:
+		case mustCheck == nil || fi == nil || fi.Size() <= inlineLimit():
+			// The last supervisor died (or a background check failed):
+			// check every page before trusting anything.
+			err = db.Verify()
+		default:
+			verifyLater = true
+		}
+		if err == nil {
+			err = db.CheckRecords()
+		}
+		if err == nil {
+			if !verifyLater {
+				os.Remove(failed)
+			}
+			return db, verifyLater, nil
+		}
+		db.Close()
+	}
+	if !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotJournal) {
+		return nil, false, err
+	}
+	moved, qerr := journal.Quarantine(path, time.Now())
+	if qerr != nil {
+		return nil, false, fmt.Errorf("%v; moving it aside failed: %w", err, qerr)
+	}
+	os.Remove(failed)
+	log.Error("journal is damaged: moved it aside and started a fresh one; no session will be resumed automatically from it",
+		"err", err, "moved_to", moved)
+	db, err = journal.Open(path, journal.Options{})
+	return db, false, err
+}

@@ -1,0 +1,99 @@
+package statedir
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// WriteFile replaces a link planted at the name or at its temporary name,
+// and never writes through either.
+func TestWriteFileNeverFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("victim\n"), 0o644)
+	for _, name := range []string{"journal.db.verify-failed", "resume.json"} {
+		os.Symlink(victim, filepath.Join(dir, name))
+		os.Symlink(victim, filepath.Join(dir, "."+name+".tmp"))
+		if err := WriteFile(dir, name, []byte("new\n")); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want a regular 0600 file", name, fi.Mode(), err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "."+name+".tmp")); err == nil {
+			t.Errorf("%s: temporary file left behind", name)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "victim\n" {
+		t.Errorf("victim now holds %q", b)
+	}
+}
+
+// Private refuses a link (never chmods through it) and tightens a real
+// directory of ours to 0700.
+func TestPrivate(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.Mkdir(target, 0o755)
+	os.Chmod(target, 0o755)
+	link := filepath.Join(dir, "notify")
+	os.Symlink(target, link)
+	if err := Private(link); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Private(link) = %v, want ErrUnsafe", err)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o755 {
+		t.Errorf("the link's target was chmod'ed to %v", fi.Mode().Perm())
+	}
+	if err := Private(target); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o700 {
+		t.Errorf("mode %v, want 0700", fi.Mode().Perm())
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if err := Private(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o700 {
+		t.Errorf("new dir mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// Prepare refuses a dir writable by others or owned by another user (as
+// root), and one under a directory another user owns; it tightens 0755.
+func TestPrepare(t *testing.T) {
+	base := t.TempDir()
+	loose := filepath.Join(base, "loose")
+	os.Mkdir(loose, 0o777)
+	os.Chmod(loose, 0o777)
+	if _, _, err := Prepare(loose); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("0777: %v, want ErrUnsafe", err)
+	}
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o755)
+	os.Chmod(open, 0o755)
+	real, tightened, err := Prepare(open)
+	if err != nil || !tightened || real != open {
+		t.Errorf("0755: %q %v %v, want tightened", real, tightened, err)
+	}
+	// A link to our own dir resolves to the real path.
+	os.Symlink(open, filepath.Join(base, "link"))
+	if real, _, err := Prepare(filepath.Join(base, "link")); err != nil || real != open {
+		t.Errorf("link: %q %v, want %q", real, err, open)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the rest needs root: chown to uid 65534")
+	}
+	theirs := filepath.Join(base, "theirs")
+	os.Mkdir(theirs, 0o700)
+	os.Chown(theirs, 65534, 65534)
+	if _, _, err := Prepare(theirs); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("owned by 65534: %v, want ErrUnsafe", err)
+	}
+	if _, _, err := Prepare(filepath.Join(theirs, "state")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("under a dir owned by 65534: %v, want ErrUnsafe", err)
+	}
+}

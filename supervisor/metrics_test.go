@@ -1,0 +1,72 @@
+package supervisor
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// The exposition parses with Prometheus's own text parser (a test-only
+// dependency: the binary does not link it), every family has HELP and the
+// right TYPE, and the loop's counters and snapshot show in it.
+func TestMetricsExposition(t *testing.T) {
+	s := newTestSupervisor(t)
+	s.m.restarts.Inc()
+	s.m.death("signal")
+	s.m.death("signal")
+	s.m.death("watchdog")
+	s.sessions["a"] = &journal.Session{ID: "a", State: journal.InTurn}
+	s.publish()
+
+	var b bytes.Buffer
+	s.WriteMetrics(&b)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatalf("exposition does not parse: %v\n%s", err, b.String())
+	}
+	for name := range metricHelp {
+		if name == "supervise_heartbeat_age_seconds" || name == "supervise_notify_dropped_total" {
+			continue // only while a child runs / once something was dropped
+		}
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("family %s missing\n%s", name, b.String())
+			continue
+		}
+		if f.GetHelp() != metricHelp[name] {
+			t.Errorf("%s: help %q", name, f.GetHelp())
+		}
+	}
+	value := func(name, label, want string) float64 {
+		for _, m := range fams[name].GetMetric() {
+			if label == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == want) {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("%s{%s=%q} missing", name, label, want)
+		return 0
+	}
+	if v := value("supervise_restarts_total", "", ""); v != 1 {
+		t.Errorf("restarts = %v, want 1", v)
+	}
+	if v := value("supervise_dirty_deaths_total", "reason", "signal"); v != 2 {
+		t.Errorf("deaths{signal} = %v, want 2", v)
+	}
+	if v := value("supervise_sessions", "state", "in_turn"); v != 1 {
+		t.Errorf("sessions{in_turn} = %v, want 1", v)
+	}
+	if typ := fams["supervise_dirty_deaths_total"].GetType().String(); typ != "COUNTER" {
+		t.Errorf("deaths type %s", typ)
+	}
+	if typ := fams["supervise_child_up"].GetType().String(); typ != "GAUGE" {
+		t.Errorf("child_up type %s", typ)
+	}
+}

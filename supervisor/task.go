@@ -1,0 +1,175 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// Task mode (--resume-exec): the agent argv is a task, such as
+// `claude -p "fix the tests"`, and runs once. Every later launch is a resume
+// launch for a pending session (the --resume-exec template filled in), and
+// when nothing is pending supervise ends:
+//
+//	a session this invocation saw is parked, or its resume is held   5
+//	the last turn this invocation saw completed                      0
+//	otherwise                                                        the agent's own exit status
+//
+// The task is never run again as a new session, whatever --restart says:
+// that would repeat its side effects and spend API credit. A resume held by
+// the crash-loop guard (or --resume off) is not waited for: supervise ends
+// with 5 and says how to resume it by hand. Resumes owed when supervise
+// starts (a `supervise resume` while it was not running, or a supervise that
+// died mid-task) are delivered first, and the task is then not started: it
+// is the rerun of the same command that the exit-5 message gives.
+
+// taskState is task mode's memory of one invocation of supervise.
+type taskState struct {
+	// ran is true once the task argv was launched.
+	ran bool
+	// markers is true once any session marker or heartbeat arrived.
+	markers bool
+	// touched holds the sessions this invocation saw or resumed.
+	touched map[string]bool
+	// outcome is the outcome of the last turn-end seen, "" after a
+	// turn-begin or resumed.
+	outcome notify.Outcome
+}
+
+func (s *Supervisor) taskMode() bool { return s.cfg.ResumeExec != nil }
+
+// touch records that session id was seen in this invocation.
+func (s *Supervisor) touch(id string) {
+	if !s.taskMode() {
+		return
+	}
+	if s.task.touched == nil {
+		s.task.touched = map[string]bool{}
+	}
+	s.task.touched[id] = true
+}
+
+// taskMarker records what a marker means for the task's end.
+func (s *Supervisor) taskMarker(m notify.Message) {
+	if !s.taskMode() {
+		return
+	}
+	s.task.markers = true
+	s.touch(m.Session)
+	switch m.Event {
+	case notify.EventTurnBegin, notify.EventResumed:
+		s.task.outcome = ""
+	case notify.EventTurnEnd:
+		s.task.outcome = m.Outcome
+	}
+}
+
+// taskNextWords says in the death's log line what follows in task mode.
+func (s *Supervisor) taskNextWords(dec crashloop.Decision) string {
+	if len(s.pending()) == 0 {
+		return "end of task"
+	}
+	if dec.Action == crashloop.Relaunch && dec.Delay > 0 {
+		return "resume launch in " + dec.Delay.Round(time.Millisecond).String()
+	}
+	return "resume launch now"
+}
+
+// taskNext decides what follows a death in task mode: a resume launch for
+// a pending session (done false), or the end of supervise with its code.
+func (s *Supervisor) taskNext(exit child.Exit) (code int, done bool) {
+	if exit.ExecErr != nil {
+		// A resume launch whose command cannot start: retrying it cannot
+		// help, and the session stays owed its resume.
+		s.log.Error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
+			"err", exit.ExecErr)
+		s.taskReport()
+		return exit.Code, true
+	}
+	// Park here, not at the launch, a session whose id the template refuses:
+	// with none left, the launch would be the task itself again.
+	for _, sess := range s.pending() {
+		if _, ok := s.templated(sess); ok {
+			s.log.Info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
+			return 0, false
+		}
+	}
+	return s.taskEnd(exit), true
+}
+
+// taskEnd returns supervise's exit code at the end of a task and tells the
+// person what they must know.
+func (s *Supervisor) taskEnd(exit child.Exit) int {
+	stuck := s.taskReport()
+	switch {
+	case stuck > 0:
+		s.log.Warn("task ended with a session that needs a person", "exit_code", ExitParked)
+		return ExitParked
+	case s.task.outcome == notify.OutcomeCompleted:
+		s.log.Info("task ended: its last turn completed", "exit_code", ExitOK)
+		return ExitOK
+	}
+	s.log.Info("task ended: exiting with the agent's own status", "exit_code", exit.Code,
+		"last_outcome", string(s.task.outcome))
+	return exit.Code
+}
+
+// taskReport prints the no-markers warning, and each session of this
+// invocation that is parked or whose resume is held, with the command that
+// resumes it. It returns how many such sessions there are.
+func (s *Supervisor) taskReport() int {
+	w := s.cfg.Report
+	if w == nil {
+		w = os.Stderr
+	}
+	if !s.task.markers {
+		fmt.Fprintln(w, "supervise: warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.")
+		fmt.Fprintln(w, "supervise: the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")
+	}
+	var ids []string
+	for id := range s.task.touched {
+		if sess := s.sessions[id]; sess != nil && (sess.State == journal.Parked || sess.State == journal.ResumePending) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		sess := s.sessions[id]
+		switch held := s.held(); {
+		case sess.State == journal.Parked:
+			fmt.Fprintf(w, "supervise: session %s is parked: %s\n", id, sess.Reason)
+		case held != "":
+			fmt.Fprintf(w, "supervise: session %s is owed a resume that is held (%s): %s\n", id, held, sess.Reason)
+		default:
+			fmt.Fprintf(w, "supervise: session %s is still owed a resume: %s\n", id, sess.Reason)
+		}
+		fmt.Fprintf(w, "supervise: to resume it: %s\n", s.rerunCommand(id))
+	}
+	return len(ids)
+}
+
+// rerunCommand is the shell command that resumes session id by hand and
+// runs this supervise again, which delivers the resume (and does not start
+// the task again).
+func (s *Supervisor) rerunCommand(id string) string {
+	argv := s.cfg.Rerun
+	if len(argv) == 0 {
+		argv = append([]string{"supervise", "--state-dir", s.cfg.StateDir, "--resume-exec", strings.Join(s.cfg.ResumeExec, " "), "--"}, s.cfg.Argv...)
+	}
+	return quoteArgs([]string{argv[0], "resume", "--state-dir", s.cfg.StateDir, id}) + " && " + quoteArgs(argv)
+}
+
+func quoteArgs(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
