@@ -11,6 +11,7 @@ import (
 // A child killed with kill -9 is relaunched, and its run is journaled as a
 // dirty death by signal 9.
 func TestKill9ChildIsRestartedAndJournaledDirty(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sv := e.run()
 	first := e.waitEvent(1, "start")
@@ -36,6 +37,7 @@ func TestKill9ChildIsRestartedAndJournaledDirty(t *testing.T) {
 
 // A child that exits 0 under --restart on-failure ends supervise with 0.
 func TestCleanExitEndsSupervisor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=exit 0")
 	sv := e.run("--restart", "on-failure")
@@ -56,6 +58,7 @@ func TestCleanExitEndsSupervisor(t *testing.T) {
 
 // --restart never passes the child's own status through.
 func TestRestartNeverPassesStatusThrough(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=exit 7")
 	if code := e.run("--restart", "never").wait(20 * time.Second); code != 7 {
@@ -66,6 +69,7 @@ func TestRestartNeverPassesStatusThrough(t *testing.T) {
 // SIGTERM to supervise reaches the child, supervise waits for it, records a
 // clean stop, and leaves no process of the tree alive.
 func TestSIGTERMStopsTreeCleanly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=term-exit 0; grandchild; groupchild; hang")
 	sv := e.run()
@@ -101,6 +105,7 @@ func TestSIGTERMStopsTreeCleanly(t *testing.T) {
 // A child that ignores SIGTERM is killed after the grace period; a second
 // signal during the grace period kills at once.
 func TestIgnoredSIGTERMKilledAfterGrace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=ignore-term; hang")
 	sv := e.run("--stop-timeout", "500ms")
@@ -138,6 +143,7 @@ func TestIgnoredSIGTERMKilledAfterGrace(t *testing.T) {
 // A grandchild that outlives its parent (even in its own session) is
 // killed before the next child starts.
 func TestOrphanedGrandchildIsKilled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=grandchild; groupchild; exit 3", "TESTAGENT_SCRIPT=hang")
 	sv := e.run()
@@ -158,6 +164,7 @@ func TestOrphanedGrandchildIsKilled(t *testing.T) {
 // A second supervise on the same state dir fails at once, naming the
 // holder, and starts no agent.
 func TestSecondInstanceFailsFast(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.run()
 	e.waitEvent(1, "start")
@@ -221,6 +228,7 @@ func TestCrashLoopBacksOff(t *testing.T) {
 
 // A missing agent binary is a clear error, not a loop.
 func TestMissingAgentIsAnError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sv := e.start("--", "/nonexistent/agent-binary")
 	if code := sv.wait(10 * time.Second); code != 127 {
@@ -237,6 +245,7 @@ func TestMissingAgentIsAnError(t *testing.T) {
 // kill -9 of supervise, then a new supervise: the orphaned tree is gone
 // before the new child starts, and the lost run is recorded as dirty.
 func TestKill9SupervisorThenRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=grandchild; groupchild; hang")
 	sv := e.run()
@@ -264,6 +273,7 @@ func TestKill9SupervisorThenRestart(t *testing.T) {
 
 // status answers while supervise runs (the journal is locked) and after.
 func TestStatusLiveAndOffline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sv := e.run()
 	e.waitEvent(1, "start")

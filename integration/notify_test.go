@@ -210,7 +210,9 @@ func TestWatchdogUnderFlood(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // the flood is under way
+	waitFor(t, 10*time.Second, "the flood under way (outsiders' datagrams dropped)", func() bool {
+		return statusNumber(e.statusRaw(), "sender") > 100
+	})
 	syscall.Kill(first.pid, syscall.SIGSTOP)
 	// The flood goes on for 15 s: the silent agent must be replaced while
 	// it lasts, not after.

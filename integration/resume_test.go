@@ -51,6 +51,7 @@ func (e *env) stop(sv *proc) {
 // for that session, with the message; after resumed and turn-end completed
 // the crash count is 0.
 func TestResumeOnceAfterKill9MidTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1 rename the parser; phase s1 tool bash; barrier; hang",
 		"TESTAGENT_SCRIPT_2=take-resumes; log took-all; listen")
@@ -82,6 +83,7 @@ func TestResumeOnceAfterKill9MidTurn(t *testing.T) {
 // kill -9 mid-turn twice in a row: the session is parked and gets no
 // resume, while a second session interrupted only once is resumed.
 func TestParkAfterTwoConsecutiveDeaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; barrier; hang",
 		"TESTAGENT_SCRIPT_2=take-resumes; turn-begin B tB; barrier; log ready; hang",
@@ -112,6 +114,7 @@ func TestParkAfterTwoConsecutiveDeaths(t *testing.T) {
 
 // kill -9 between turns: relaunch, no resume.
 func TestNoResumeBetweenTurns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; turn-end s1 t1 completed; barrier; hang",
 		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
@@ -129,6 +132,7 @@ func TestNoResumeBetweenTurns(t *testing.T) {
 
 // waiting at death: parked, no resume.
 func TestWaitingAtDeathParks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; waiting s1 t1; barrier; hang",
 		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
@@ -147,6 +151,7 @@ func TestWaitingAtDeathParks(t *testing.T) {
 // SIGTERM to supervise mid-turn: a clean stop; the next start dispatches no
 // resume and the session is stopped, one command from resuming.
 func TestRequestedStopMidTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; hang",
 		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
@@ -171,6 +176,7 @@ func TestRequestedStopMidTurn(t *testing.T) {
 // kill -9 of supervise mid-turn: the next start kills the orphan, counts the
 // death and resumes once.
 func TestSupervisorKill9MidTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1 do it; barrier; hang",
 		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
@@ -200,6 +206,7 @@ func TestSupervisorKill9MidTurn(t *testing.T) {
 // With SUPERVISE_RESUME=off nothing is dispatched; decisions are still made
 // and shown.
 func TestResumeOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("SUPERVISE_RESUME=off",
 		"TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; hang",
@@ -220,6 +227,7 @@ func TestResumeOff(t *testing.T) {
 // --resume-exec relaunches the agent as the template with the session id
 // substituted (no shell), then ends when the resumed turn completes.
 func TestResumeExec(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s-1 t1 fix it; barrier; hang",
 		"TESTAGENT_SCRIPT_2=resumed s-1 t1; turn-end s-1 t1 completed; barrier; exit 0")
@@ -241,6 +249,7 @@ func TestResumeExec(t *testing.T) {
 // once with --resume-signal; offline, at the next start. Unknown sessions
 // are a clear error.
 func TestManualResume(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; waiting A tA; barrier; hang",
 		"TESTAGENT_SCRIPT_2=take-on USR1; take-resumes; log took-all; listen",
@@ -296,6 +305,7 @@ func TestManualResume(t *testing.T) {
 // the agent keeps being relaunched; the hold survives kill -9 of supervise;
 // a completed turn clears it and the held resume is delivered.
 func TestCrashLoopGuardHoldsResumes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; barrier; hang",
 		"TESTAGENT_SCRIPT_2=take-resumes; turn-begin B tB; barrier; log ready; hang",
@@ -366,6 +376,7 @@ func (e *env) statusAllSession(id string) (string, bool) {
 
 // Exit 0 with a turn still open is a dirty death: the session is resumed.
 func TestExitZeroMidTurnIsDirty(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; exit 0",
 		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
@@ -385,6 +396,7 @@ func TestExitZeroMidTurnIsDirty(t *testing.T) {
 
 // A run that stays healthy longer than --guard-gap clears an open guard.
 func TestGuardClearedByAHealthyRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; barrier; exit 1",
 		"TESTAGENT_SCRIPT_2=turn-begin B tB; barrier; exit 1",
@@ -406,6 +418,7 @@ func TestGuardClearedByAHealthyRun(t *testing.T) {
 // The memory guard stops an agent whose tree exceeds --max-rss; the death's
 // reason is memory, and the turn is resumed with a message that says so.
 func TestMemoryGuard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; alloc 120; hang",
 		"TESTAGENT_SCRIPT=take-resumes; log took-all; hang")
@@ -423,6 +436,7 @@ func TestMemoryGuard(t *testing.T) {
 // A resume handed to a run that exits cleanly without taking it (its hooks
 // never reported resumed) is parked, not handed to every later run.
 func TestUntakenResumeParkedAfterCleanExit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; hang",
 		"TESTAGENT_SCRIPT_2=resume-file; exit 0",

@@ -74,11 +74,13 @@ func TestTerminalCtrlC(t *testing.T) {
 	e.waitEvent(1, "barrier-ok")
 	ts.ctrlC()
 	e.waitEvent(1, "got-int")
-	time.Sleep(500 * time.Millisecond) // a duplicate would arrive now
+	// A Ctrl-C counts as the first of a pair again only once the
+	// force-quit window (2s) has passed: a rule about time, so the test
+	// waits it out. A duplicate SIGINT would have arrived by then as well.
+	time.Sleep(2200 * time.Millisecond)
 	if n := e.count("got-int"); n != 1 {
 		t.Errorf("the agent got %d SIGINTs for one Ctrl-C, want exactly 1", n)
 	}
-	time.Sleep(2200 * time.Millisecond) // past the force-quit window
 	if n := e.count("start"); n != 1 {
 		t.Errorf("the agent was restarted after a Ctrl-C it handled (%d starts)", n)
 	}
@@ -86,7 +88,7 @@ func TestTerminalCtrlC(t *testing.T) {
 		t.Errorf("supervise or the agent did not carry on: %+v", st.Child)
 	}
 	ts.ctrlC()
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the agent to get the first Ctrl-C of the pair", func() bool { return e.count("got-int") == 2 })
 	ts.ctrlC()
 	if code := ts.exitCode(); code != "130" {
 		t.Errorf("double Ctrl-C: supervise exit %s, want 130 (force-quit)", code)

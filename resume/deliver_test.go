@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +64,28 @@ func TestExecTemplate(t *testing.T) {
 		if _, err := ParseTemplate(bad); !errors.Is(err, ErrTemplate) {
 			t.Errorf("%q: err %v, want ErrTemplate", bad, err)
 		}
+	}
+}
+
+// ReadFile reads what WriteFile wrote; no path or no file is nothing owed;
+// a damaged file is an error naming it.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "resume.json")
+	for _, p := range []string{"", path} {
+		if items, err := ReadFile(p); err != nil || items != nil {
+			t.Errorf("ReadFile(%q) = %v, %v; want nothing owed", p, items, err)
+		}
+	}
+	want := []Item{{Session: "s1", Turn: "t1", Attempt: 2, InterruptedRun: 7, Reason: "signal", Message: "go on"}}
+	if err := WriteFile(path, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadFile(path); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ReadFile = %+v, %v; want %+v", got, err, want)
+	}
+	os.WriteFile(path, []byte("[{"), 0o600)
+	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("damaged file: %v, want an error naming %s", err, path)
 	}
 }

@@ -20,20 +20,17 @@ import (
 // then checks the run record, the session and the decision, as the
 // journal has them. the decision table of docs/design.md, row by row.
 
-// newRuleSupervisor is a Supervisor with the documented defaults and a
-// real journal in a temp dir, but no reaper, no socket served and no child.
-func newRuleSupervisor(t *testing.T) *Supervisor {
+// newTestSupervisorWith is a Supervisor over cfg with a real journal in a
+// temp dir (cfg.StateDir), but no reaper, no socket served and no child.
+func newTestSupervisorWith(t *testing.T, cfg Config) *Supervisor {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := journal.Open(StatePath(dir), journal.Options{})
+	cfg.StateDir = t.TempDir()
+	db, err := journal.Open(StatePath(cfg.StateDir), journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	policy := crashloop.DefaultPolicy()
-	policy.Jitter = 0
-	s, err := New(Config{StateDir: dir, Name: "t", Argv: []string{"true"}, Policy: policy,
-		Guard: crashloop.DefaultGuard(), Resume: resume.DefaultPolicy(), KeepRuns: 100}, db, nil)
+	s, err := New(cfg, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,12 +40,29 @@ func newRuleSupervisor(t *testing.T) *Supervisor {
 	return s
 }
 
-// step is one event of a rule case: a marker, or a death.
-type step struct {
-	msg  *notify.Message
-	exit *child.Exit // the run dies so
-	at   time.Duration
+// newRuleSupervisor is a test Supervisor with the documented defaults
+// (without jitter, so delays are exact).
+func newRuleSupervisor(t *testing.T) *Supervisor {
+	t.Helper()
+	policy := crashloop.DefaultPolicy()
+	policy.Jitter = 0
+	return newTestSupervisorWith(t, Config{Name: "t", Argv: []string{"true"}, Policy: policy,
+		Guard: crashloop.DefaultGuard(), Resume: resume.DefaultPolicy(), KeepRuns: 100})
 }
+
+// step is one event of a rule case: a marker, a stop asked of supervise,
+// an abort supervise made (watchdog, memory guard), or a death.
+type step struct {
+	msg   *notify.Message
+	stop  bool
+	abort string      // the abort's journal reason
+	exit  *child.Exit // the run dies so
+	at    time.Duration
+}
+
+var stopAsked = step{stop: true}
+
+func aborted(reason string) step { return step{abort: reason} }
 
 func marker(session string, ev notify.Event, turn string) step {
 	return step{msg: &notify.Message{PID: 100, Session: session, Event: ev, Turn: turn}}
@@ -73,8 +87,15 @@ func play(t *testing.T, s *Supervisor, t0 time.Time, steps []step) (last crashlo
 	now := t0
 	s.run = journal.Run{Run: 1, Started: now, Reason: journal.ReasonRunning}
 	for _, st := range steps {
-		if st.msg != nil {
+		switch {
+		case st.msg != nil:
 			s.apply(*st.msg, now)
+			continue
+		case st.stop:
+			s.stop = &stopRequest{sig: syscall.SIGTERM, at: now}
+			continue
+		case st.abort != "":
+			s.abort = &abortState{reason: st.abort, at: now}
 			continue
 		}
 		life := 2 * time.Second
@@ -144,6 +165,18 @@ func TestRules(t *testing.T) {
 			steps:  []step{marker("s1", notify.EventHeartbeat, ""), marker("s2", notify.EventClosed, ""), killed(syscall.SIGKILL)},
 			reason: journal.ReasonSignal, dirty: true, action: crashloop.Relaunch,
 			state: journal.Idle},
+		{name: "a requested stop mid-turn: stopped, not counted, supervision ends",
+			steps:  []step{marker("s1", notify.EventTurnBegin, "t1"), stopAsked, killed(syscall.SIGTERM)},
+			reason: journal.ReasonStopped, dirty: false, action: crashloop.Exit,
+			state: journal.Stopped},
+		{name: "a watchdog kill mid-turn is dirty, reason watchdog",
+			steps:  []step{marker("s1", notify.EventTurnBegin, "t1"), aborted(journal.ReasonWatchdog), killed(syscall.SIGKILL)},
+			reason: journal.ReasonWatchdog, dirty: true, action: crashloop.Relaunch,
+			state: journal.ResumePending, crashCount: 1},
+		{name: "the memory guard's kill mid-turn is dirty, reason memory",
+			steps:  []step{marker("s1", notify.EventTurnBegin, "t1"), aborted(journal.ReasonMemory), killed(syscall.SIGKILL)},
+			reason: journal.ReasonMemory, dirty: true, action: crashloop.Relaunch,
+			state: journal.ResumePending, crashCount: 1},
 		{name: "the agent cannot be started: no decision, backoff",
 			steps:  []step{{exit: &child.Exit{Code: 127, ExecErr: &child.StartError{Path: "x", Err: os.ErrNotExist}}}},
 			reason: journal.ReasonExecFailed, dirty: true, action: crashloop.Relaunch},
@@ -185,7 +218,7 @@ func TestRules(t *testing.T) {
 			if mem := s.sessions["s1"]; mem == nil || mem.State != c.state {
 				t.Errorf("session s1 in memory: %+v, want state %s", mem, c.state)
 			}
-			if c.state == journal.ResumePending || c.state == journal.Parked {
+			if c.state == journal.ResumePending || c.state == journal.Parked || c.state == journal.Stopped {
 				// Decisions are journaled with the death.
 				if !ok || got.State != c.state || got.CrashCount != c.crashCount {
 					t.Errorf("journaled s1 = %+v (found %v), want %s with crash count %d", got, ok, c.state, c.crashCount)

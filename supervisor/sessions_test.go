@@ -10,20 +10,7 @@ import (
 
 func newTestSupervisor(t *testing.T) *Supervisor {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := journal.Open(StatePath(dir), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s, err := New(Config{StateDir: dir, Name: "t", Argv: []string{"true"}}, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.CloseNotify)
-	s.cs = commitState{w: startWriter(db, 0), dirty: map[string]bool{}}
-	t.Cleanup(s.stopWriter)
-	return s
+	return newTestSupervisorWith(t, Config{Name: "t", Argv: []string{"true"}})
 }
 
 // Settled, committed sessions are evicted once too many are held; open

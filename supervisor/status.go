@@ -181,7 +181,7 @@ func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error)
 			st.Child.PID, st.Child.Run, st.Child.Started = c.PID, c.Run, timePtr(c.Started)
 			st.Child.State = "unknown"
 		}
-		if _, err := tx.State("guard", &st.Guard); err != nil {
+		if _, err := tx.State(policyGuard, &st.Guard); err != nil {
 			return err
 		}
 		runs, err := tx.LastRuns(statusRuns)

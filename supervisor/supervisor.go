@@ -373,10 +373,10 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			s.lastExit = &last[0]
 		}
 		s.restarts = tx.Restarts()
-		if _, err := tx.State("backoff", &s.backoff); err != nil {
+		if _, err := tx.State(policyBackoff, &s.backoff); err != nil {
 			return err
 		}
-		if _, err := tx.State("guard", &s.guard); err != nil {
+		if _, err := tx.State(policyGuard, &s.guard); err != nil {
 			return err
 		}
 		open, err := tx.OpenSessions()
@@ -419,7 +419,7 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			if err := tx.PutRun(*orphan); err != nil {
 				return err
 			}
-			if err := tx.PutState("guard", s.guard); err != nil {
+			if err := tx.PutState(policyGuard, s.guard); err != nil {
 				return err
 			}
 			s.lastExit = orphan
@@ -769,7 +769,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	if r.Dirty {
 		s.guard = s.cfg.Guard.Death(s.guard, r.Ended)
 		s.m.death(r.Reason)
-		if r.Reason == "watchdog" {
+		if r.Reason == journal.ReasonWatchdog {
 			s.m.watchdogKills.Inc()
 		}
 	}
@@ -868,11 +868,11 @@ func (s *Supervisor) Healthy() bool { return s.loopAge(time.Now()) < healthyWith
 
 // putPolicy stores the backoff and guard state.
 func (s *Supervisor) putPolicy(tx *journal.Tx) error {
-	if err := tx.PutState("backoff", s.backoff); err != nil {
+	if err := tx.PutState(policyBackoff, s.backoff); err != nil {
 		return err
 	}
 	s.policyDirty = false
-	return tx.PutState("guard", s.guard)
+	return tx.PutState(policyGuard, s.guard)
 }
 
 // ErrNotRunning is returned by requests to a supervisor whose loop ended.

@@ -43,6 +43,12 @@ func (a answer) send() {
 	notify.Ack(a.fd)
 }
 
+// Keys of the policy state in the journal (journal.Tx.State).
+const (
+	policyBackoff = "backoff" // crashloop.State
+	policyGuard   = "guard"   // crashloop.GuardState
+)
+
 // policy is the backoff and guard state, committed when it changes.
 type policy struct {
 	backoff crashloop.State
@@ -80,10 +86,10 @@ func (b *batch) write(tx *journal.Tx) error {
 		}
 	}
 	if b.policy != nil {
-		if err := tx.PutState("backoff", b.policy.backoff); err != nil {
+		if err := tx.PutState(policyBackoff, b.policy.backoff); err != nil {
 			return err
 		}
-		return tx.PutState("guard", b.policy.guard)
+		return tx.PutState(policyGuard, b.policy.guard)
 	}
 	return nil
 }

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -51,42 +48,11 @@ ones.`)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	delivery, err := supervisor.RequestResume(cctx, dir, id)
-	if errors.Is(err, supervisor.ErrNoSupervisor) {
-		delivery, err = resumeOffline(dir, id)
-	}
+	delivery, err := supervisor.ManualResume(cctx, dir, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
 		return exitInternal
 	}
 	fmt.Fprintf(stdout, "session %s will be resumed: %s\n", id, delivery)
 	return exitOK
-}
-
-// resumeOffline marks the session in the journal of a supervise that is
-// not running; the next one dispatches it.
-func resumeOffline(dir, id string) (string, error) {
-	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{})
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	err = db.Update(func(tx *journal.Tx) error {
-		s, ok, err := tx.Session(id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w %q in %s", supervisor.ErrUnknownSession, id, dir)
-		}
-		s, err = resume.Manual(s, time.Now(), "")
-		if err != nil {
-			return err
-		}
-		return tx.PutSession(s)
-	})
-	if err != nil {
-		return "", err
-	}
-	return "at the next start of supervise", nil
 }

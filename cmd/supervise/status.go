@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -37,7 +35,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitUsage
 	}
-	status, err := loadStatus(ctx, dir, name, *all)
+	status, err := supervisor.LoadStatus(ctx, dir, name, *all)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitInternal
@@ -54,24 +52,4 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitInternal
 	}
 	return exitOK
-}
-
-// loadStatus asks the running supervise, or reads the journal when none
-// runs.
-func loadStatus(ctx context.Context, dir, name string, all bool) (supervisor.Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := supervisor.FetchStatus(ctx, dir, all)
-	if err == nil || !errors.Is(err, supervisor.ErrNoSupervisor) {
-		return st, err
-	}
-	db, err := journal.Open(supervisor.StatePath(dir), journal.Options{ReadOnly: true})
-	if err != nil {
-		if errors.Is(err, journal.ErrLocked) {
-			return st, fmt.Errorf("%w, but its control socket %s does not answer", err, supervisor.ControlPath(dir))
-		}
-		return st, err
-	}
-	defer db.Close()
-	return supervisor.ReadStatus(db, name, dir, all)
 }

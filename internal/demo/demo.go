@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
@@ -195,7 +196,7 @@ func (d *demo) stepStart(ctx context.Context) error {
 		return err
 	}
 	a := demoSession(st, "A")
-	if a == nil || a.State != "in_turn" || st.Child.PID != ev.PID {
+	if a == nil || a.State != string(journal.InTurn) || st.Child.PID != ev.PID {
 		return fmt.Errorf("%w: after run 1 started, status shows child pid %d and session A %+v", errDemo, st.Child.PID, a)
 	}
 	d.say(fmt.Sprintf("supervise's status agrees: child pid %d, session A %s, phase %s, tool %s.", st.Child.PID, a.State, a.Phase, a.Tool))
@@ -260,7 +261,7 @@ func (d *demo) stepPoison(ctx context.Context) error {
 		return err
 	}
 	a := demoSession(st, "A")
-	if a == nil || a.State != "parked" || a.CrashCount != 2 {
+	if a == nil || a.State != string(journal.Parked) || a.CrashCount != 2 {
 		return fmt.Errorf("%w: after the second death, status shows session A %+v, want parked", errDemo, a)
 	}
 	d.say(fmt.Sprintf("supervise's rule: resume a turn once; at the second consecutive dirty death mid-turn (crash count %d > --resume-limit 1) park the session instead. A parked session is never resumed automatically, but it stays visible with its reason and one command from resuming. Session A is now %s, reason:", a.CrashCount, a.State))
@@ -416,7 +417,7 @@ func (d *demo) summary(st supervisor.Status) error {
 		return fmt.Errorf("%w: the summary does not match the story", errDemo)
 	}
 	for _, s := range st.Sessions {
-		if s.State != "idle" || s.CrashCount != 0 {
+		if s.State != string(journal.Idle) || s.CrashCount != 0 {
 			return fmt.Errorf("%w: session %s ended %s with crash count %d, want idle with 0", errDemo, s.ID, s.State, s.CrashCount)
 		}
 	}
@@ -430,7 +431,7 @@ func howEnded(r supervisor.RunStatus) string {
 	if r.Signal != 0 {
 		how = "killed by " + unix.SignalName(syscall.Signal(r.Signal))
 	}
-	if r.Reason == "stopped" {
+	if r.Reason == journal.ReasonStopped {
 		how += ", a requested stop"
 	}
 	return how
@@ -462,7 +463,7 @@ func (d *demo) startSupervise() error {
 	cmd.Env = d.env
 	cmd.Stdout, cmd.Stderr = log, log
 	// If the demo dies, supervise stops the agent and exits.
-	cmd.SysProcAttr = superviseAttr()
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting supervise: %w", err)
 	}
@@ -519,7 +520,7 @@ func (d *demo) status(ctx context.Context) (supervisor.Status, error) {
 		return st, fmt.Errorf("supervise status: %w", err)
 	}
 	for _, s := range st.Sessions {
-		if s.State == "parked" {
+		if s.State == string(journal.Parked) {
 			d.parked[s.ID] = true
 		}
 	}

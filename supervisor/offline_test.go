@@ -1,0 +1,48 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// With no supervise running, status reads the journal and a manual resume
+// is recorded in it for the next supervise to dispatch.
+func TestOffline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := journal.Open(StatePath(dir), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *journal.Tx) error {
+		return tx.PutSession(journal.Session{ID: "s1", State: journal.Parked, Turn: "t1", CrashCount: 2, Reason: "mid-turn at 2 consecutive dirty deaths"})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := LoadStatus(ctx, dir, "t", true)
+	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].State != string(journal.Parked) {
+		t.Fatalf("LoadStatus = %+v, %v; want s1 parked", st.Sessions, err)
+	}
+	how, err := ManualResume(ctx, dir, "s1")
+	if err != nil || !strings.Contains(how, "next start") {
+		t.Fatalf("ManualResume = %q, %v", how, err)
+	}
+	st, _ = LoadStatus(ctx, dir, "t", true)
+	if s := st.Sessions[0]; s.State != string(journal.ResumePending) || s.CrashCount != 0 {
+		t.Errorf("after a manual resume: %+v, want resume_pending with crash count 0", s)
+	}
+	if _, err := ManualResume(ctx, dir, "nope"); !errors.Is(err, ErrUnknownSession) {
+		t.Errorf("unknown session: %v, want ErrUnknownSession", err)
+	}
+	if _, err := os.Stat(ControlPath(dir)); !os.IsNotExist(err) {
+		t.Errorf("a control socket appeared: %v", err)
+	}
+}
