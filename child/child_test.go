@@ -34,6 +34,13 @@ func helper(mode string) {
 	case strings.HasPrefix(mode, "exit="):
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "exit="))
 		os.Exit(n)
+	case mode == "open-cgroups":
+		c, why := OpenCgroups("childtest", "unprivileged")
+		fmt.Printf("cgroups=%v why=%s\n", c != nil, why)
+		if c != nil {
+			c.Close()
+		}
+		os.Exit(0)
 	case mode == "sleep":
 		fmt.Println("ready")
 		for {

@@ -41,6 +41,9 @@ type Spec struct {
 	Foreground bool
 	// Stdin, Stdout and Stderr default to the supervisor's own.
 	Stdin, Stdout, Stderr *os.File
+	// Cgroup, when set, is the cgroup the child is cloned into; Kill then
+	// also kills the whole cgroup (cgroup.kill). Linux backend only.
+	Cgroup *RunCgroup
 	// Tag is an entry of Env ("KEY=VALUE") that marks every process of
 	// this tree. The portable backend, which has no subreaper, finds the
 	// descendants that left the process group by it once the leader has
@@ -146,6 +149,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
 		Sys:   sysProcAttr(spec),
 	}
+	spec.Cgroup.apply(attr.Sys)
 	req := forkReq{path: path, args: spec.Args, attr: attr, spec: spec, reply: make(chan forkReply, 1)}
 	select {
 	case r.forkc <- req:
@@ -224,7 +228,7 @@ func (r *Reaper) fork(req forkReq) forkReply {
 		// ForkExec reaps a child whose exec failed itself; nothing is left.
 		return forkReply{err: newStartError(req.args[0], err)}
 	}
-	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, done: make(chan struct{})}
+	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, done: make(chan struct{}), cgroup: req.spec.Cgroup}
 	if !req.spec.Foreground {
 		p.pgid = pid
 	}
@@ -267,6 +271,8 @@ type Process struct {
 	startTime int64
 	started   time.Time
 	tag       string // Spec.Tag
+
+	cgroup *RunCgroup // nil: none
 
 	// Guarded by r.mu.
 	reaped bool
@@ -338,6 +344,7 @@ func (p *Process) Kill() error {
 	if p.pgid > 0 {
 		_ = unix.Kill(-p.pgid, unix.SIGKILL)
 	}
+	_ = p.cgroup.Kill()
 	for _, d := range descendants(p.pid) {
 		killPinned(context.Background(), d)
 	}

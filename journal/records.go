@@ -52,6 +52,8 @@ const (
 	ReasonMemory         = "memory"          // killed by the memory guard
 	ReasonSupervisorDied = "supervisor-died" // found at the next start: the supervisor was killed
 	ReasonTurnOpen       = "turn-open"       // exited 0 with a turn still open
+	ReasonTurnTimeout    = "turn-timeout"    // a turn or phase outlived --turn-timeout or --phase-timeout
+	ReasonOOM            = "oom"             // the kernel's OOM killer killed a process of its cgroup
 )
 
 // SessionState is where an agent session stands.
@@ -104,6 +106,49 @@ type Session struct {
 	Run uint64 `json:"run"`
 	// Resume holds the continuation owed to a resume_pending session.
 	Resume *Resume `json:"resume,omitempty"`
+
+	// Wait is what a waiting session waits for: input, approval (a
+	// person) or reconnect (the agent retries the model API).
+	Wait string `json:"wait,omitempty"`
+	// ClockFrom is when the turn's current attempt started counting
+	// towards --turn-timeout: its turn-begin, its resumed, or the end of a
+	// wait for a person. PhaseStarted is when its phase began. Both are
+	// journaled so that a restarted supervise computes the time left.
+	ClockFrom    time.Time `json:"clock_from,omitzero"`
+	PhaseStarted time.Time `json:"phase_started,omitzero"`
+	// TurnExtended and PhaseExtended are how far EXTEND_TIMEOUT_USEC pushed
+	// the turn's and the phase's deadlines (zero: not extended).
+	TurnExtended  time.Time `json:"turn_extended,omitzero"`
+	PhaseExtended time.Time `json:"phase_extended,omitzero"`
+	// ParkedBy is ParkedByBreaker for a park by the consecutive-crash
+	// breaker, "" for any other.
+	ParkedBy string `json:"parked_by,omitempty"`
+	// Fingerprint is the agent's fingerprint when the crash breaker parked
+	// the session; nil for any other park. A later launch whose agent has
+	// a different fingerprint lifts the park once.
+	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
+}
+
+// ParkedByBreaker marks a session parked at the consecutive-crash breaker.
+const ParkedByBreaker = "breaker"
+
+// Fingerprint identifies the agent's build and configuration: the agent
+// binary and the files named by --fingerprint.
+type Fingerprint struct {
+	// Sum is the SHA-256 over every file's path and digest, in order.
+	Sum string `json:"sum"`
+	// Files lists the agent binary first, then the --fingerprint files.
+	Files []FileFingerprint `json:"files"`
+}
+
+// FileFingerprint is one file of a Fingerprint.
+type FileFingerprint struct {
+	Path   string    `json:"path"`
+	Size   int64     `json:"size"`
+	MTime  time.Time `json:"mtime"`
+	SHA256 string    `json:"sha256,omitempty"`
+	// Error says why the file could not be read ("" when it was).
+	Error string `json:"error,omitempty"`
 }
 
 // Resume is a continuation owed to a session.

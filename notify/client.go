@@ -219,9 +219,19 @@ func (c *Client) TurnEnd(ctx context.Context, session, turn string, o Outcome) e
 	return c.marker(ctx, EventTurnEnd, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_OUTCOME", string(o))
 }
 
-// Waiting reports that session is waiting for the user.
+// Waiting reports that session is waiting for the user (WaitInput).
 func (c *Client) Waiting(ctx context.Context, session, turn string) error {
-	return c.marker(ctx, EventWaiting, session, "X_SUPERVISE_TURN", turn)
+	return c.WaitingFor(ctx, session, turn, WaitInput)
+}
+
+// WaitingFor reports that session is waiting for w: a person (WaitInput,
+// WaitApproval), or the model API the agent is retrying (WaitReconnect,
+// resumed like in_turn after a death). An empty w means WaitInput.
+func (c *Client) WaitingFor(ctx context.Context, session, turn string, w Wait) error {
+	if w == "" {
+		w = WaitInput
+	}
+	return c.marker(ctx, EventWaiting, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_WAIT", string(w))
 }
 
 // Phase reports that session entered phase p; tool names the tool for

@@ -93,6 +93,18 @@ const (
 	PhaseIdle  Phase = "idle"
 )
 
+// Wait is what a waiting session waits for (X_SUPERVISE_WAIT).
+type Wait string
+
+// Waits. A session waiting for input or approval waits for a person and is
+// never resumed automatically after a death; one waiting for reconnect is
+// retrying the model API mid-turn (an outage) and is resumed like in_turn.
+const (
+	WaitInput     Wait = "input"
+	WaitApproval  Wait = "approval"
+	WaitReconnect Wait = "reconnect"
+)
+
 // Message is one accepted datagram, parsed.
 type Message struct {
 	// PID and UID are the sender's credentials (SCM_CREDENTIALS), filled
@@ -123,6 +135,9 @@ type Message struct {
 	Event   Event
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
+	// Wait is set with EventWaiting: WaitInput when X_SUPERVISE_WAIT is
+	// absent.
+	Wait Wait
 
 	// Refused is set on a BARRIER=1 message when the Server refused a
 	// datagram from the same sender since its previous barrier: the
@@ -143,7 +158,7 @@ func (m *Message) IsHeartbeatOnly() bool {
 		(m.Event == EventNone || m.Event == EventHeartbeat) &&
 		!m.Ready && !m.Stopping && !m.WatchdogTrigger && !m.Barrier && !m.HasStatus &&
 		m.WatchdogUSec == 0 && m.ExtendTimeoutUSec == 0 &&
-		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Detail == "" && m.Outcome == "" && m.Phase == "" &&
+		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Detail == "" && m.Outcome == "" && m.Phase == "" && m.Wait == "" &&
 		m.Fd == nil
 }
 
@@ -165,6 +180,7 @@ const (
 	seenPhase
 	seenTool
 	seenPrompt
+	seenWait
 	seenDetail
 )
 
@@ -199,6 +215,7 @@ func (p *parser) parse(b []byte) (Message, error) {
 		seen                                            uint
 		assignments                                     int
 		session, event, turn, outcome, phase, tool, pro []byte
+		wait                                            []byte
 		detail                                          []byte
 	)
 	for line := 1; len(b) > 0; line++ {
@@ -258,6 +275,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 			bit, tool = seenTool, v
 		case "X_SUPERVISE_PROMPT":
 			bit, pro = seenPrompt, v
+		case "X_SUPERVISE_WAIT":
+			bit, wait = seenWait, v
 		case "X_SUPERVISE_DETAIL":
 			bit, detail = seenDetail, v
 		}
@@ -325,6 +344,17 @@ func (p *parser) parse(b []byte) (Message, error) {
 	}
 	if m.Event == EventPhase && m.Phase == "" {
 		return m, fmt.Errorf("phase event without phase: %w", ErrProtocol)
+	}
+	if seen&seenWait != 0 {
+		switch w := Wait(wait); w {
+		case WaitInput, WaitApproval, WaitReconnect:
+			m.Wait = w
+		default:
+			return m, fmt.Errorf("unknown wait %q: %w", wait, ErrProtocol)
+		}
+	}
+	if m.Event == EventWaiting && m.Wait == "" {
+		m.Wait = WaitInput
 	}
 	if seen&seenPrompt != 0 {
 		m.Prompt = string(cut(pro, MaxPromptLen))

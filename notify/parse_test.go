@@ -86,7 +86,11 @@ func TestParse(t *testing.T) {
 		},
 		{name: "turn-end failed", in: sess + "X_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_OUTCOME=failed", want: Message{Session: "s1", Event: EventTurnEnd, Outcome: OutcomeFailed}},
 		{name: "turn-end cancelled", in: sess + "X_SUPERVISE_EVENT=turn-end\nX_SUPERVISE_OUTCOME=cancelled", want: Message{Session: "s1", Event: EventTurnEnd, Outcome: OutcomeCancelled}},
-		{name: "waiting", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_TURN=t1", want: Message{Session: "s1", Event: EventWaiting, Turn: "t1"}},
+		{name: "waiting", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_TURN=t1", want: Message{Session: "s1", Event: EventWaiting, Turn: "t1", Wait: WaitInput}},
+		{name: "waiting for approval", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_WAIT=approval", want: Message{Session: "s1", Event: EventWaiting, Wait: WaitApproval}},
+		{name: "waiting for reconnect", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_WAIT=reconnect", want: Message{Session: "s1", Event: EventWaiting, Wait: WaitReconnect}},
+		{name: "unknown wait", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_WAIT=coffee", err: ErrProtocol},
+		{name: "wait given twice", in: sess + "X_SUPERVISE_EVENT=waiting\nX_SUPERVISE_WAIT=input\nX_SUPERVISE_WAIT=reconnect", err: ErrMalformed},
 		{
 			name: "phase tool",
 			in:   sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=tool\nX_SUPERVISE_TOOL=bash",

@@ -66,7 +66,7 @@ func TestPythonAgent(t *testing.T) {
 	for _, w := range []Message{
 		{Session: "py2", Event: EventTurnBegin, Turn: "t9", Prompt: "two lines"},
 		{Session: "py2", Event: EventHeartbeat, Watchdog: true},
-		{Session: "py2", Event: EventWaiting, Turn: "t9"},
+		{Session: "py2", Event: EventWaiting, Turn: "t9", Wait: WaitInput},
 	} {
 		m := next(t, ch)
 		m.PID, m.UID = 0, 0

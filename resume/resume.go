@@ -7,6 +7,7 @@
 //	session at death                                   decision
 //	idle, closed (and a turn that ended cancelled)     nothing
 //	waiting (approval or human input)                  parked: never auto-resumed
+//	waiting for reconnect (retrying the model API)     as in_turn
 //	in_turn/resume_pending, turn older than MaxAge     parked: stale
 //	in_turn/resume_pending, crash_count+1 <= Limit     crash_count+1, resume_pending
 //	in_turn/resume_pending, crash_count+1 >  Limit     crash_count+1, parked
@@ -152,12 +153,20 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 	s.CrashCount++
 	s.Updated = now
 	switch {
+	case s.State == journal.Waiting && s.Wait == "reconnect":
+		// Retrying the model API mid-turn: an outage, not a person. Counted
+		// and resumed like in_turn (the checks below).
+		s.State = journal.InTurn
+	}
+	switch {
 	case s.State == journal.Waiting:
 		return park(s, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
 	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
 		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
 	case s.CrashCount > p.Limit:
-		return park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): it may be what kills the agent")
+		dec := park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): it may be what kills the agent")
+		dec.Session.ParkedBy = journal.ParkedByBreaker
+		return dec
 	}
 	s.State = journal.ResumePending
 	s.Reason = "interrupted: " + how
@@ -168,6 +177,7 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 
 func park(s journal.Session, reason string) Decision {
 	s.State = journal.Parked
+	s.ParkedBy = ""
 	s.Reason = reason
 	s.Resume = nil
 	return Decision{Park, s}
@@ -188,6 +198,10 @@ func describe(d Death) string {
 		return "a requested stop"
 	case journal.ReasonExecFailed:
 		return "the agent could not be started"
+	case journal.ReasonTurnTimeout:
+		return "stopped by supervise because a turn ran past its deadline (--turn-timeout or --phase-timeout)"
+	case journal.ReasonOOM:
+		return "killed by the kernel's OOM killer (out of memory in its cgroup)"
 	}
 	if d.Signal != 0 {
 		return fmt.Sprintf("the agent was killed by signal %d (%s)", d.Signal, signalName(d.Signal))

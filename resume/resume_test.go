@@ -16,6 +16,12 @@ func sess(state journal.SessionState, count int) journal.Session {
 		Phase: "tool", Tool: "bash", Prompt: "rename the package"}
 }
 
+func waitingFor(w string, count int) journal.Session {
+	s := sess(journal.Waiting, count)
+	s.Wait = w
+	return s
+}
+
 var kill9 = Death{Reason: journal.ReasonSignal, Signal: 9, ExitCode: 137, Run: 7, At: now}
 
 // TestDecisionTable covers every row of the decision table in docs/design.md and the
@@ -43,6 +49,11 @@ func TestDecisionTable(t *testing.T) {
 		{"closed: nothing", sess(journal.Closed, 0), kill9, DefaultPolicy(), Keep, journal.Closed, 0, ""},
 		{"turn ended cancelled, then died: nothing", cancelled, kill9, DefaultPolicy(), Keep, journal.Idle, 0, ""},
 		{"waiting: parked, never resumed", sess(journal.Waiting, 0), kill9, DefaultPolicy(), Park, journal.Parked, 1, "waiting for input"},
+		{"waiting for approval: parked", waitingFor("approval", 0), kill9, DefaultPolicy(), Park, journal.Parked, 1, "waiting for input"},
+		{"waiting for reconnect: resumed like in_turn", waitingFor("reconnect", 0), kill9, DefaultPolicy(), Resume, journal.ResumePending, 1, "signal 9"},
+		{"waiting for reconnect, second death: breaker", waitingFor("reconnect", 1), kill9, DefaultPolicy(), Park, journal.Parked, 2, "consecutive"},
+		{"turn timeout: resume", sess(journal.InTurn, 0), Death{Reason: journal.ReasonTurnTimeout, Signal: 15, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "deadline"},
+		{"oom: resume", sess(journal.InTurn, 0), Death{Reason: journal.ReasonOOM, Signal: 9, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "OOM"},
 		{"in turn, stale: parked", stale, kill9, DefaultPolicy(), Park, journal.Parked, 1, "stale"},
 		{"in turn, first death: resume", sess(journal.InTurn, 0), kill9, DefaultPolicy(), Resume, journal.ResumePending, 1, "signal 9"},
 		{"in turn, second consecutive death: park", sess(journal.InTurn, 1), kill9, DefaultPolicy(), Park, journal.Parked, 2, "2 consecutive dirty deaths"},

@@ -39,6 +39,8 @@ func (s *Supervisor) decide(d resume.Death, now time.Time) []resume.Decision {
 		}
 		changed = append(changed, dec)
 	}
+	s.stampBreakerParks(changed)
+	s.warmFingerprint(changed)
 	return changed
 }
 

@@ -52,7 +52,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		s.watchdogTriggered(now)
 	}
 	if m.ExtendTimeoutUSec > 0 {
-		s.extendGrace(time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
+		s.extendTimeout(m, time.Duration(m.ExtendTimeoutUSec)*time.Microsecond, now)
 	}
 	if m.Barrier {
 		s.barrier(m)
@@ -84,6 +84,8 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		sess.State = journal.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = m.Turn, m.Prompt, now
 		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
+		newAttempt(sess, now)
+		sess.ParkedBy, sess.Fingerprint = "", nil
 	case notify.EventTurnEnd:
 		if m.Turn != "" {
 			sess.Turn = m.Turn
@@ -99,10 +101,17 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 			sess.Turn = m.Turn
 		}
 		sess.State = journal.Waiting
+		sess.Wait = string(m.Wait)
 	case notify.EventPhase:
 		sess.Phase, sess.Tool, sess.Detail = string(m.Phase), m.Tool, m.Detail
+		sess.PhaseStarted, sess.PhaseExtended = now, time.Time{}
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
+			if sess.Wait != journalWaitReconnect {
+				// A person answered: the turn's clock starts again.
+				sess.ClockFrom, sess.TurnExtended = now, time.Time{}
+			}
+			sess.Wait = ""
 		}
 	case notify.EventResumed:
 		if m.Turn != "" {
@@ -116,12 +125,25 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		if sess.TurnStarted.IsZero() {
 			sess.TurnStarted = now
 		}
+		newAttempt(sess, now) // the phase clock starts at the next phase marker
 	case notify.EventClosed:
 		sess.State = journal.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
+	if m.Event != notify.EventWaiting && sess.State != journal.Waiting {
+		sess.Wait = ""
+	}
 	s.markDirty(sess.ID)
+	s.noteDeadline(sess)
 	s.flushAsync()
+}
+
+// newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
+// resumed) at now.
+func newAttempt(sess *journal.Session, now time.Time) {
+	sess.ClockFrom, sess.PhaseStarted = now, time.Time{}
+	sess.TurnExtended, sess.PhaseExtended = time.Time{}, time.Time{}
+	sess.Wait = ""
 }
 
 // turnCompleted resets what a completed turn proves: the session's

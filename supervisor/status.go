@@ -70,6 +70,11 @@ type ChildStatus struct {
 	StatusText string `json:"status_text,omitempty"`
 	// Watchdog is the hang-detection period in effect, "" when off.
 	Watchdog string `json:"watchdog,omitempty"`
+	// Cgroup is the run's own cgroup directory, "" when it has none.
+	Cgroup string `json:"cgroup,omitempty"`
+	// OOMNamed is true when the run's cgroup counts OOM kills (memory
+	// controller delegated): a death with one has reason oom.
+	OOMNamed bool `json:"oom_named,omitempty"`
 }
 
 // SessionStatus is one session.
@@ -87,6 +92,28 @@ type SessionStatus struct {
 	ResumeCommand string `json:"resume_command,omitempty"`
 	// Resume describes the continuation owed to a resume_pending session.
 	Resume *ResumeStatus `json:"resume,omitempty"`
+	// Wait is what a waiting session waits for: input, approval or
+	// reconnect.
+	Wait string `json:"wait,omitempty"`
+	// Deadline is the session's earliest turn or phase deadline, while a
+	// supervise with --turn-timeout or --phase-timeout runs it.
+	Deadline *DeadlineStatus `json:"deadline,omitempty"`
+	// Fingerprint is the agent's fingerprint when the crash breaker parked
+	// the session: a launch with a different one lifts the park once.
+	Fingerprint *journal.Fingerprint `json:"fingerprint,omitempty"`
+}
+
+// DeadlineStatus is a turn or phase deadline.
+type DeadlineStatus struct {
+	// Kind is "turn", "model phase" or "tool phase".
+	Kind  string    `json:"kind"`
+	Limit string    `json:"limit"`
+	At    time.Time `json:"at"`
+	// Since is when its clock started (turn-begin, resumed, phase marker).
+	Since time.Time `json:"since"`
+	// Extended is true when EXTEND_TIMEOUT_USEC moved it (capped at twice
+	// Limit).
+	Extended bool `json:"extended"`
 }
 
 // ResumeStatus is a continuation owed to a session.
@@ -135,6 +162,12 @@ func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail}
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
+	}
+	if s.State == journal.Waiting {
+		st.Wait = s.Wait
+	}
+	if s.State == journal.Parked {
+		st.Fingerprint = s.Fingerprint
 	}
 	if r := s.Resume; r != nil && s.State == journal.ResumePending {
 		st.Resume = &ResumeStatus{Attempt: r.Attempt, Reason: r.Reason, Manual: r.Manual, DeliveredToRun: r.Run, Message: r.Message}
@@ -241,6 +274,10 @@ func (s *Supervisor) status(all bool) (Status, error) {
 	if s.wd.period > 0 && s.proc != nil {
 		st.Child.Watchdog = s.wd.period.String()
 	}
+	if s.cg.run != nil && s.proc != nil {
+		st.Child.Cgroup = s.cg.run.Dir()
+		st.Child.OOMNamed = s.cg.all.Memory()
+	}
 	st.Guard = s.guard
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
@@ -253,7 +290,11 @@ func (s *Supervisor) status(all bool) (Status, error) {
 		// The loop's view: open sessions plus those active in this run.
 		st.Sessions = st.Sessions[:0]
 		for _, sess := range s.sessions {
-			st.Sessions = append(st.Sessions, sessionStatus(*sess, s.cfg.StateDir, s.held()))
+			ss := sessionStatus(*sess, s.cfg.StateDir, s.held())
+			if dl, ok := sessionDeadline(sess, s.cfg.Deadlines); ok && s.proc != nil {
+				ss.Deadline = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Since: dl.From.Round(0), Extended: dl.Extended}
+			}
+			st.Sessions = append(st.Sessions, ss)
 		}
 		sortSessions(st.Sessions)
 	}
@@ -284,6 +325,13 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 		fmt.Fprintf(b, "child: %s, pid %d, run %d, started %s, restarts %d\n", c.State, c.PID, c.Run, ago(c.Started), c.Restarts)
 	default:
 		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
+	}
+	if c.Cgroup != "" {
+		oom := "an OOM kill cannot be named (no memory controller)"
+		if c.OOMNamed {
+			oom = "OOM kills are named"
+		}
+		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
 	}
 	if c.StatusText != "" {
 		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)
@@ -316,6 +364,21 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 				fmt.Fprintf(b, "  %s: resume attempt %d delivered to run %d, not yet taken by the agent\n", s.ID, s.Resume.Attempt, s.Resume.DeliveredToRun)
 			case s.Resume != nil:
 				fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", s.ID, s.Resume.Attempt)
+			}
+			if d := s.Deadline; d != nil {
+				ext := ""
+				if d.Extended {
+					ext = ", extended"
+				}
+				fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", s.ID, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
+			}
+			if s.Wait != "" {
+				fmt.Fprintf(b, "  %s: waiting for %s\n", s.ID, s.Wait)
+			}
+			if f := s.Fingerprint; f != nil && len(f.Files) > 0 {
+				a := f.Files[0]
+				fmt.Fprintf(b, "  %s: parked under agent %s (%d bytes, modified %s, sha256 %s); a changed agent lifts the park once\n",
+					s.ID, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
 			}
 		}
 	}

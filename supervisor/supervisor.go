@@ -77,6 +77,14 @@ type Config struct {
 	// MaxRSS is the memory guard: the agent's whole tree may use at most
 	// this many resident bytes; 0 disables it.
 	MaxRSS uint64
+	// Fingerprint lists files whose change, with the agent binary's, lifts
+	// a park by the crash breaker once (--fingerprint).
+	Fingerprint []string
+	// NoCgroups keeps the agent out of a cgroup of its own (--cgroup off).
+	NoCgroups bool
+	// Deadlines are the turn-level deadlines (--turn-timeout,
+	// --phase-timeout); zero values are off.
+	Deadlines Deadlines
 	// Foreground keeps the child in supervise's process group, for a
 	// terminal (see child.Spec.Foreground).
 	Foreground bool
@@ -123,6 +131,7 @@ type Supervisor struct {
 	done     chan struct{} // closed when Run returns
 
 	in       *intake
+	fprint   *fingerprinter
 	root     atomic.Pointer[treeRoot]
 	fenceSeq uint64
 	m        *metrics
@@ -150,6 +159,8 @@ type Supervisor struct {
 	abort         *abortState
 	lastInterrupt time.Time
 	wd            watchdogState
+	dl            deadlineState
+	cg            cgroupState
 	pingsAtLaunch uint64
 	grace         struct {
 		timer           *time.Timer
@@ -220,6 +231,9 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	}
 	s.refusedLogs.interval = time.Second
 	s.m = newMetrics(s)
+	if len(cfg.Argv) > 0 {
+		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
+	}
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
@@ -267,6 +281,11 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
 	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
+	s.openCgroups()
+	defer s.closeCgroups()
+	if s.fprint != nil {
+		defer s.fprint.wait() // a warm-up hash started by the loop
+	}
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
@@ -538,8 +557,9 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.ready, s.statusText = false, ""
 	s.turnDone = false
 	relaunch := s.lastExit != nil
+	s.liftParks()
 	argv, extra := s.prepareDelivery(n)
-	p, err := s.reaper.Start(child.Spec{
+	spec := child.Spec{
 		Args:       argv,
 		Env:        append(s.childEnv(n), extra...),
 		Dir:        s.cfg.Dir,
@@ -547,9 +567,18 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdin:      s.cfg.Stdin,
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
+		Cgroup:     s.runCgroup(n),
 		Tag:        s.tag(n),
-	})
+	}
+	p, err := s.reaper.Start(spec)
+	if cerr := err; err != nil && spec.Cgroup != nil {
+		spec.Cgroup = nil
+		if p, err = s.reaper.Start(spec); err == nil {
+			s.cgroupFailed(cerr)
+		}
+	}
 	if err != nil {
+		s.endRunCgroup()
 		exit := child.FailedExit(err, time.Now())
 		s.run = journal.Run{Run: n, Started: exit.Started, Argv: argv}
 		s.log.Error("agent could not be started", "run", n, "cmd", argv[0], "exit_code", exit.Code, "err", err)
@@ -589,7 +618,9 @@ func (s *Supervisor) runOnce() child.Exit {
 	s.drain()
 	s.root.Store(nil)
 	s.stopWatchdog()
+	s.stopDeadlines()
 	s.stopGrace()
+	s.endRunCgroup()
 	s.proc = nil
 	s.flushBeats(time.Now())
 	return p.Exit()
@@ -640,6 +671,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.fp.BlockWhileWedged()
 			s.flushBeats(now)
 			s.checkMemory()
+			s.rearmDeadlines()
 			s.evictSettled()
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
@@ -647,6 +679,8 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			}
 		case now := <-s.wdC():
 			s.checkWatchdog(now)
+		case now := <-s.dlC():
+			s.deadlineFired(now)
 		case now := <-s.graceC():
 			s.graceFired(now)
 		case err := <-s.verifyc:
@@ -761,6 +795,7 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 	r.ExitCode = exit.Code
 	r.Signal = int(exit.Signal)
 	r.Reason, r.Dirty = s.classify(exit)
+	r.Reason = s.namedOOM(r.Reason, r.Dirty)
 	s.run = r
 	s.lastExit = &r
 	s.state = "exited"

@@ -26,7 +26,11 @@ hooks can stay configured.
 Events:
   turn-begin   --session ID [--turn ID] [--prompt TEXT]   a turn started
   turn-end     --session ID [--turn ID] --outcome completed|failed|cancelled
-  waiting      --session ID [--turn ID]    waiting for approval or human input
+  waiting      --session ID [--turn ID] [--wait input|approval|reconnect]
+                                           waiting for a person (input, the
+                                           default, or approval: parked after a
+                                           death), or retrying the model API
+                                           (reconnect: resumed like a turn)
   phase        --session ID --phase model|tool|idle [--tool NAME]
   resumed      --session ID [--turn ID]    the agent took a resume
   closed       --session ID                the session is over
@@ -49,9 +53,9 @@ and Codex's notify program argument (agent-turn-complete):
                                                      handed over for that session
   PreToolUse, BeforeTool, pre_tool_call              phase tool (tool_name)
   PostToolUse(Failure), AfterTool, post_tool_call    phase model
-  PermissionRequest, Elicitation, Notification of
-    permission_prompt, elicitation_dialog or
-    ToolPermission                                   waiting
+  PermissionRequest, Notification of
+    permission_prompt or ToolPermission              waiting --wait approval
+  Elicitation, Notification elicitation_dialog       waiting --wait input
   Notification idle_prompt                           turn-end cancelled (the turn
                                                      is over and the agent waits at
                                                      its prompt: a turn stopped by
@@ -93,6 +97,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	detail := fs.String("detail", "", "what the tool runs (a command line, a file path), with --phase tool: one line, at most 512 bytes (longer is cut, ending with …); the continuation names it")
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
+	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the send and the barrier")
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
@@ -158,7 +163,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	defer cancel()
 	// Session markers are the ones a hook payload maps to: one sender.
 	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
-		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome)}
+		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
 	switch event {
 	case "turn-end":
 		if !m.Outcome.Valid() {
@@ -179,7 +184,13 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return exitUsage
 		}
 		err = m.Send(ctx, c)
-	case "turn-begin", "waiting", "resumed", "closed":
+	case "waiting":
+		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
+			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
+			return exitUsage
+		}
+		err = m.Send(ctx, c)
+	case "turn-begin", "resumed", "closed":
 		err = m.Send(ctx, c)
 	case "heartbeat":
 		if *session != "" {

@@ -55,6 +55,10 @@ type runFlags struct {
 	logLevel    string
 	logFormat   string
 	foreground  string
+	turnTimeout time.Duration
+	phaseTime   string
+	fingerprint listFlag
+	cgroup      string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -80,6 +84,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.turnTimeout, "turn-timeout", 0, "turn deadline: a turn still open this long after its turn-begin (or resumed) stops the agent (stop signal, grace, SIGKILL), reason turn-timeout, decided as any dirty death; EXTEND_TIMEOUT_USEC during the turn extends it up to twice this; a wait for a person pauses it (0 = off)")
+	fs.StringVar(&f.phaseTime, "phase-timeout", "", "phase deadlines, e.g. model=10m,tool=30m (either may be given): a model or tool phase older than its deadline stops the agent as --turn-timeout does")
+	fs.Var(&f.fingerprint, "fingerprint", "a file whose change, like the agent binary's, lifts a park by the crash breaker once, e.g. the agent's config or a model pin (repeatable)")
+	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -126,13 +134,16 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("stop-signal", set), f.stopSignal)
 	}
 	for name, d := range map[string]time.Duration{"stop-timeout": f.stopTimeout, "watchdog": f.watchdog, "healthy-after": f.healthy,
-		"backoff-initial": f.backoffInit, "backoff-max": f.backoffMax, "guard-gap": f.guardGap} {
+		"backoff-initial": f.backoffInit, "backoff-max": f.backoffMax, "guard-gap": f.guardGap, "turn-timeout": f.turnTimeout} {
 		if d < 0 {
 			return cfg, nil, fmt.Errorf("%s must not be negative", source(name, set))
 		}
 	}
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age must be >= 0, --keep-runs >= 1")
+	}
+	if f.cgroup != "auto" && f.cgroup != "off" {
+		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("cgroup", set), f.cgroup)
 	}
 	if f.resumeMode != "auto" && f.resumeMode != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("resume", set), f.resumeMode)
@@ -142,6 +153,21 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		if execTpl, err = resume.ParseTemplate(f.resumeExec); err != nil {
 			return cfg, nil, fmt.Errorf("%s: %w", source("resume-exec", set), err)
 		}
+	}
+	deadlines := supervisor.Deadlines{Turn: f.turnTimeout}
+	if err := parsePhaseTimeout(f.phaseTime, &deadlines); err != nil {
+		return cfg, nil, fmt.Errorf("%s: %w", source("phase-timeout", set), err)
+	}
+	var fingerprint []string
+	for _, p := range f.fingerprint {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("%s %s: %w", source("fingerprint", set), p, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return cfg, nil, fmt.Errorf("%s: %w", source("fingerprint", set), err)
+		}
+		fingerprint = append(fingerprint, abs)
 	}
 	maxRSS, err := parseSize(f.maxRSS)
 	if err != nil {
@@ -182,6 +208,9 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		StopTimeout:  f.stopTimeout,
 		Watchdog:     f.watchdog,
 		MaxRSS:       maxRSS,
+		Deadlines:    deadlines,
+		NoCgroups:    f.cgroup == "off",
+		Fingerprint:  fingerprint,
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},

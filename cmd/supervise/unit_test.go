@@ -69,7 +69,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 	out := unitGen(t, "systemd", "--stop-timeout", "25s", "--resume=off", "--", "sh", "-c", "exit 0")
 
 	want := map[string]string{
-		"Type": "notify", "NotifyAccess": "main", "WatchdogSec": "30s", "KillMode": "mixed",
+		"Type": "notify", "NotifyAccess": "main", "WatchdogSec": "30s", "KillMode": "mixed", "Delegate": "yes",
 		"TimeoutStopSec": "35s", "Restart": "on-failure", "RestartPreventExitStatus": "3",
 		"RestartSec": "1s", "OOMPolicy": "continue", "WantedBy": "multi-user.target",
 		"StateDirectory": "supervise/sh", "StateDirectoryMode": "0700",

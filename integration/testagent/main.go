@@ -25,6 +25,7 @@
 // Protocol steps (over $NOTIFY_SOCKET with the notify client):
 //
 //	turn-begin S T [PROMPT]   turn-end S T OUTCOME   waiting S   phase S PHASE [TOOL [DETAIL]]
+//	wait-for S input|approval|reconnect   extend USEC [S] (EXTEND_TIMEOUT_USEC)
 //	resumed S   closed S   heartbeat S   ping   ready   status TEXT   trigger
 //	barrier             wait until journaled: logs "barrier-ok" or "barrier-err ERR"
 //	pinger DURATION     WATCHDOG=1 every DURATION in the background

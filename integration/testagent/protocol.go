@@ -39,6 +39,15 @@ func protocol(verb string, f []string, rest string) bool {
 		err = client.TurnEnd(ctx, arg(0), arg(1), notify.Outcome(arg(2)))
 	case "waiting":
 		err = client.Waiting(ctx, arg(0), arg(1))
+	case "wait-for":
+		err = client.WaitingFor(ctx, arg(0), "", notify.Wait(arg(1)))
+	case "extend":
+		// EXTEND_TIMEOUT_USEC=arg(0), for session arg(1) if given.
+		msg := "EXTEND_TIMEOUT_USEC=" + arg(0)
+		if arg(1) != "" {
+			msg += "\nX_SUPERVISE_SESSION=" + arg(1)
+		}
+		err = client.Notify(ctx, msg)
 	case "phase":
 		if len(f) > 3 { // phase S tool TOOL DETAIL...
 			err = client.ToolPhase(ctx, arg(0), arg(2), strings.Join(f[3:], " "))

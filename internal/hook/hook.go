@@ -35,6 +35,10 @@ type Marker struct {
 	// Detail is what the tool runs (a command, a path), with PhaseTool.
 	Detail  string
 	Outcome notify.Outcome
+	// Wait is what a waiting marker waits for: approval (a permission
+	// prompt) or input (a question). No CLI's hooks report the model API
+	// retries that reconnect stands for.
+	Wait notify.Wait
 }
 
 // Send sends m with c.
@@ -45,7 +49,7 @@ func (m Marker) Send(ctx context.Context, c *notify.Client) error {
 	case notify.EventTurnEnd:
 		return c.TurnEnd(ctx, m.Session, m.Turn, m.Outcome)
 	case notify.EventWaiting:
-		return c.Waiting(ctx, m.Session, m.Turn)
+		return c.WaitingFor(ctx, m.Session, m.Turn, m.Wait)
 	case notify.EventPhase:
 		if m.Phase == notify.PhaseTool {
 			return c.ToolPhase(ctx, m.Session, m.Tool, m.Detail)
@@ -68,7 +72,7 @@ func (m Marker) CommandLine() string {
 	b.WriteString(string(m.Event))
 	for _, f := range []struct{ flag, v string }{
 		{"session", m.Session}, {"turn", m.Turn}, {"outcome", string(m.Outcome)},
-		{"phase", string(m.Phase)}, {"tool", m.Tool}, {"detail", m.Detail}, {"prompt", m.Prompt},
+		{"phase", string(m.Phase)}, {"tool", m.Tool}, {"detail", m.Detail}, {"prompt", m.Prompt}, {"wait", string(m.Wait)},
 	} {
 		if f.v != "" {
 			fmt.Fprintf(&b, " --%s %q", f.flag, f.v)
@@ -167,8 +171,10 @@ func Map(raw []byte) (Marker, string, error) {
 		m.Event, m.Phase, m.Tool = notify.EventPhase, notify.PhaseTool, p.str("tool_name")
 	case "PostToolUse", "PostToolUseFailure", "AfterTool", "post_tool_call":
 		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
-	case "PermissionRequest", "Elicitation":
-		m.Event = notify.EventWaiting
+	case "PermissionRequest":
+		m.Event, m.Wait = notify.EventWaiting, notify.WaitApproval
+	case "Elicitation":
+		m.Event, m.Wait = notify.EventWaiting, notify.WaitInput
 	case "Notification":
 		kind := p.str("notification_type")
 		if kind == "" { // older Claude Code: only the message tells
@@ -180,8 +186,10 @@ func Map(raw []byte) (Marker, string, error) {
 			}
 		}
 		switch kind {
-		case "permission_prompt", "elicitation_dialog", "ToolPermission":
-			m.Event = notify.EventWaiting
+		case "permission_prompt", "ToolPermission":
+			m.Event, m.Wait = notify.EventWaiting, notify.WaitApproval
+		case "elicitation_dialog":
+			m.Event, m.Wait = notify.EventWaiting, notify.WaitInput
 		case "idle_prompt":
 			turnEnd(notify.OutcomeCancelled)
 		}

@@ -1,0 +1,40 @@
+package resume
+
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// LiftReason is the reason a park lifted by a changed agent carries.
+const LiftReason = "the agent changed since it was parked"
+
+// Liftable reports whether s is parked at the consecutive-crash breaker
+// under an agent whose fingerprint differs from sum: the upgrade that fixes
+// a crash should resume the work that crash parked. Parks for a wait, a
+// stale turn, an untaken resume or a requested stop never lift this way.
+func Liftable(s journal.Session, sum string) bool {
+	return s.State == journal.Parked && s.ParkedBy == journal.ParkedByBreaker &&
+		s.Fingerprint != nil && s.Fingerprint.Sum != "" && sum != "" && s.Fingerprint.Sum != sum
+}
+
+// Lift lifts the park of a Liftable session once: it becomes
+// resume_pending with crash_count at p.Limit-1 (one more death finds it at
+// the limit, the next parks it again, under the new fingerprint) and the
+// reason LiftReason. The fingerprint that parked it is dropped, so the same
+// park never lifts twice.
+func Lift(s journal.Session, now time.Time, p Policy) journal.Session {
+	s.State = journal.ResumePending
+	s.CrashCount = max(p.Limit-1, 0)
+	s.Reason = LiftReason
+	s.ParkedBy, s.Fingerprint = "", nil
+	how := LiftReason + " (it had been parked after repeated dirty deaths mid-turn)"
+	msg := message(s, how, p.Template)
+	if p.Template == "" {
+		msg = continuation("[supervise: automatic continuation] Your previous turn in this session was parked after the agent "+
+			"died in it repeatedly; the agent has changed since (a new binary or configuration), so supervise resumes it once.", s)
+	}
+	s.Resume = &journal.Resume{Attempt: s.CrashCount + 1, Reason: LiftReason, Message: msg, Since: now}
+	s.Updated = now
+	return s
+}

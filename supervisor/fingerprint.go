@@ -1,0 +1,203 @@
+package supervisor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
+)
+
+// fingerprinter computes the agent's fingerprint: the resolved agent binary
+// and the --fingerprint files, each by size, mtime and SHA-256. A file is
+// hashed again only when its path, size or mtime changed, so the hashing
+// happens at most once per boot and once per change of the agent, never on
+// every restart.
+type fingerprinter struct {
+	agent string   // argv[0] as given
+	files []string // --fingerprint
+
+	mu    sync.Mutex // held while hashing: the loop and a warm-up take turns
+	cache map[string]journal.FileFingerprint
+
+	warming sync.WaitGroup
+	warmed  atomic.Bool
+}
+
+func newFingerprinter(agent string, files []string) *fingerprinter {
+	return &fingerprinter{agent: agent, files: files, cache: map[string]journal.FileFingerprint{}}
+}
+
+// resolveAgent finds the file argv0 runs: looked up in $PATH when it has no
+// slash, symlinks followed (an upgrade often just moves a symlink).
+func resolveAgent(argv0 string) string {
+	p, err := exec.LookPath(argv0)
+	if err != nil {
+		p = argv0
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		p = a
+	}
+	return p
+}
+
+// warm hashes in the background, once, so that a park by the breaker
+// (which needs the fingerprint before the next launch) finds it cached.
+// wait joins it.
+func (f *fingerprinter) warm() {
+	if f.warmed.Swap(true) {
+		return
+	}
+	f.warming.Go(func() { f.get() })
+}
+
+func (f *fingerprinter) wait() { f.warming.Wait() }
+
+// get returns the current fingerprint.
+func (f *fingerprinter) get() *journal.Fingerprint {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	paths := append([]string{resolveAgent(f.agent)}, f.files...)
+	fp := &journal.Fingerprint{}
+	sum := sha256.New()
+	for _, p := range paths {
+		ff := f.file(p)
+		fp.Files = append(fp.Files, ff)
+		io.WriteString(sum, ff.Path+"\x00"+ff.SHA256+"\x00"+ff.Error+"\n")
+	}
+	fp.Sum = hex.EncodeToString(sum.Sum(nil))
+	return fp
+}
+
+// file fingerprints one file, from the cache when its size and mtime are
+// unchanged.
+func (f *fingerprinter) file(p string) journal.FileFingerprint {
+	st, err := os.Stat(p)
+	if err != nil {
+		delete(f.cache, p)
+		return journal.FileFingerprint{Path: p, Error: "cannot stat: " + errText(err)}
+	}
+	if c, ok := f.cache[p]; ok && c.Size == st.Size() && c.MTime.Equal(st.ModTime()) && c.Error == "" {
+		return c
+	}
+	ff := journal.FileFingerprint{Path: p, Size: st.Size(), MTime: st.ModTime().UTC().Round(0)}
+	fh, err := os.Open(p)
+	if err != nil {
+		ff.Error = "cannot read: " + errText(err)
+		return ff
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		ff.Error = "cannot read: " + errText(err)
+		return ff
+	}
+	ff.SHA256 = hex.EncodeToString(h.Sum(nil))
+	f.cache[p] = ff
+	return ff
+}
+
+func errText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// stampBreakerParks records the agent's fingerprint on the sessions the
+// breaker just parked, and drops a stale one from any other park.
+func (s *Supervisor) stampBreakerParks(decs []resume.Decision) {
+	if s.fprint == nil {
+		return
+	}
+	var fp *journal.Fingerprint
+	for i := range decs {
+		if decs[i].Action != resume.Park {
+			continue
+		}
+		sess := s.sessions[decs[i].Session.ID]
+		if sess == nil {
+			continue
+		}
+		sess.Fingerprint = nil
+		if sess.ParkedBy == journal.ParkedByBreaker {
+			if fp == nil {
+				fp = s.fprint.get()
+			}
+			sess.Fingerprint = fp
+		}
+		decs[i].Session = *sess
+	}
+}
+
+// warmFingerprint starts hashing the agent in the background when the
+// next death may park a session at the breaker (a resume at the limit was
+// just decided), so that park finds the fingerprint cached instead of
+// hashing a large binary between a death and the next launch.
+func (s *Supervisor) warmFingerprint(decs []resume.Decision) {
+	if s.fprint == nil {
+		return
+	}
+	for _, d := range decs {
+		if d.Action == resume.Resume && d.Session.CrashCount >= s.cfg.Resume.Limit {
+			s.fprint.warm()
+			return
+		}
+	}
+}
+
+// liftParks runs before each launch: a session parked by the breaker under
+// an agent whose fingerprint differs from the one about to run becomes
+// resume_pending, once. Nothing is hashed unless such a park exists.
+func (s *Supervisor) liftParks() {
+	if s.fprint == nil {
+		return
+	}
+	var parked []*journal.Session
+	for _, sess := range s.sessions {
+		if sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker && sess.Fingerprint != nil {
+			parked = append(parked, sess)
+		}
+	}
+	if len(parked) == 0 {
+		return
+	}
+	fp := s.fprint.get()
+	now := time.Now()
+	lifted := 0
+	for _, sess := range parked {
+		if !resume.Liftable(*sess, fp.Sum) {
+			continue
+		}
+		was := sess.Fingerprint
+		*sess = resume.Lift(*sess, now, s.cfg.Resume)
+		s.markDirty(sess.ID)
+		lifted++
+		s.log.Warn("session's park lifted: the agent changed since it was parked; resuming it once",
+			"session", sess.ID, "turn", sess.Turn, "crash_count", sess.CrashCount,
+			"parked_fingerprint", short(was.Sum), "fingerprint", short(fp.Sum))
+	}
+	if lifted == 0 {
+		return
+	}
+	if err := s.commitSync(func(tx *journal.Tx) error { return nil }); err != nil {
+		s.log.Error("journal: recording lifted parks failed", "err", err)
+	}
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
