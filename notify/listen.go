@@ -95,7 +95,10 @@ type serveState struct {
 // datagram checks, parses and delivers one datagram. It owns every fd in
 // oob and closes all of them except one it hands to handle.
 func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, handle func(Message)) {
-	pid, uid, creds, fds := parseControl(oob, fds)
+	pid, uid, creds, pidfd, fds := parseControl(oob, fds)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
 	var (
 		r   reason
 		err error
@@ -109,6 +112,13 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		r = reasonNoCreds
 	case s.accept != nil && !s.accept(pid):
 		r = reasonSender
+	case s.accept != nil && !senderAlive(pidfd):
+		// The sender is gone (reaped) by now, so its pid may already
+		// belong to another process, which the check above may have
+		// vetted instead of the sender: never attribute the datagram to
+		// it. Checked after accept: alive now means the pid named the
+		// sender during that check.
+		r, err = reasonSender, errors.New("the sender exited before its datagram was read")
 	default:
 		var m Message
 		m, err = st.parser.parse(b)

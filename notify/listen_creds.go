@@ -21,16 +21,23 @@ import (
 // pid (SCM_CREDENTIALS): true on this backend.
 const Credentials = true
 
-// oobSize fits one SCM_CREDENTIALS and one SCM_RIGHTS with maxFDs fds.
+// oobSize fits one SCM_CREDENTIALS, one SCM_PIDFD and one SCM_RIGHTS with
+// maxFDs fds.
 func oobSize() int {
-	return unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(maxFDs*4)
+	return unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(4) + unix.CmsgSpace(maxFDs*4)
 }
 
-// sockopts sets SO_PASSCRED and a large receive buffer on the socket.
+// sockopts sets SO_PASSCRED, SO_PASSPIDFD and a large receive buffer on the
+// socket.
 func sockopts(fd int) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
 		return fmt.Errorf("set SO_PASSCRED: %w", err)
 	}
+	// SO_PASSPIDFD (Linux 6.5+) adds a pidfd of the sender to every
+	// datagram, which tells whether the pid in SCM_CREDENTIALS still names
+	// the sender when the datagram is read (see datagram). Older kernels:
+	// the pid alone, as before.
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PASSPIDFD, 1)
 	// SO_RCVBUFFORCE needs CAP_NET_ADMIN; the plain option is capped at
 	// rmem_max. Either is only an improvement, so errors are ignored.
 	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvBuf) != nil {
@@ -99,9 +106,26 @@ func (s *Server) Serve(handle func(Message)) error {
 	}
 }
 
-// parseControl returns the credentials and the fds in a control buffer,
-// appending the fds to fds.
-func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ []int) {
+// senderAlive reports whether the process behind a datagram's pidfd is
+// still there (running or a zombie, so its pid is not free for reuse).
+// pidfd is -1 when the kernel sends none (before Linux 6.5): true, as the
+// pid alone is all there is; below -1, the kernel could not make one
+// because the sender was already reaped.
+func senderAlive(pidfd int) bool {
+	switch {
+	case pidfd == -1:
+		return true
+	case pidfd < 0:
+		return false
+	}
+	return unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil
+}
+
+// parseControl returns the credentials, the sender's pidfd (-1 if none, a
+// negative errno if the kernel could not make one) and the fds in a
+// control buffer, appending the fds to fds.
+func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, pidfd int, _ []int) {
+	pidfd = -1
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		l := int(h.Len)
@@ -117,6 +141,13 @@ func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ [
 					uid = binary.NativeEndian.Uint32(data[4:8])
 					creds = true
 				}
+			case unix.SCM_PIDFD:
+				if len(data) >= 4 {
+					pidfd = int(int32(binary.NativeEndian.Uint32(data)))
+					if pidfd == -1 {
+						pidfd = -int(unix.ESRCH)
+					}
+				}
 			case unix.SCM_RIGHTS:
 				for ; len(data) >= 4; data = data[4:] {
 					fds = append(fds, int(int32(binary.NativeEndian.Uint32(data))))
@@ -129,7 +160,7 @@ func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ [
 		}
 		oob = oob[next:]
 	}
-	return pid, uid, creds, fds
+	return pid, uid, creds, pidfd, fds
 }
 
 // Pending reports whether datagrams are waiting in the socket's queue,

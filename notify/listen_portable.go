@@ -101,11 +101,15 @@ func (s *Server) Serve(handle func(Message)) error {
 }
 
 // parseControl returns the fds in a control buffer, appending them to fds.
-// There are no credentials to read: pid and uid are 0 ("unknown") and creds
-// is true, since the directory's mode is all the check there is.
-func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ []int) {
-	return 0, 0, true, rights(oob, fds)
+// There are no credentials to read: pid and uid are 0 ("unknown"), creds is
+// true, since the directory's mode is all the check there is, and there is
+// no pidfd (-1).
+func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, pidfd int, _ []int) {
+	return 0, 0, true, -1, rights(oob, fds)
 }
+
+// senderAlive is true: without a sender pid there is nothing to pin.
+func senderAlive(int) bool { return true }
 
 // rights appends the fds of every SCM_RIGHTS message in oob to fds.
 func rights(oob []byte, fds []int) []int {

@@ -24,6 +24,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
+	"github.com/supervise-dev/supervise/internal/observe"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -46,6 +47,7 @@ type runFlags struct {
 	guardTrip   int
 	guardGap    time.Duration
 	keepRuns    int
+	keepSess    int
 	resumeMode  string
 	resumeLimit int
 	maxTurnAge  time.Duration
@@ -75,6 +77,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
 	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
 	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
+	fs.IntVar(&f.keepSess, "keep-sessions", 10000, "settled (idle or closed) sessions kept in the journal; older ones are pruned, oldest first, in the background (open sessions never are; 0 = keep all)")
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
 	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
@@ -119,6 +122,14 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitUsage
 	}
+	// Under `supervise chaos`: report each step to the harness.
+	obs, closeObs, err := observe.FromEnv(log)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitUsage
+	}
+	defer closeObs()
+	cfg.Observe = obs
 	return supervise(ctx, cfg, f.metricsAddr, log, stderr)
 }
 
@@ -139,8 +150,8 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 			return cfg, nil, fmt.Errorf("%s must not be negative", source(name, set))
 		}
 	}
-	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 {
-		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age must be >= 0, --keep-runs >= 1")
+	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
+		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
 	}
 	if f.cgroup != "auto" && f.cgroup != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("cgroup", set), f.cgroup)
@@ -213,6 +224,7 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		Fingerprint:  fingerprint,
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
+		KeepSessions: f.keepSess,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
 		ResumeOff:    f.resumeMode == "off",
 		ResumeExec:   execTpl,

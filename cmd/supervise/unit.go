@@ -68,6 +68,13 @@ func unitCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["resume-exec"] {
+		// A service manager restarts supervise when it exits non-zero (5
+		// for a parked session, the agent's status after a failed turn),
+		// and the restart would run the task again as a new session.
+		fmt.Fprintf(stderr, "supervise unit %s: --resume-exec is task mode: the task runs once and supervise ends, but a service unit restarts supervise and would run the task again; run the task with supervise directly (or from a job of your own that does not restart it)\n", kind)
+		return exitUsage
+	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintf(stderr, "supervise unit %s: no agent: supervise unit %s [flags] -- AGENT [ARGS...]\n", kind, kind)

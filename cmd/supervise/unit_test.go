@@ -256,7 +256,7 @@ func TestUnitSystemdVerify(t *testing.T) {
 	exe, _ := os.Executable()
 	for _, user := range []bool{false, true} {
 		t.Run(fmt.Sprintf("user=%v", user), func(t *testing.T) {
-			args := []string{"systemd", "--name", "my agent", "--stop-timeout=1m30s", "--resume-exec", "claude -p -r {session} {message}"}
+			args := []string{"systemd", "--name", "my agent", "--stop-timeout=1m30s", "--resume-message", "go on with {session}: {how}"}
 			if user {
 				args = append(args, "--user")
 			}
@@ -270,7 +270,7 @@ func TestUnitSystemdVerify(t *testing.T) {
 			if !user {
 				want = append(want, "--state-dir=/var/lib/supervise/my agent")
 			}
-			want = append(want, "--resume-exec=claude -p -r {session} {message}", "--stop-timeout=1m30s", "--", sh)
+			want = append(want, "--resume-message=go on with {session}: {how}", "--stop-timeout=1m30s", "--", sh)
 			for _, a := range trickyArgs {
 				// systemd keeps $$ until it substitutes variables at exec time.
 				want = append(want, strings.ReplaceAll(a, "$", "$$"))
@@ -568,6 +568,8 @@ func TestUnitUsageErrors(t *testing.T) {
 		{[]string{"unit", "launchd", "--stop-signal", "SIGNOPE", "--", "sh"}, "unknown signal"},
 		{[]string{"unit", "systemd", "--name", "a\nb", "--", "sh"}, "control characters"},
 		{[]string{"unit", "systemd", "--bogus", "--", "sh"}, "bogus"},
+		{[]string{"unit", "systemd", "--resume-exec", "sh -c {session}", "--", "sh"}, "would run the task again"},
+		{[]string{"unit", "launchd", "--resume-exec", "sh -c {session}", "--", "sh"}, "--resume-exec is task mode"},
 	} {
 		code, out, errs := call(t, tc.args...)
 		if code != exitUsage || !strings.Contains(errs, tc.want) || out != "" {
