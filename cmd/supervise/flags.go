@@ -29,7 +29,9 @@ func envName(flagName string) string {
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[string]bool, error) {
 	full := fs.Usage
 	fs.Usage = func() {} // the flag package calls it for -h and for errors alike
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	fs.Usage = full // a caller that finds the arguments wrong prints it
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
 			full()
