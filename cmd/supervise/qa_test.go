@@ -18,3 +18,15 @@ func TestUsagePrintedAfterParse(t *testing.T) {
 		}
 	}
 }
+
+// A resume signal must be one the agent can catch: SIGKILL would kill the
+// agent at every manual resume, SIGSTOP would freeze it.
+func TestResumeSignalMustBeCatchable(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, sig := range []string{"SIGKILL", "KILL", "9", "SIGSTOP", "19"} {
+		code, _, errs := call(t, "--resume-signal", sig, "--", "true")
+		if code != exitUsage || !strings.Contains(errs, "--resume-signal") {
+			t.Errorf("--resume-signal %s: exit %d, stderr %q; want 2 naming the flag", sig, code, errs)
+		}
+	}
+}

@@ -178,6 +178,9 @@ func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, st
 		if resumeSig = parseSignal(f.resumeSig); resumeSig == 0 {
 			return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("resume-signal", set), f.resumeSig)
 		}
+		if resumeSig == syscall.SIGKILL || resumeSig == syscall.SIGSTOP {
+			return cfg, nil, fmt.Errorf("%s: %s cannot be caught, so it cannot tell the agent to read the resume file (use SIGUSR1 or another signal the agent handles)", source("resume-signal", set), unix.SignalName(resumeSig))
+		}
 	}
 	log, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
