@@ -333,6 +333,14 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
+	// A closed stderr (the log reader went away: a dead `| tee`, a log
+	// shipper restarting) must not kill supervise, and the agent with it:
+	// Go exits by SIGPIPE on a write to a broken fd 1 or 2 unless SIGPIPE
+	// is notified. Notified, not ignored: an ignored signal would stay
+	// ignored across exec, in the agent and its tools.
+	pipec := make(chan os.Signal, 1)
+	signal.Notify(pipec, syscall.SIGPIPE)
+	defer signal.Stop(pipec)
 	process.EnableBootTimeCache(true)
 	// The state dir must be private (internal/statedir): refused when
 	// another user owns it or could write to it; its real path is used
