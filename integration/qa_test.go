@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,5 +63,25 @@ func TestLogReaderGoneKeepsSupervising(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("supervise did not stop after SIGTERM")
+	}
+}
+
+// `supervise notify --barrier=false` from a shell loop: the notify process
+// exits right after sending, and supervise hears only live processes of the
+// agent's tree, so without waiting for supervise to read the datagram every
+// heartbeat was dropped as a foreign sender and the watchdog killed a
+// healthy agent.
+func TestNotifyWithoutBarrierIsHeard(t *testing.T) {
+	e := newEnv(t)
+	loop := `for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do "$0" notify heartbeat --barrier=false || exit 9; sleep 0.2; done`
+	p := e.start("run", "--watchdog", "3s", "--restart", "never", "--stop-timeout", "1s", "--", "sh", "-c", loop, superviseBin)
+	if code := p.wait(60 * time.Second); code != 0 {
+		t.Fatalf("supervise exited %d, want 0 (the agent's heartbeats were not heard?)\n%s", code, p.stderr())
+	}
+	if st := e.status(); len(st.Runs) != 1 || st.Runs[0].Reason != "exit" {
+		t.Fatalf("runs %+v: want one run that exited by itself", st.Runs)
+	}
+	if strings.Contains(p.stderr(), "reason=sender") {
+		t.Fatalf("heartbeats of the agent's own tree were dropped as foreign:\n%s", p.stderr())
 	}
 }

@@ -98,7 +98,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
-	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message")
+	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message and report failure; false: only wait (at most 1s) until supervise has read it, as it hears live senders only")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the send and the barrier")
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
 	printOnly := fs.Bool("print", false, "hook: print the marker the payload maps to on stderr instead of sending it")
@@ -218,6 +218,8 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if err == nil && *barrier {
 		err = c.Barrier(ctx, *timeout)
+	} else if err == nil {
+		settle(ctx, c, *timeout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify %s: %v\n", event, err)
@@ -285,10 +287,21 @@ func hookCmd(ctx context.Context, over hook.Marker, args []string, printOnly, ba
 	err = m.Send(ctx, c)
 	if err == nil && barrier {
 		err = c.Barrier(ctx, timeout)
+	} else if err == nil {
+		settle(ctx, c, timeout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook (%s): %v\n", name, err)
 		return exitInternal
 	}
 	return exitOK
+}
+
+// settle is --barrier=false: no confirmation is awaited or reported, but the
+// process still waits, for at most a second, until supervise has read what
+// it sent. supervise hears only live processes of the agent's tree (it
+// checks the sender's pid and start time when it reads the datagram), so a
+// message whose sender has already exited is dropped as a foreign sender's.
+func settle(ctx context.Context, c *notify.Client, timeout time.Duration) {
+	_ = c.Barrier(ctx, min(timeout, time.Second))
 }
