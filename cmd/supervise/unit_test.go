@@ -69,7 +69,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 
 	want := map[string]string{
 		"Type": "notify", "NotifyAccess": "main", "WatchdogSec": "30s", "KillMode": "mixed", "Delegate": "yes",
-		"TimeoutStopSec": "35s", "Restart": "on-failure", "RestartPreventExitStatus": "3",
+		"TimeoutStopSec": "35s", "Restart": "on-failure", "RestartPreventExitStatus": "3 5",
 		"RestartSec": "1s", "OOMPolicy": "continue", "WantedBy": "multi-user.target",
 		"StateDirectory": "supervise/sh", "StateDirectoryMode": "0700",
 		"Environment": "PATH=/usr/local/bin:/usr/bin:/bin",

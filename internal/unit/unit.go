@@ -112,7 +112,7 @@ func Systemd(s Spec) (string, error) {
 		WorkDir, Path, StateDirRel                   string
 		User                                         bool
 		Watchdog, StopSeconds                        int64
-		RestartPrevent                               int
+		RestartPrevent                               string
 	}{
 		Intro:          prefixed("# ", s.intro(unit+".service", "systemd", commentText)),
 		Unit:           unit,
@@ -123,7 +123,7 @@ func Systemd(s Spec) (string, error) {
 		User:           s.User,
 		Watchdog:       int64(Watchdog / time.Second),
 		StopSeconds:    StopSeconds(s.StopTimeout),
-		RestartPrevent: exitcode.Locked,
+		RestartPrevent: fmt.Sprintf("%d %d", exitcode.Locked, exitcode.Parked),
 	}
 	if s.WorkDir != "" {
 		v.WorkDir = specifierSafe(s.WorkDir)
