@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,5 +84,52 @@ func TestNotifyWithoutBarrierIsHeard(t *testing.T) {
 	}
 	if strings.Contains(p.stderr(), "reason=sender") {
 		t.Fatalf("heartbeats of the agent's own tree were dropped as foreign:\n%s", p.stderr())
+	}
+}
+
+// timeout(1) signals its child and then its whole process group, so a
+// supervise run under `timeout 1h supervise ...` gets SIGTERM twice within
+// microseconds. That is one request to stop, not the "second signal" that
+// forces the tree down: the agent still gets its grace period.
+func TestDuplicateStopSignalIsOneRequest(t *testing.T) {
+	e := newEnv(t)
+	flushed := filepath.Join(e.dir, "flushed")
+	agent := `trap 'sleep 0.3; echo done > "$0"; exit 0' TERM; echo up > "$0.up"; while :; do sleep 0.05; done`
+	cmd := exec.Command(superviseBin, "run", "--foreground", "never", "--", "sh", "-c", agent, flushed)
+	cmd.Env = append(os.Environ(), e.vars...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as timeout(1) makes
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	waitFor(t, 20*time.Second, "the agent's trap set", func() bool {
+		_, err := os.Stat(flushed + ".up")
+		return err == nil
+	})
+	// As timeout(1) does: the child, then the group.
+	// (A pause between, or the kernel merges the two pending signals.)
+	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	time.Sleep(10 * time.Millisecond)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("supervise did not stop")
+	}
+	if waitErr != nil {
+		t.Errorf("supervise: %v; want exit 0 (a requested stop)", waitErr)
+	}
+	if _, err := os.Stat(flushed); err != nil {
+		t.Errorf("the agent was not given its grace period to flush: %v", err)
 	}
 }
