@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/supervise-dev/supervise/internal/demo"
+	"github.com/supervise-dev/supervise/internal/runflags"
 )
 
 // demoCmd is `supervise demo`: the story of internal/demo, told on stdout.
@@ -28,7 +29,7 @@ the agent again and is parked, and a manual resume finishes it. Exit status 0
 when the story went as told, 1 otherwise.`)
 		fs.PrintDefaults()
 	}
-	if _, err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if _, err := runflags.Parse(fs, args, stdout, stderr); err != nil {
 		return usageExit(err)
 	}
 	if fs.NArg() > 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/hook"
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -110,7 +111,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event, args = args[0], args[1:]
 	}
-	if _, err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if _, err := runflags.Parse(fs, args, stdout, stderr); err != nil {
 		if event == "hook" && !errors.Is(err, flag.ErrHelp) {
 			return exitInternal // never 2 from a hook: agents read it as "block"
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
 
@@ -40,8 +41,8 @@ Flags:
 func unitCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise unit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f runFlags
-	f.register(fs)
+	var f runflags.Flags
+	f.Register(fs)
 	user := fs.Bool("user", false, "systemd: a user unit (for ~/.config/systemd/user) instead of a system unit; launchd plists are always per-user LaunchAgents")
 	fs.Usage = func() { fmt.Fprintln(stderr, "Run 'supervise unit --help' for the flags.") }
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -108,10 +109,10 @@ func unitCmd(args []string, stdout, stderr io.Writer) int {
 // newUnitSpec validates the run flags as `run` would and resolves every
 // path the unit needs. system is true for a systemd system unit, whose
 // state dir cannot default to a home directory.
-func newUnitSpec(fs *flag.FlagSet, f *runFlags, set map[string]bool, argv []string, system bool) (unit.Spec, error) {
+func newUnitSpec(fs *flag.FlagSet, f *runflags.Flags, set map[string]bool, argv []string, system bool) (unit.Spec, error) {
 	var spec unit.Spec
 	// The same checks and name derivation as run; the config is discarded.
-	cfg, _, err := f.config(set, argv, nil, io.Discard)
+	cfg, _, err := f.Config(set, argv, nil, io.Discard)
 	if err != nil {
 		return spec, err
 	}
