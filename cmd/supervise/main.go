@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/notifycmd"
 )
 
 // Exit codes: the one table is internal/exitcode, printed by --help.
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "status":
 		return statusCmd(ctx, args, stdout, stderr)
 	case "notify":
-		return notifyCmd(ctx, args, stdin, stdout, stderr)
+		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":
 		return resumeCmd(ctx, args, stdout, stderr)
 	case "unit":

@@ -53,6 +53,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--log-format", "xml", "--", "true"}, nil, "--log-format"},
 		{[]string{"--foreground", "maybe", "--", "true"}, nil, "--foreground"},
 		{[]string{"status", "extra"}, nil, "unexpected argument"},
+		// Usage errors found after the flags are parsed print the usage.
+		{[]string{"resume"}, nil, "Usage: supervise resume"},
+		{[]string{"resume", "a", "b"}, nil, "Usage: supervise resume"},
 	} {
 		for k, v := range tc.env {
 			t.Setenv(k, v)

@@ -32,10 +32,12 @@ func EnvName(flagName string) string {
 // from SUPERVISE_<FLAG> in the environment, so the command line wins. It
 // returns the names of the flags set on the command line. -h prints the
 // FlagSet's usage on stdout (once); a bad flag gets the flag package's error
-// and a one-line hint on stderr.
+// and a one-line hint on stderr. fs.Usage is the full usage again when
+// Parse returns.
 func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[string]bool, error) {
 	full := fs.Usage
 	fs.Usage = func() {} // the flag package calls it for -h and for errors alike
+	defer func() { fs.Usage = full }() // for the caller's own usage errors
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)

@@ -93,6 +93,25 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// After Parse, fs.Usage prints the full usage again, for the caller's own
+// usage errors (`supervise resume` without a SESSION printed nothing).
+func TestParseKeepsUsage(t *testing.T) {
+	fs := flag.NewFlagSet("supervise resume", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	fs.Usage = func() { io.WriteString(fs.Output(), "USAGE\n") }
+	for _, args := range [][]string{nil, {"-h"}, {"--bogus"}} {
+		out.Reset()
+		Parse(fs, args, &out, &out)
+		out.Reset()
+		fs.SetOutput(&out)
+		fs.Usage()
+		if out.String() != "USAGE\n" {
+			t.Errorf("after Parse(%q), fs.Usage printed %q", args, out.String())
+		}
+	}
+}
+
 // Config's checks: each bad value is an error naming its source (the flag,
 // or its environment variable) in the words supervise prints before exit 2.
 func TestConfigErrors(t *testing.T) {

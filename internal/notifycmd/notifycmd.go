@@ -1,4 +1,10 @@
-package main
+// Package notifycmd is `supervise notify`: the command line of the notify
+// client for agents whose hooks run shell commands. It checks an event's
+// flags, maps hook payloads through internal/hook, sends the marker over
+// $NOTIFY_SOCKET and waits for supervise's barrier. Run returns the exit
+// status: 0 sent (or nothing to do outside supervise), 1 not delivered, 2
+// usage; the hook event never returns 2, which agents read as "block".
+package notifycmd
 
 import (
 	"context"
@@ -11,12 +17,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/hook"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/notify"
 )
 
-const notifyUsage = `Usage: supervise notify EVENT [flags]
+// usage is the help of `supervise notify`, followed by its flags.
+const usage = `Usage: supervise notify EVENT [flags]
 
 Send one message to the supervise that runs this agent (over $NOTIFY_SOCKET),
 for agents whose hooks run shell commands. By default it waits until supervise
@@ -87,7 +95,9 @@ sent, and its log says why; or supervise went away), 2 usage.
 Flags:
 `
 
-func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Run runs `supervise notify` with args (after the word notify) and returns
+// its exit status.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise notify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	session := fs.String("session", "", "session id")
@@ -104,7 +114,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
 	printOnly := fs.Bool("print", false, "hook: print the marker the payload maps to on stderr instead of sending it")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), notifyUsage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	event := ""
@@ -113,9 +123,12 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if _, err := runflags.Parse(fs, args, stdout, stderr); err != nil {
 		if event == "hook" && !errors.Is(err, flag.ErrHelp) {
-			return exitInternal // never 2 from a hook: agents read it as "block"
+			return exitcode.Internal // never 2 from a hook: agents read it as "block"
 		}
-		return usageExit(err)
+		if errors.Is(err, flag.ErrHelp) {
+			return exitcode.OK
+		}
+		return exitcode.Usage
 	}
 	rest := fs.Args()
 	if event == "" && len(rest) > 0 {
@@ -127,7 +140,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if len(rest) > 0 {
 		fmt.Fprintf(stderr, "supervise notify: unexpected argument %q\n", rest[0])
-		return exitUsage
+		return exitcode.Usage
 	}
 	if *hookJSON {
 		var payload struct {
@@ -136,7 +149,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&payload); err != nil {
 			fmt.Fprintf(stderr, "supervise notify: --hook-json: %v\n", err)
-			return exitUsage
+			return exitcode.Usage
 		}
 		if *session == "" {
 			*session = payload.SessionID
@@ -148,16 +161,16 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	needSession := map[string]bool{"turn-begin": true, "turn-end": true, "waiting": true, "phase": true, "resumed": true, "closed": true}
 	if needSession[event] && *session == "" {
 		fmt.Fprintf(stderr, "supervise notify %s: --session is required\n", event)
-		return exitUsage
+		return exitcode.Usage
 	}
 	c, err := notify.FromEnv()
 	if errors.Is(err, notify.ErrNoSocket) {
 		fmt.Fprintln(stderr, "supervise notify: NOTIFY_SOCKET is not set (not running under supervise): nothing sent")
-		return exitOK
+		return exitcode.OK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -169,7 +182,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case "turn-end":
 		if !m.Outcome.Valid() {
 			fmt.Fprintln(stderr, "supervise notify turn-end: --outcome must be completed, failed or cancelled")
-			return exitUsage
+			return exitcode.Usage
 		}
 		err = m.Send(ctx, c)
 	case "phase":
@@ -179,16 +192,16 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		switch {
 		case !m.Phase.Valid():
 			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
-			return exitUsage
+			return exitcode.Usage
 		case m.Detail != "" && m.Phase != notify.PhaseTool:
 			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
-			return exitUsage
+			return exitcode.Usage
 		}
 		err = m.Send(ctx, c)
 	case "waiting":
 		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
 			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
-			return exitUsage
+			return exitcode.Usage
 		}
 		err = m.Send(ctx, c)
 	case "turn-begin", "resumed", "closed":
@@ -212,73 +225,73 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case "":
 		fmt.Fprint(stderr, "supervise notify: no EVENT given\n\n")
 		fs.Usage()
-		return exitUsage
+		return exitcode.Usage
 	default:
 		fmt.Fprintf(stderr, "supervise notify: unknown event %q (see supervise notify --help)\n", event)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if err == nil && *barrier {
 		err = c.Barrier(ctx, *timeout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify %s: %v\n", event, err)
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // hookCmd runs `supervise notify hook`: it maps the payload (args[0], as
 // Codex's notify program gets it, else stdin) to a marker and sends it.
 // Values set in over (from flags) win over the payload's. It never returns
-// exitUsage: Claude Code, Codex, Gemini CLI and hermes read exit status 2
+// exitcode.Usage: Claude Code, Codex, Gemini CLI and hermes read exit status 2
 // from a hook as "block".
 func hookCmd(ctx context.Context, over hook.Marker, args []string, printOnly, barrier bool, timeout time.Duration, stdin io.Reader, stderr io.Writer) int {
 	if len(args) > 1 {
 		fmt.Fprintf(stderr, "supervise notify hook: unexpected argument %q\n", args[1])
-		return exitInternal
+		return exitcode.Internal
 	}
 	var raw []byte
 	if len(args) == 1 {
 		raw = []byte(args[0])
 	} else {
 		if os.Getenv("NOTIFY_SOCKET") == "" && !printOnly {
-			return exitOK // not under supervise: stay quiet, the hook stays configured
+			return exitcode.OK // not under supervise: stay quiet, the hook stays configured
 		}
 		b, err := io.ReadAll(io.LimitReader(stdin, hook.MaxPayload+1))
 		if err != nil {
 			fmt.Fprintf(stderr, "supervise notify hook: reading the payload: %v\n", err)
-			return exitInternal
+			return exitcode.Internal
 		}
 		if len(b) > hook.MaxPayload {
 			fmt.Fprintf(stderr, "supervise notify hook: the payload is larger than %d bytes\n", hook.MaxPayload)
-			return exitInternal
+			return exitcode.Internal
 		}
 		raw = b
 	}
 	m, name, err := hook.Map(raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	if m.Event == "" {
-		return exitOK // an event supervise does not track
+		return exitcode.OK // an event supervise does not track
 	}
 	m = m.Resolve(over, os.Getenv("SUPERVISE_RESUME_FILE"))
 	if m.Session == "" {
 		fmt.Fprintf(stderr, "supervise notify hook: the %s payload has no session id: nothing sent\n", name)
-		return exitInternal
+		return exitcode.Internal
 	}
 	if printOnly {
 		fmt.Fprintln(stderr, m.CommandLine())
-		return exitOK
+		return exitcode.OK
 	}
 	c, err := notify.FromEnv()
 	if errors.Is(err, notify.ErrNoSocket) {
-		return exitOK
+		return exitcode.OK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	c.Timeout = timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -289,7 +302,7 @@ func hookCmd(ctx context.Context, over hook.Marker, args []string, printOnly, ba
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook (%s): %v\n", name, err)
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }
