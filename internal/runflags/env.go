@@ -36,7 +36,7 @@ func EnvName(flagName string) string {
 // Parse returns.
 func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[string]bool, error) {
 	full := fs.Usage
-	fs.Usage = func() {} // the flag package calls it for -h and for errors alike
+	fs.Usage = func() {}               // the flag package calls it for -h and for errors alike
 	defer func() { fs.Usage = full }() // for the caller's own usage errors
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
