@@ -9,8 +9,12 @@ import (
 
 // maxSessions bounds the sessions held in memory and the heartbeats
 // buffered for them, so a misbehaving agent cannot grow the supervisor
-// without bound. Settled sessions are evicted long before (keptSettled), so
-// only open sessions count towards it in practice.
+// without bound. Settled sessions are evicted long before (keptSettled),
+// and pruned from the journal by --keep-sessions, so only open sessions
+// (mid-turn, waiting, owed a resume, parked or stopped: each needs a resume
+// or a person) count towards it in practice. Past it a new session's marker
+// is refused, logged (rate-limited) and its sender's next barrier answers
+// '0': never ignored behind a '1'.
 const maxSessions = 100_000
 
 // keptSettled is how many sessions memory holds before settled ones (idle
@@ -21,13 +25,20 @@ const keptSettled = 10_000
 // evictSettled drops settled sessions whose last change is committed, once
 // more than keptSettled are held.
 func (s *Supervisor) evictSettled() {
-	// A batch in flight (or waiting to be retried) may be re-queued by id;
-	// its sessions must still be here then.
-	if len(s.sessions) <= keptSettled || s.cs.inflight != nil || s.cs.retry != nil {
+	if len(s.sessions) <= keptSettled {
 		return
 	}
+	// The batch in flight may be re-queued by id (a failed commit), so its
+	// sessions must still be here then; a batch waiting to be retried is
+	// in dirty already.
+	busy := map[string]bool{}
+	if b := s.cs.inflight; b != nil {
+		for _, x := range b.sessions {
+			busy[x.ID] = true
+		}
+	}
 	for id, sess := range s.sessions {
-		if !sess.State.Open() && !s.cs.dirty[id] {
+		if !sess.State.Open() && !s.cs.dirty[id] && !busy[id] {
 			delete(s.sessions, id)
 		}
 	}

@@ -107,7 +107,11 @@ type Config struct {
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
 	// KeepRuns bounds the run records kept in the journal.
-	KeepRuns              int
+	KeepRuns int
+	// KeepSessions bounds the settled (idle, closed) sessions kept in the
+	// journal: the oldest beyond it are pruned in the background. Open
+	// sessions are never pruned. 0 keeps every session.
+	KeepSessions          int
 	Stdin, Stdout, Stderr *os.File
 	Log                   *slog.Logger
 }
@@ -171,6 +175,8 @@ type Supervisor struct {
 	// ceiling) since their last barrier, which then answers '0'.
 	refused     notify.Refusals
 	refusedLogs rateLog
+	lateLogs    rateLog // datagrams from a run that has died
+	prune       pruner
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
@@ -230,6 +236,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		resumeFile: true,
 	}
 	s.refusedLogs.interval = time.Second
+	s.lateLogs.interval = time.Second
 	s.m = newMetrics(s)
 	if len(cfg.Argv) > 0 {
 		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
@@ -279,6 +286,7 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
+	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
 	s.openCgroups()
@@ -674,6 +682,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.checkMemory()
 			s.rearmDeadlines()
 			s.evictSettled()
+			s.maybePrune(now)
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
 				s.clearGuard("the run outlived --guard-gap")

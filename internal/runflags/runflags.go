@@ -38,6 +38,7 @@ type Flags struct {
 	guardTrip   int
 	guardGap    time.Duration
 	keepRuns    int
+	keepSess    int
 	resumeMode  string
 	resumeLimit int
 	maxTurnAge  time.Duration
@@ -68,6 +69,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
 	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
 	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
+	fs.IntVar(&f.keepSess, "keep-sessions", 10000, "settled (idle or closed) sessions kept in the journal; older ones are pruned, oldest first, in the background (open sessions never are; 0 = keep all)")
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
 	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
@@ -104,8 +106,8 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 			return cfg, nil, fmt.Errorf("%s must not be negative", Source(name, set))
 		}
 	}
-	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 {
-		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age must be >= 0, --keep-runs >= 1")
+	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
+		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
 	}
 	if f.cgroup != "auto" && f.cgroup != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", Source("cgroup", set), f.cgroup)
@@ -178,6 +180,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		Fingerprint:  fingerprint,
 		Foreground:   fg,
 		KeepRuns:     f.keepRuns,
+		KeepSessions: f.keepSess,
 		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
 		ResumeOff:    f.resumeMode == "off",
 		ResumeExec:   execTpl,
