@@ -14,8 +14,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/demo"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/notifycmd"
+	"github.com/supervise-dev/supervise/internal/unit"
 )
 
 // Exit codes: the one table is internal/exitcode, printed by --help.
@@ -66,11 +68,11 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "resume":
 		return resumeCmd(ctx, args, stdout, stderr)
 	case "unit":
-		return unitCmd(args, stdout, stderr)
+		return unit.Command(args, stdout, stderr)
 	case "demo":
-		return demoCmd(ctx, args, stdout, stderr)
+		return demo.Command(ctx, args, stdout, stderr)
 	case "demo-agent":
-		return demoAgentCmd(ctx, args, stderr)
+		return demo.AgentCommand(ctx, args, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage())
 		return exitOK
