@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -81,13 +79,5 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usage())
-	return exitUsage
-}
-
-// usageExit maps a parse error to an exit code.
-func usageExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	return exitUsage
 }

@@ -33,7 +33,7 @@ ones.`)
 	}
 	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if id == "" && fs.NArg() > 0 {
 		id = fs.Arg(0)

@@ -40,7 +40,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	fs.Usage = runUsage(fs)
 	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {

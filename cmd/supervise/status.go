@@ -26,7 +26,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))

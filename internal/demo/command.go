@@ -32,7 +32,7 @@ when the story went as told, 1 otherwise.`)
 		fs.PrintDefaults()
 	}
 	if _, err := runflags.Parse(fs, args, stdout, stderr); err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise demo: unexpected argument %q\n", fs.Arg(0))
@@ -63,7 +63,7 @@ func AgentCommand(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	events := fs.String("events", "", "file to append the agent's events to (JSON lines)")
 	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if *events == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "Usage: supervise demo-agent --events FILE (run by supervise demo)")
@@ -77,12 +77,4 @@ func AgentCommand(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitcode.Internal
 	}
 	return exitcode.OK
-}
-
-// usageExit maps a flag parse error to an exit status: 0 for -h.
-func usageExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitcode.OK
-	}
-	return exitcode.Usage
 }

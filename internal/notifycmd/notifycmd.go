@@ -125,10 +125,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if event == "hook" && !errors.Is(err, flag.ErrHelp) {
 			return exitcode.Internal // never 2 from a hook: agents read it as "block"
 		}
-		if errors.Is(err, flag.ErrHelp) {
-			return exitcode.OK
-		}
-		return exitcode.Usage
+		return runflags.ExitCode(err)
 	}
 	rest := fs.Args()
 	if event == "" && len(rest) > 0 {

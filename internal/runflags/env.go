@@ -10,6 +10,8 @@
 package runflags
 
 import (
+	"github.com/supervise-dev/supervise/internal/exitcode"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +23,15 @@ import (
 // ErrUsage marks a command-line error (exit code 2); the message has been
 // printed already.
 var ErrUsage = errors.New("usage error")
+
+// ExitCode maps an error from Parse to supervise's exit status: 0 after
+// -h (flag.ErrHelp), else 2 (usage).
+func ExitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitcode.OK
+	}
+	return exitcode.Usage
+}
 
 // EnvName is the environment variable that sets a flag: --stop-timeout
 // reads SUPERVISE_STOP_TIMEOUT.

@@ -272,3 +272,16 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// ExitCode: -h is success, every other parse error is a usage error (2).
+func TestExitCode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{[]string{"-h"}, 0}, {[]string{"--bogus"}, 2}, {[]string{"--stop-timeout", "x"}, 2}} {
+		_, _, _, _, err := parse(t, c.args...)
+		if got := ExitCode(err); got != c.want {
+			t.Errorf("%q: ExitCode(%v) = %d, want %d", c.args, err, got, c.want)
+		}
+	}
+}
