@@ -271,6 +271,19 @@ func (db *DB) Verify() (err error) {
 	}()
 	var problems []string
 	err = db.b.View(func(tx *bolt.Tx) error {
+		// bbolt checks on a goroutine of its own, where a read of a page
+		// past the end of a truncated file is a SIGBUS that nothing can
+		// recover (SetPanicOnFault is per goroutine): a crash at every
+		// start. Every page lies below the high-water mark, so a file
+		// shorter than that is damaged; say so before reading a page.
+		fi, err := os.Stat(db.path)
+		if err != nil {
+			return err
+		}
+		if need := tx.Size(); fi.Size() < need {
+			problems = append(problems, fmt.Sprintf("the file is %d bytes but its pages reach %d: truncated", fi.Size(), need))
+			return nil
+		}
 		for e := range tx.Check() {
 			if len(problems) < 5 {
 				problems = append(problems, e.Error())

@@ -40,6 +40,10 @@ type NotifyStatus struct {
 	Accepted uint64            `json:"accepted"`
 	Pings    uint64            `json:"pings"`
 	Dropped  map[string]uint64 `json:"dropped"`
+	// OutOfSequence counts turn markers that contradicted the session's
+	// turn (a repeated or replayed begin, an end for another turn or a
+	// repeated end) and were applied as no-ops.
+	OutOfSequence uint64 `json:"out_of_sequence"`
 }
 
 // JournalStatus counts the journal commits of this supervise.
@@ -319,7 +323,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 	st.Guard = s.guard
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
-		Dropped: map[string]uint64{}}
+		Dropped: map[string]uint64{}, OutOfSequence: s.seq.count}
 	for reason, n := range ns.Dropped.All() {
 		st.Notify.Dropped[reason] = n
 	}

@@ -170,7 +170,8 @@ type Supervisor struct {
 		timer           *time.Timer
 		start, deadline time.Time
 	}
-	cs commitState
+	cs  commitState
+	seq sequenceLog
 	// refused remembers senders whose markers the loop refused (session
 	// ceiling) since their last barrier, which then answers '0'.
 	refused     notify.Refusals
