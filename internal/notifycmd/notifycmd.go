@@ -172,60 +172,18 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	// Session markers are the ones a hook payload maps to: one sender.
 	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
 		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
-	switch event {
-	case "turn-end":
-		if !m.Outcome.Valid() {
-			fmt.Fprintln(stderr, "supervise notify turn-end: --outcome must be completed, failed or cancelled")
-			return exitcode.Usage
+	if msg := check(event, &m); msg != "" {
+		fmt.Fprint(stderr, msg)
+		if event == "" {
+			fs.Usage()
 		}
-		err = m.Send(ctx, c)
-	case "phase":
-		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
-			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
-		}
-		switch {
-		case !m.Phase.Valid():
-			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
-			return exitcode.Usage
-		case m.Detail != "" && m.Phase != notify.PhaseTool:
-			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
-			return exitcode.Usage
-		}
-		err = m.Send(ctx, c)
-	case "waiting":
-		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
-			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
-			return exitcode.Usage
-		}
-		err = m.Send(ctx, c)
-	case "turn-begin", "resumed", "closed":
-		err = m.Send(ctx, c)
-	case "heartbeat":
-		if *session != "" {
-			err = m.Send(ctx, c)
-		} else {
-			err = c.Watchdog(ctx)
-		}
-	case "ready":
-		err = c.Ready(ctx)
-	case "stopping":
-		err = c.Stopping(ctx)
-	case "watchdog-trigger":
-		err = c.Notify(ctx, "WATCHDOG=trigger")
-	case "status":
-		err = c.Status(ctx, *text)
-	case "barrier":
+		return exitcode.Usage
+	}
+	err = send(ctx, c, event, m, *text)
+	if event == "barrier" {
 		*barrier = true
-	case "":
-		fmt.Fprint(stderr, "supervise notify: no EVENT given\n\n")
-		fs.Usage()
-		return exitcode.Usage
-	default:
-		fmt.Fprintf(stderr, "supervise notify: unknown event %q (see supervise notify --help)\n", event)
-		return exitcode.Usage
 	}
 	if err == nil && *barrier {
 		err = c.Barrier(ctx, *timeout)
@@ -235,6 +193,59 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitcode.Internal
 	}
 	return exitcode.OK
+}
+
+// check returns the usage error of event with the marker its flags make
+// (completed where a flag implies a value), or "" when it can be sent.
+func check(event string, m *hook.Marker) string {
+	switch event {
+	case "turn-end":
+		if !m.Outcome.Valid() {
+			return "supervise notify turn-end: --outcome must be completed, failed or cancelled\n"
+		}
+	case "phase":
+		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
+			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
+		}
+		switch {
+		case !m.Phase.Valid():
+			return "supervise notify phase: --phase must be model, tool or idle\n"
+		case m.Detail != "" && m.Phase != notify.PhaseTool:
+			return "supervise notify phase: --detail goes with --phase tool\n"
+		}
+	case "waiting":
+		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
+			return "supervise notify waiting: --wait must be input, approval or reconnect\n"
+		}
+	case "turn-begin", "resumed", "closed", "heartbeat", "ready", "stopping", "watchdog-trigger", "status", "barrier":
+	case "":
+		return "supervise notify: no EVENT given\n\n"
+	default:
+		return fmt.Sprintf("supervise notify: unknown event %q (see supervise notify --help)\n", event)
+	}
+	return ""
+}
+
+// send sends a checked event over c; the barrier, if any, follows.
+func send(ctx context.Context, c *notify.Client, event string, m hook.Marker, text string) error {
+	switch event {
+	case "heartbeat":
+		if m.Session == "" {
+			return c.Watchdog(ctx)
+		}
+	case "ready":
+		return c.Ready(ctx)
+	case "stopping":
+		return c.Stopping(ctx)
+	case "watchdog-trigger":
+		return c.Notify(ctx, "WATCHDOG=trigger")
+	case "status":
+		return c.Status(ctx, text)
+	case "barrier":
+		return nil
+	}
+	// Session markers are the ones a hook payload maps to: one sender.
+	return m.Send(ctx, c)
 }
 
 // hookCmd runs `supervise notify hook`: it maps the payload (args[0], as

@@ -71,6 +71,10 @@ func TestNotifyEvents(t *testing.T) {
 			t.Errorf("notify %v sent %s, want %s", c.args, m, c.want)
 		}
 	}
+	// barrier sends no message of its own: only the barrier, answered.
+	if code, _, stderr := call(t, "barrier"); code != 0 {
+		t.Errorf("notify barrier: exit %d: %s", code, stderr)
+	}
 	for _, args := range [][]string{
 		{"turn-end", "--session", "s1", "--outcome", "done"},
 		{"phase", "--session", "s1", "--phase", "thinking"},
