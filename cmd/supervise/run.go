@@ -24,6 +24,8 @@ import (
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
+// runUsage is the help of `supervise run`: the top-level help, then every
+// run flag.
 func runUsage(fs *flag.FlagSet) func() {
 	return func() {
 		fmt.Fprint(fs.Output(), usage())
@@ -32,6 +34,7 @@ func runUsage(fs *flag.FlagSet) func() {
 	}
 }
 
+// runCmd is `supervise run`: flags, the agent's argv, then supervise.
 func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
 	fs.SetOutput(stderr)

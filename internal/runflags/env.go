@@ -2,22 +2,23 @@
 // meaning: the flags of `supervise run` (also accepted by `supervise unit`),
 // the --state-dir/--name pair every command that touches state takes, the
 // SUPERVISE_<FLAG> environment overlay, and the checks that turn the run
-// flags into a supervisor.Config. The FlagSets themselves are made by
-// cmd/supervise, which registers these flags on them.
+// flags into a supervisor.Config. Each command makes its own FlagSet and
+// registers these flags on it; Parse is how every command but `unit` (whose
+// unit must not depend on the shell that generated it) parses its flags.
 //
 // Errors from Parse are already printed; every other error is returned for
 // the caller to print, and means exit status 2 (usage).
 package runflags
 
 import (
-	"github.com/supervise-dev/supervise/internal/exitcode"
-
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/supervise-dev/supervise/internal/exitcode"
 )
 
 // ErrUsage marks a command-line error (exit code 2); the message has been
