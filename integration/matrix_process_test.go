@@ -396,13 +396,6 @@ wait:
 	t.Logf("%d runs as PID 1, each leaving 2 orphans: all statuses exact, max zombies seen %d", runs, maxZombies)
 }
 
-func lastBytes(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
 // 27. An agent in a terminal that moves itself into a background process
 // group and reads the terminal is stopped by the kernel (SIGTTIN): its
 // pings stop, the watchdog judges it within its period, the log says it was

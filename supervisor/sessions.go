@@ -163,6 +163,7 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	}
 	s.markDirty(sess.ID)
 	s.noteDeadline(sess)
+	s.observeMarker(m)
 	s.flushAsync()
 }
 

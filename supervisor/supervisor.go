@@ -111,7 +111,11 @@ type Config struct {
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
 	// journal: the oldest beyond it are pruned in the background. Open
 	// sessions are never pruned. 0 keeps every session.
-	KeepSessions          int
+	KeepSessions int
+	// Observe, when set, is told about every launch, committed marker
+	// batch and death, and the loop waits for it (see Observer). nil in
+	// production; `supervise chaos` sets it.
+	Observe               Observer
 	Stdin, Stdout, Stderr *os.File
 	Log                   *slog.Logger
 }
@@ -623,6 +627,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	}
 	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", argv[0])
 	s.publish()
+	s.observeStart(n, argv)
 
 	s.wait(p, nil)
 	s.drain()
@@ -869,6 +874,11 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 		"exit_code", r.ExitCode, "signal", r.Signal, "reason", r.Reason, "dirty", r.Dirty,
 		"uptime", exit.Uptime().Round(time.Millisecond), "next", next)
 	s.logDecisions(decs)
+	changed := make([]string, len(decs))
+	for i, d := range decs {
+		changed[i] = d.Session.ID
+	}
+	s.observeDeath(r, changed)
 	if s.guard.Open {
 		s.log.Warn("crash-loop guard is open: automatic resumes are held until a run proves healthy",
 			"chain", s.guard.Chain)

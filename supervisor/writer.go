@@ -34,6 +34,7 @@ type batch struct {
 	run      *journal.Run
 	policy   *policy
 	fds      []answer
+	markers  []Marker // for the observer, told once the batch commits
 }
 
 // answer is a barrier waiting for its batch: acked ('1') once the batch
@@ -109,6 +110,7 @@ type commitState struct {
 	dirty    map[string]bool // sessions changed since the last batch
 	runDirty bool            // the run record changed (heartbeat)
 	fds      []answer        // barriers waiting for the next batch
+	markers  []Marker        // markers for the observer, in the next batch
 	inflight *batch
 	retry    *time.Timer // armed after a failed commit
 	backoff  time.Duration
@@ -150,7 +152,8 @@ func (s *Supervisor) barrier(m notify.Message) {
 // takeBatch moves everything pending into a batch.
 func (s *Supervisor) takeBatch() *batch {
 	cs := &s.cs
-	b := &batch{fds: cs.fds}
+	b := &batch{fds: cs.fds, markers: cs.markers}
+	cs.markers = nil
 	for id := range cs.dirty {
 		if sess, ok := s.sessions[id]; ok {
 			b.sessions = append(b.sessions, *sess)
@@ -203,6 +206,7 @@ func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
 	s.cs.failing = nil
+	s.observeBatch(b)
 	for _, a := range b.fds {
 		a.send()
 	}
@@ -231,6 +235,7 @@ func (s *Supervisor) requeue(b *batch, err error) {
 		s.policyDirty = true
 	}
 	cs.fds = append(b.fds, cs.fds...)
+	cs.markers = append(b.markers, cs.markers...)
 	if cs.backoff == 0 {
 		cs.backoff = 100 * time.Millisecond
 	} else if cs.backoff < 5*time.Second {

@@ -39,6 +39,7 @@ Usage:
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
                                                print a service unit that runs supervise
   supervise demo                               watch a demo agent crash, resume and park
+  supervise chaos [flags] -- AGENT [ARGS...]   kill your own agent mid-turn, check how it resumes
 
 Run 'supervise COMMAND --help' for a command's flags. Every flag can also be
 set with SUPERVISE_<FLAG> in the environment (--stop-timeout: SUPERVISE_STOP_TIMEOUT);
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return unit.Command(args, stdout, stderr)
 	case "demo":
 		return demo.Command(ctx, args, stdout, stderr)
+	case "chaos":
+		return chaosCmd(ctx, args, stdout, stderr)
 	case "demo-agent":
 		return demo.AgentCommand(ctx, args, stderr)
 	case "help":

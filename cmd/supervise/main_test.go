@@ -96,7 +96,7 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 
 // -h prints the usage once, on stdout; a bad flag is an error on stderr.
 func TestHelpOnceOnStdout(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"run", "-h"}, {"status", "-h"}, {"resume", "-h"}, {"notify", "-h"}, {"demo", "-h"}} {
+	for _, args := range [][]string{{"--help"}, {"run", "-h"}, {"status", "-h"}, {"resume", "-h"}, {"notify", "-h"}, {"demo", "-h"}, {"chaos", "-h"}} {
 		code, out, errs := call(t, args...)
 		if code != 0 || out == "" || errs != "" {
 			t.Errorf("%v: exit %d, %d bytes on stdout, stderr %q", args, code, len(out), errs)

@@ -18,6 +18,7 @@ import (
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
+	"github.com/supervise-dev/supervise/internal/observe"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
@@ -55,6 +56,14 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitUsage
 	}
+	// Under `supervise chaos`: report each step to the harness.
+	obs, closeObs, err := observe.FromEnv(log)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return exitUsage
+	}
+	defer closeObs()
+	cfg.Observe = obs
 	return supervise(ctx, cfg, f.MetricsAddr, log, stderr)
 }
 

@@ -86,6 +86,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
+// ResumeOff reports whether --resume is off (automatic resumes decided
+// but not dispatched), before Config checks the flags.
+func (f *Flags) ResumeOff() bool { return f.resumeMode == "off" }
+
 // Config checks the flags as parsed (set names those given on the command
 // line, as Parse returns it) and turns them into a supervisor configuration
 // for argv and a logger writing to stderr. stdin is the agent's, and decides
