@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/chaoscmd"
 	"github.com/supervise-dev/supervise/internal/demo"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/notifycmd"
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "demo":
 		return demo.Command(ctx, args, stdout, stderr)
 	case "chaos":
-		return chaosCmd(ctx, args, stdout, stderr)
+		return chaoscmd.Run(ctx, args, stdout, stderr)
 	case "demo-agent":
 		return demo.AgentCommand(ctx, args, stderr)
 	case "help":
