@@ -373,6 +373,7 @@ type msess struct {
 	turn       string
 	resumeRun  int // run the pending resume was delivered to
 	hasPending bool
+	ended      bool // a turn-end set the outcome; a turn-begin clears it
 }
 
 type branch map[string]msess
@@ -394,7 +395,7 @@ func (b branch) key() string {
 	var s strings.Builder
 	for _, id := range ids {
 		v := b[id]
-		fmt.Fprintf(&s, "%s=%s/%d/%s/%d;", id, v.state, v.count, v.turn, v.resumeRun)
+		fmt.Fprintf(&s, "%s=%s/%d/%s/%d/%v;", id, v.state, v.count, v.turn, v.resumeRun, v.ended)
 	}
 	return s.String()
 }
@@ -415,10 +416,20 @@ func (b branch) apply(line string) {
 	if !ok {
 		s = msess{state: journal.Idle}
 	}
+	// A marker that contradicts the session's turn is a no-op
+	// (supervisor.outOfSequence).
+	if turn != "" && s.turn != "" {
+		same, open, ended := turn == s.turn, s.state == journal.InTurn || s.state == journal.Waiting, s.state == journal.Idle && s.ended
+		if ev == "turn-begin" && same && (open || ended) || ev == "turn-end" && same && ended {
+			b[id] = s
+			return
+		}
+	}
 	switch ev {
 	case "turn-begin":
-		s.state, s.turn, s.hasPending, s.resumeRun = journal.InTurn, turn, false, 0
+		s.state, s.turn, s.hasPending, s.resumeRun, s.ended = journal.InTurn, turn, false, 0, false
 	case "turn-end":
+		s.ended = true
 		if turn != "" {
 			s.turn = turn
 		}

@@ -61,6 +61,7 @@ type env struct {
 	fifo     string
 	id       string
 	vars     []string
+	cwd      string // supervise's working directory ("" = the test's)
 }
 
 func newEnv(t testing.TB) *env {
@@ -97,6 +98,7 @@ func (e *env) start(args ...string) *proc {
 	e.t.Helper()
 	cmd := exec.Command(superviseBin, args...)
 	cmd.Env = append(os.Environ(), e.vars...)
+	cmd.Dir = e.cwd
 	p := &proc{t: e.t, cmd: cmd, done: make(chan struct{})}
 	stderr, _ := cmd.StderrPipe()
 	cmd.Stdout = nil
@@ -417,4 +419,12 @@ func TestAgentLogTornRecord(t *testing.T) {
 	if got := e.events(); !slices.Equal(got, want) {
 		t.Errorf("events read %+v, want %+v", got, want)
 	}
+}
+
+// lastBytes returns the last n bytes of b (all of it when shorter).
+func lastBytes[T ~string | ~[]byte](b T, n int) T {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }

@@ -229,6 +229,9 @@ func TestTaskSIGTERM(t *testing.T) {
 	if s, _ := e.status().session("s1"); s.State != "stopped" {
 		t.Errorf("s1 = %+v, want stopped", s)
 	}
+	if !strings.Contains(sv.stderr(), "supervise: session s1 was stopped mid-turn; to resume it: "+superviseBin+" resume --state-dir ") {
+		t.Errorf("stderr does not say how to continue the stopped task:\n%s", sv.stderr())
+	}
 }
 
 // A resume launch that exits 0 without taking the resume (the resume
@@ -310,6 +313,7 @@ func TestQuickDeathsBackOffUntilProven(t *testing.T) {
 		return d
 	}
 	d1, d2, d3 := delay(1), delay(2), delay(3)
+	t.Logf("decided after deaths at ~1.1s uptime: %v, %v, %v; after the proven run: %s; then %s", d1, d2, d3, next[4], next[5])
 	// 250ms, 500ms, 1s, each ±10% jitter: strictly growing, about doubling.
 	if d1 < 225*time.Millisecond || d1 > 275*time.Millisecond || d2 < d1*3/2 || d3 < d2*3/2 {
 		t.Errorf("backoff after quick deaths: %v, %v, %v; want 250ms doubling", d1, d2, d3)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -269,6 +271,19 @@ func (db *DB) Verify() (err error) {
 	}()
 	var problems []string
 	err = db.b.View(func(tx *bolt.Tx) error {
+		// bbolt checks on a goroutine of its own, where a read of a page
+		// past the end of a truncated file is a SIGBUS that nothing can
+		// recover (SetPanicOnFault is per goroutine): a crash at every
+		// start. Every page lies below the high-water mark, so a file
+		// shorter than that is damaged; say so before reading a page.
+		fi, err := os.Stat(db.path)
+		if err != nil {
+			return err
+		}
+		if need := tx.Size(); fi.Size() < need {
+			problems = append(problems, fmt.Sprintf("the file is %d bytes but its pages reach %d: truncated", fi.Size(), need))
+			return nil
+		}
 		for e := range tx.Check() {
 			if len(problems) < 5 {
 				problems = append(problems, e.Error())
@@ -539,6 +554,75 @@ func (t *Tx) OpenSessions() ([]Session, error) {
 	return out, err
 }
 
+// SessionBrief is what ForEachSessionBrief decodes of every session.
+type SessionBrief struct {
+	ID      string
+	State   SessionState
+	Updated time.Time
+}
+
+// ForEachSessionBrief calls fn for every session, in id order, with only
+// its state and last update decoded; full decodes the whole record when fn
+// needs it (valid during the call). It is cheaper than ForEachSession for
+// a scan that needs most records only to count them.
+func (t *Tx) ForEachSessionBrief(fn func(b SessionBrief, full func() (Session, error)) error) error {
+	return t.sessions().ForEach(func(k, v []byte) error {
+		b, err := brief(k, v)
+		if err != nil {
+			return err
+		}
+		return fn(b, func() (Session, error) {
+			var s Session
+			if err := json.Unmarshal(v, &s); err != nil {
+				return s, fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
+			}
+			return s, nil
+		})
+	})
+}
+
+// brief reads a session record's state and last update without decoding
+// it: a scan of 100 000 records costs milliseconds, not seconds. It relies
+// on the record being json.Marshal's encoding of Session (as putJSON writes
+// it): the id is the only field before "state", and inside a JSON string
+// every quote is escaped, so the first `,"state":"` and `,"updated":"` are
+// the fields themselves. Any other record is decoded in full.
+func brief(k, v []byte) (SessionBrief, error) {
+	b := SessionBrief{ID: string(k)}
+	if st, ok := field(v, `,"state":"`); ok {
+		if up, ok := field(v, `,"updated":"`); ok {
+			if t, err := time.Parse(time.RFC3339Nano, string(up)); err == nil {
+				b.State, b.Updated = SessionState(st), t
+				return b, nil
+			}
+		}
+	}
+	var full struct {
+		State   SessionState `json:"state"`
+		Updated time.Time    `json:"updated"`
+	}
+	if err := json.Unmarshal(v, &full); err != nil {
+		return b, fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
+	}
+	b.State, b.Updated = full.State, full.Updated
+	return b, nil
+}
+
+// field returns the unescaped string value that follows key in v, if it
+// has no escapes.
+func field(v []byte, key string) ([]byte, bool) {
+	i := bytes.Index(v, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	rest := v[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:j], true
+}
+
 // ForEachSession calls fn for every session, in id order, until fn returns
 // an error.
 func (t *Tx) ForEachSession(fn func(Session) error) error {
@@ -549,4 +633,77 @@ func (t *Tx) ForEachSession(fn func(Session) error) error {
 		}
 		return fn(s)
 	})
+}
+
+// settledKey is a settled session found by PruneSessions.
+type settledKey struct {
+	updated time.Time
+	id      string
+}
+
+// PruneSessions deletes settled sessions (idle or closed: see
+// SessionState.Open) beyond the newest keep, oldest first by their last
+// update; open sessions are never deleted. It reads in one transaction and
+// deletes in transactions of at most batch sessions, each rechecking that a
+// doomed session is still settled and unchanged, so it may run beside the
+// supervisor's own commits. It returns how many it deleted. keep <= 0 keeps
+// everything.
+func (db *DB) PruneSessions(keep, batch int) (int, error) {
+	if keep <= 0 {
+		return 0, nil
+	}
+	if batch <= 0 {
+		batch = 1000
+	}
+	var settled []settledKey
+	err := db.View(func(tx *Tx) error {
+		return tx.ForEachSessionBrief(func(b SessionBrief, _ func() (Session, error)) error {
+			if !b.State.Open() {
+				settled = append(settled, settledKey{b.Updated, b.ID})
+			}
+			return nil
+		})
+	})
+	if err != nil || len(settled) <= keep {
+		return 0, err
+	}
+	sort.Slice(settled, func(i, j int) bool {
+		if !settled[i].updated.Equal(settled[j].updated) {
+			return settled[i].updated.Before(settled[j].updated)
+		}
+		return settled[i].id < settled[j].id
+	})
+	doomed := settled[:len(settled)-keep]
+	deleted := 0
+	for len(doomed) > 0 {
+		n := min(batch, len(doomed))
+		part := doomed[:n]
+		doomed = doomed[n:]
+		n = 0
+		err := db.Update(func(tx *Tx) error {
+			n = 0
+			for _, d := range part {
+				s, ok, err := tx.Session(d.id)
+				if err != nil {
+					return err
+				}
+				if !ok || s.State.Open() || !s.Updated.Equal(d.updated) {
+					continue // changed since the scan: not ours to delete
+				}
+				if err := tx.sessions().Delete([]byte(d.id)); err != nil {
+					return err
+				}
+				if err := tx.open().Delete([]byte(d.id)); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return deleted, err
+		}
+		deleted += n
+	}
+	return deleted, nil
 }

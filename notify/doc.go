@@ -29,7 +29,8 @@
 //	X_SUPERVISE_TOOL=<id>
 //	X_SUPERVISE_PROMPT=<text>                        (kept up to MaxPromptLen bytes)
 //
-// Ids are 1 to MaxIDLen bytes without control characters. A private key
+// Ids are 1 to MaxIDLen bytes without control characters; a session id may
+// not begin with '-' (it lands in --resume-exec argv templates). A private key
 // given twice is ErrMalformed; a private key without a session, an unknown
 // event, outcome or phase, or a bad id is ErrProtocol. WATCHDOG=1 with a
 // session and no event is a session heartbeat (EventHeartbeat).
@@ -55,6 +56,10 @@
 // makes the agent time out. A bare close (as when the supervisor dies and
 // the kernel closes its fds) is seen by Barrier as ErrBarrierUnconfirmed,
 // so a supervisor killed before its commit can never look like an ack.
+// When the Server refused a datagram from the same sender (pid) since its
+// previous barrier, Message.Refused is set: the handler answers with Nack
+// (NackByte, "0") instead, and Barrier returns ErrBarrierRefused. A
+// handler that refuses messages itself keeps its own Refusals.
 //
 // Close must be called to release the socket and remove the socket file;
 // it makes Serve return nil and is safe to call more than once.

@@ -26,9 +26,10 @@ const (
 	rcvBuf = 4 << 20
 )
 
-// oobSize fits one SCM_CREDENTIALS and one SCM_RIGHTS with maxFDs fds.
+// oobSize fits one SCM_CREDENTIALS, one SCM_PIDFD and one SCM_RIGHTS with
+// maxFDs fds.
 func oobSize() int {
-	return unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(maxFDs*4)
+	return unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(4) + unix.CmsgSpace(maxFDs*4)
 }
 
 // Listen creates cfg.Dir with mode 0700 if needed, removes a stale socket
@@ -89,6 +90,11 @@ func (s *Server) setup() error {
 	var serr error
 	err = raw.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+		// SO_PASSPIDFD (Linux 6.5+) adds a pidfd of the sender to every
+		// datagram, which tells whether the pid in SCM_CREDENTIALS still
+		// names the sender when the datagram is read (see datagram).
+		// Older kernels: the pid alone, as before.
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSPIDFD, 1)
 		// SO_RCVBUFFORCE needs CAP_NET_ADMIN; the plain option is capped
 		// at rmem_max. Either is only an improvement, so errors are ignored.
 		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvBuf) != nil {
@@ -174,7 +180,10 @@ type serveState struct {
 // datagram checks, parses and delivers one datagram. It owns every fd in
 // oob and closes all of them except one it hands to handle.
 func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, handle func(Message)) {
-	pid, uid, creds, fds := parseControl(oob, fds)
+	pid, uid, creds, pidfd, fds := parseControl(oob, fds)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
 	var (
 		r   reason
 		err error
@@ -188,6 +197,13 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		r = reasonNoCreds
 	case s.accept != nil && !s.accept(pid):
 		r = reasonSender
+	case s.accept != nil && !senderAlive(pidfd):
+		// The sender is gone (reaped) by now, so its pid may already
+		// belong to another process, which the check above may have
+		// vetted instead of the sender: never attribute the datagram to
+		// it. Checked after accept: alive now means the pid named the
+		// sender during that check.
+		r, err = reasonSender, errors.New("the sender exited before its datagram was read")
 	default:
 		var m Message
 		m, err = st.parser.parse(b)
@@ -243,9 +259,26 @@ func (st *serveState) flush(log *slog.Logger) {
 	}
 }
 
-// parseControl returns the credentials and the fds in a control buffer,
-// appending the fds to fds.
-func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ []int) {
+// senderAlive reports whether the process behind a datagram's pidfd is
+// still there (running or a zombie, so its pid is not free for reuse).
+// pidfd is -1 when the kernel sends none (before Linux 6.5): true, as the
+// pid alone is all there is; below -1, the kernel could not make one
+// because the sender was already reaped.
+func senderAlive(pidfd int) bool {
+	switch {
+	case pidfd == -1:
+		return true
+	case pidfd < 0:
+		return false
+	}
+	return unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil
+}
+
+// parseControl returns the credentials, the sender's pidfd (-1 if none, a
+// negative errno if the kernel could not make one) and the fds in a
+// control buffer, appending the fds to fds.
+func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, pidfd int, _ []int) {
+	pidfd = -1
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		l := int(h.Len)
@@ -261,6 +294,13 @@ func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ [
 					uid = binary.NativeEndian.Uint32(data[4:8])
 					creds = true
 				}
+			case unix.SCM_PIDFD:
+				if len(data) >= 4 {
+					pidfd = int(int32(binary.NativeEndian.Uint32(data)))
+					if pidfd == -1 {
+						pidfd = -int(unix.ESRCH)
+					}
+				}
 			case unix.SCM_RIGHTS:
 				for ; len(data) >= 4; data = data[4:] {
 					fds = append(fds, int(int32(binary.NativeEndian.Uint32(data))))
@@ -273,7 +313,7 @@ func parseControl(oob []byte, fds []int) (pid int32, uid uint32, creds bool, _ [
 		}
 		oob = oob[next:]
 	}
-	return pid, uid, creds, fds
+	return pid, uid, creds, pidfd, fds
 }
 
 // closeFDs closes received fds.

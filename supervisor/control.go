@@ -21,13 +21,12 @@ var osGetpid = os.Getpid
 // request is a control request served on the loop goroutine.
 type request struct {
 	kind    string // "status"
-	all     bool
 	session string
 	reply   chan response
 }
 
 type response struct {
-	status   Status
+	status   statusSnap
 	delivery string
 	err      error
 }
@@ -37,7 +36,7 @@ func (s *Supervisor) serve(req request) {
 	var resp response
 	switch req.kind {
 	case "status":
-		resp.status, resp.err = s.status(req.all)
+		resp.status, resp.err = s.status()
 	case "resume":
 		resp.delivery, resp.err = s.manualResume(req.session)
 	default:
@@ -68,7 +67,7 @@ func (s *Supervisor) ask(ctx context.Context, req request) (response, error) {
 // the state dir (mode 0600, inside the 0700 state dir), so status works while
 // the supervisor holds the journal lock.
 //
-//	GET  /status[?all=1]      the Status JSON
+//	GET  /status[?all=1|?session=ID]  the Status JSON (all: every session, streamed)
 //	POST /resume?session=ID   resume a parked, stopped or pending session
 type Control struct {
 	ln   net.Listener
@@ -100,15 +99,32 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		resp, err := s.ask(ctx, request{kind: "status", all: r.URL.Query().Get("all") == "1"})
+		resp, err := s.ask(ctx, request{kind: "status"})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		// Listed off the loop, streamed for ?all=1: any size.
+		v := View{All: r.URL.Query().Get("all") == "1", Session: r.URL.Query().Get("session")}
+		snap := resp.status
+		if v.Session != "" {
+			if err := snap.collect(s.db, v); err != nil {
+				code := http.StatusServiceUnavailable
+				if errors.Is(err, ErrUnknownSession) {
+					code = http.StatusNotFound
+				}
+				http.Error(w, err.Error(), code)
+				return
+			}
+			v = View{}
+			w.Header().Set("Content-Type", "application/json")
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			enc.Encode(snap.st)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(resp.status)
+		snap.writeJSON(w, s.db, v)
 	})
 	mux.HandleFunc("POST /resume", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -151,16 +167,47 @@ var ErrNoSupervisor = errors.New("no supervise is running for this state dir")
 
 // FetchStatus asks the supervise running for stateDir for its status.
 func FetchStatus(ctx context.Context, stateDir string, all bool) (Status, error) {
+	return FetchStatusView(ctx, stateDir, View{All: all})
+}
+
+// FetchStatusView is FetchStatus with a View. The response is decoded as it
+// streams in, whatever its size.
+func FetchStatusView(ctx context.Context, stateDir string, v View) (Status, error) {
 	var st Status
+	err := CopyStatus(ctx, stateDir, v, func(r io.Reader) error {
+		return json.NewDecoder(r).Decode(&st)
+	})
+	return st, err
+}
+
+// CopyStatus asks the supervise running for stateDir for its status and
+// hands the JSON body, as it streams in, to read.
+func CopyStatus(ctx context.Context, stateDir string, v View, read func(io.Reader) error) error {
+	q := url.Values{}
+	if v.All {
+		q.Set("all", "1")
+	}
+	if v.Session != "" {
+		q.Set("session", v.Session)
+	}
 	target := "http://supervise/status"
-	if all {
-		target += "?all=1"
+	if len(q) > 0 {
+		target += "?" + q.Encode()
 	}
-	body, err := controlDo(ctx, stateDir, http.MethodGet, target)
+	resp, tr, err := controlStream(ctx, stateDir, http.MethodGet, target)
 	if err != nil {
-		return st, err
+		return err
 	}
-	return st, json.Unmarshal(body, &st)
+	defer tr.CloseIdleConnections()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("%w: %s", ErrUnknownSession, v.Session)
+		}
+		return fmt.Errorf("%w: %s", ErrRefused, strings.TrimSpace(string(body)))
+	}
+	return read(resp.Body)
 }
 
 // RequestResume asks the supervise running for stateDir to resume session
@@ -177,28 +224,39 @@ func RequestResume(ctx context.Context, stateDir, id string) (string, error) {
 	return out.Delivery, err
 }
 
-// ErrRefused wraps a control request the supervisor answered with an error.
-var ErrRefused = errors.New("refused")
-
-func controlDo(ctx context.Context, stateDir, method, target string) ([]byte, error) {
+// controlStream sends one request over the control socket and returns the
+// response, its body unread; the caller closes both.
+func controlStream(ctx context.Context, stateDir, method, target string) (*http.Response, *http.Transport, error) {
 	path := ControlPath(stateDir)
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
-	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
+		tr.CloseIdleConnections()
 		var ne *net.OpError
 		if errors.As(err, &ne) && ne.Op == "dial" {
-			return nil, fmt.Errorf("%w (%v)", ErrNoSupervisor, err)
+			return nil, nil, fmt.Errorf("%w (%v)", ErrNoSupervisor, err)
 		}
+		return nil, nil, err
+	}
+	return resp, tr, nil
+}
+
+// ErrRefused wraps a control request the supervisor answered with an error.
+var ErrRefused = errors.New("refused")
+
+func controlDo(ctx context.Context, stateDir, method, target string) ([]byte, error) {
+	resp, tr, err := controlStream(ctx, stateDir, method, target)
+	if err != nil {
 		return nil, err
 	}
+	defer tr.CloseIdleConnections()
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {

@@ -177,7 +177,7 @@ func closeBare(m notify.Message) {
 // datagrams) are the caller's.
 func (s *Supervisor) take(x inMsg, now time.Time) {
 	if x.run != 0 && !s.current(x.run) {
-		s.log.Debug("notify: dropped a datagram from a run that has died", "run", x.run, "pid", x.PID)
+		s.lateLogs.debug(s.log, now, "notify: dropped a datagram from a run that has died", "run", x.run, "pid", x.PID)
 		closeBare(x.Message)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
@@ -16,19 +17,50 @@ import (
 func LoadStatus(ctx context.Context, stateDir, name string, all bool) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := FetchStatus(ctx, stateDir, all)
+	return LoadStatusView(ctx, stateDir, name, View{All: all})
+}
+
+// LoadStatusView is LoadStatus with a View, without a timeout of its own.
+func LoadStatusView(ctx context.Context, stateDir, name string, v View) (Status, error) {
+	st, err := FetchStatusView(ctx, stateDir, v)
 	if err == nil || !errors.Is(err, ErrNoSupervisor) {
 		return st, err
 	}
-	db, err := journal.Open(StatePath(stateDir), journal.Options{ReadOnly: true})
+	db, err := openOffline(stateDir)
 	if err != nil {
-		if errors.Is(err, journal.ErrLocked) {
-			return st, fmt.Errorf("%w, but its control socket %s does not answer", err, ControlPath(stateDir))
-		}
 		return st, err
 	}
 	defer db.Close()
-	return ReadStatus(db, name, stateDir, all)
+	return ReadStatusView(db, name, stateDir, v)
+}
+
+// WriteStatus writes the status JSON to w: the running supervise's, copied
+// as it streams in, or one written from the journal when none runs. With
+// v.All every session is streamed: valid JSON at any size, never held whole.
+func WriteStatus(ctx context.Context, w io.Writer, stateDir, name string, v View) error {
+	err := CopyStatus(ctx, stateDir, v, func(r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+	if err == nil || !errors.Is(err, ErrNoSupervisor) {
+		return err
+	}
+	db, err := openOffline(stateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return WriteStatusJSON(w, db, name, stateDir, v)
+}
+
+// openOffline opens the journal of a supervise that does not answer on its
+// control socket, read-only.
+func openOffline(stateDir string) (*journal.DB, error) {
+	db, err := journal.Open(StatePath(stateDir), journal.Options{ReadOnly: true})
+	if errors.Is(err, journal.ErrLocked) {
+		return nil, fmt.Errorf("%w, but its control socket %s does not answer", err, ControlPath(stateDir))
+	}
+	return db, err
 }
 
 // ManualResume is `supervise resume`: the supervise running on stateDir

@@ -25,3 +25,13 @@ func (r *rateLog) warn(log *slog.Logger, now time.Time, msg string, args ...any)
 	log.Warn(msg, append(args, "suppressed", r.suppressed)...)
 	r.last, r.suppressed = now, 0
 }
+
+// debug is warn at Debug level.
+func (r *rateLog) debug(log *slog.Logger, now time.Time, msg string, args ...any) {
+	if !r.last.IsZero() && now.Sub(r.last) < r.interval {
+		r.suppressed++
+		return
+	}
+	log.Debug(msg, append(args, "suppressed", r.suppressed)...)
+	r.last, r.suppressed = now, 0
+}

@@ -178,12 +178,18 @@ func (s *Supervisor) prepareDelivery(n uint64) (argv []string, env []string) {
 		}
 		via = "--resume-exec"
 	}
-	if err := resume.WriteFile(path, resume.Items(copies(pending))); err != nil {
+	switch err := resume.WriteFile(path, resume.Items(copies(pending))); {
+	case err != nil && s.taskMode():
+		// The continuation is in the argv; launching the task instead
+		// would run it again as a new session.
+		s.log.Error("writing the resume file failed: the --resume-exec launch goes ahead without it", "err", err)
+	case err != nil:
 		s.log.Error("writing the resume file failed: resumes not delivered this run", "err", err)
 		return s.cfg.Argv, nil
+	default:
+		s.resumeFile = true
+		env = append(env, "SUPERVISE_RESUME_FILE="+path)
 	}
-	s.resumeFile = true
-	env = append(env, "SUPERVISE_RESUME_FILE="+path)
 	ids := s.markDelivered(pending, n)
 	if err := s.commitSync(nil); err != nil {
 		s.log.Error("journal: recording the deliveries failed", "err", err)

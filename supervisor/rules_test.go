@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -388,5 +389,32 @@ func TestRuleProvenRun(t *testing.T) {
 		ended(notify.OutcomeCompleted), exited(1).after(1400 * time.Millisecond)})
 	if dec.Action != crashloop.Relaunch || dec.Delay != 0 {
 		t.Errorf("a 1.4s run that completed a turn: %v after %v, want an immediate relaunch", dec.Action, dec.Delay)
+	}
+}
+
+// In task mode a resume file that cannot be written does not turn the
+// resume launch into a second run of the task: the continuation is in the
+// argv.
+func TestRuleTaskResumeFileFails(t *testing.T) {
+	t.Parallel()
+	s := newRuleSupervisor(t)
+	s.cfg.ResumeExec = []string{"agent", "-r", "{session}", "{message}"}
+	s.cfg.Report = io.Discard
+	play(t, s, time.Now().Add(-time.Minute), []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL)})
+	// A directory where the file goes: the rename onto it fails.
+	if err := os.Mkdir(ResumePath(s.cfg.StateDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	argv, env := s.prepareDelivery(s.run.Run)
+	if len(argv) != 4 || argv[0] != "agent" || argv[2] != "s1" || !strings.Contains(argv[3], "interrupted") {
+		t.Errorf("argv %q, want the resume launch of s1", argv)
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "SUPERVISE_RESUME_FILE=") {
+			t.Errorf("%s given although the file was not written", kv)
+		}
+	}
+	if r := s.sessions["s1"].Resume; r == nil || r.Delivered != 1 {
+		t.Errorf("the delivery was not recorded: %+v", r)
 	}
 }

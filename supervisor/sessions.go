@@ -9,8 +9,12 @@ import (
 
 // maxSessions bounds the sessions held in memory and the heartbeats
 // buffered for them, so a misbehaving agent cannot grow the supervisor
-// without bound. Settled sessions are evicted long before (keptSettled), so
-// only open sessions count towards it in practice.
+// without bound. Settled sessions are evicted long before (keptSettled),
+// and pruned from the journal by --keep-sessions, so only open sessions
+// (mid-turn, waiting, owed a resume, parked or stopped: each needs a resume
+// or a person) count towards it in practice. Past it a new session's marker
+// is refused, logged (rate-limited) and its sender's next barrier answers
+// '0': never ignored behind a '1'.
 const maxSessions = 100_000
 
 // keptSettled is how many sessions memory holds before settled ones (idle
@@ -21,13 +25,20 @@ const keptSettled = 10_000
 // evictSettled drops settled sessions whose last change is committed, once
 // more than keptSettled are held.
 func (s *Supervisor) evictSettled() {
-	// A batch in flight (or waiting to be retried) may be re-queued by id;
-	// its sessions must still be here then.
-	if len(s.sessions) <= keptSettled || s.cs.inflight != nil || s.cs.retry != nil {
+	if len(s.sessions) <= keptSettled {
 		return
 	}
+	// The batch in flight may be re-queued by id (a failed commit), so its
+	// sessions must still be here then; a batch waiting to be retried is
+	// in dirty already.
+	busy := map[string]bool{}
+	if b := s.cs.inflight; b != nil {
+		for _, x := range b.sessions {
+			busy[x.ID] = true
+		}
+	}
 	for id, sess := range s.sessions {
-		if !sess.State.Open() && !s.cs.dirty[id] {
+		if !sess.State.Open() && !s.cs.dirty[id] && !busy[id] {
 			delete(s.sessions, id)
 		}
 	}
@@ -61,6 +72,14 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	if m.Session == "" {
 		return
 	}
+	if _, held := s.sessions[m.Session]; !held && s.cs.failing != nil && !s.inJournal(m.Session) {
+		// Commits are failing (a full disk): a new session could not be
+		// recorded, so its marker is refused and the barrier says so.
+		s.refused.Add(m.PID)
+		s.refusedLogs.warn(s.log, now, "the journal cannot commit: marker for a new session refused",
+			"session", m.Session, "pid", m.PID, "err", s.cs.failing)
+		return
+	}
 	sess := s.session(m.Session, now)
 	if sess == nil {
 		// Refused, not ignored: the sender's next barrier answers '0'.
@@ -68,6 +87,15 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 		s.refusedLogs.warn(s.log, now, "too many sessions in memory: marker for a new session refused",
 			"session", m.Session, "pid", m.PID, "limit", maxSessions)
 		return
+	}
+	if why, ignore := outOfSequence(sess, m); why != "" {
+		s.outOfSequence(sess, m, why, ignore, now)
+		if ignore {
+			sess.LastHeartbeat = now
+			s.markDirty(sess.ID)
+			s.flushAsync()
+			return
+		}
 	}
 	sess.LastHeartbeat = now
 	sess.Updated = now
@@ -135,7 +163,66 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	}
 	s.markDirty(sess.ID)
 	s.noteDeadline(sess)
+	s.observeMarker(m)
 	s.flushAsync()
+}
+
+// outOfSequence says why marker m contradicts the session's turn ("" when
+// it does not), and whether it is ignored. Ignored, so that the state
+// machine never goes back: a turn-begin repeated for the open turn, or
+// replayed for a turn that already ended (an agent replaying its log after
+// a restart must not reopen, and so later resume, a finished turn); a
+// turn-end repeated for a turn already ended (it must not prove health
+// twice, nor change the outcome). Applied but recorded: a turn-end naming
+// another turn than the open one, since the agent's hooks may number the
+// continuation of a resumed turn afresh. Markers without a turn id are
+// never contradicted.
+func outOfSequence(sess *journal.Session, m notify.Message) (why string, ignore bool) {
+	if m.Turn == "" || sess.Turn == "" {
+		return "", false
+	}
+	same := m.Turn == sess.Turn
+	open := sess.State == journal.InTurn || sess.State == journal.Waiting
+	ended := sess.State == journal.Idle && sess.Outcome != ""
+	switch m.Event {
+	case notify.EventTurnBegin:
+		switch {
+		case same && open:
+			return "turn-begin repeated for the open turn", true
+		case same && ended:
+			return "turn-begin for a turn that already ended", true
+		}
+	case notify.EventTurnEnd:
+		switch {
+		case !same && open:
+			return "turn-end names another turn than the open one; the open turn ends", false
+		case same && ended:
+			return "turn-end repeated", true
+		}
+	}
+	return "", false
+}
+
+// sequenceLog counts out-of-sequence markers and rate-limits their log.
+type sequenceLog struct {
+	count      uint64
+	last       time.Time
+	suppressed uint64
+}
+
+func (s *Supervisor) outOfSequence(sess *journal.Session, m notify.Message, why string, ignored bool, now time.Time) {
+	s.seq.count++
+	if now.Sub(s.seq.last) < time.Second {
+		s.seq.suppressed++
+		return
+	}
+	msg := "turn marker out of sequence: applied"
+	if ignored {
+		msg = "turn marker out of sequence: ignored"
+	}
+	s.log.Warn(msg, "session", sess.ID, "event", string(m.Event), "turn", m.Turn,
+		"session_turn", sess.Turn, "state", string(sess.State), "why", why, "suppressed", s.seq.suppressed)
+	s.seq.last, s.seq.suppressed = now, 0
 }
 
 // newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
@@ -179,6 +266,16 @@ func (s *Supervisor) session(id string, now time.Time) *journal.Session {
 	}
 	s.sessions[id] = &sess
 	return &sess
+}
+
+// inJournal reports whether the journal holds session id.
+func (s *Supervisor) inJournal(id string) bool {
+	found := false
+	s.db.View(func(tx *journal.Tx) error {
+		_, found, _ = tx.Session(id)
+		return nil
+	})
+	return found
 }
 
 // flushBeats moves the heartbeats gathered by intake into the session and

@@ -21,7 +21,13 @@ type Status struct {
 	Child      ChildStatus          `json:"child"`
 	Guard      crashloop.GuardState `json:"crash_loop_guard"`
 	Sessions   []SessionStatus      `json:"sessions"`
-	Runs       []RunStatus          `json:"runs"`
+	// SessionCounts counts every session by state; SessionsTotal is their
+	// number, SessionsOmitted how many Sessions leaves out (by default the
+	// settled ones but the latest; status --all lists every one).
+	SessionCounts   map[string]int `json:"session_counts"`
+	SessionsTotal   int            `json:"sessions_total"`
+	SessionsOmitted int            `json:"sessions_omitted"`
+	Runs            []RunStatus    `json:"runs"`
 	// Notify and Journal are set only by a running supervise.
 	Notify  *NotifyStatus  `json:"notify,omitempty"`
 	Journal *JournalStatus `json:"journal,omitempty"`
@@ -34,6 +40,10 @@ type NotifyStatus struct {
 	Accepted uint64            `json:"accepted"`
 	Pings    uint64            `json:"pings"`
 	Dropped  map[string]uint64 `json:"dropped"`
+	// OutOfSequence counts turn markers that contradicted the session's
+	// turn (a repeated or replayed begin, an end for another turn or a
+	// repeated end) and were applied as no-ops.
+	OutOfSequence uint64 `json:"out_of_sequence"`
 }
 
 // JournalStatus counts the journal commits of this supervise.
@@ -195,8 +205,54 @@ func sortSessions(ss []SessionStatus) {
 }
 
 // ReadStatus builds the status of a supervise that is not running, from its
-// journal (opened read-only). all lists every session, not only open ones.
+// journal (opened read-only): the open sessions, the latest settled ones and
+// counts per state, or with all every session (held in memory: to print
+// every session of a large journal as JSON, use WriteStatusJSON, which
+// streams).
 func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error) {
+	return ReadStatusView(db, name, stateDir, View{All: all})
+}
+
+// ReadStatusView is ReadStatus with a View.
+func ReadStatusView(db *journal.DB, name, stateDir string, v View) (Status, error) {
+	sn, err := readSnapshot(db, name, stateDir)
+	if err != nil {
+		return sn.st, err
+	}
+	if !v.All {
+		err = sn.collect(db, v)
+		return sn.st, err
+	}
+	st := &sn.st
+	st.Sessions = []SessionStatus{}
+	st.SessionCounts = map[string]int{}
+	err = db.View(func(tx *journal.Tx) error {
+		return sn.scan(tx, func(_ journal.SessionBrief, full func() (journal.Session, error)) error {
+			s, err := full()
+			if err != nil {
+				return err
+			}
+			st.SessionCounts[string(s.State)]++
+			st.SessionsTotal++
+			st.Sessions = append(st.Sessions, sn.render(s))
+			return nil
+		})
+	})
+	return sn.st, err
+}
+
+// WriteStatusJSON writes the status of a supervise that is not running as
+// JSON, streaming every session with v.All.
+func WriteStatusJSON(w io.Writer, db *journal.DB, name, stateDir string, v View) error {
+	sn, err := readSnapshot(db, name, stateDir)
+	if err != nil {
+		return err
+	}
+	return sn.writeJSON(w, db, v)
+}
+
+// readHeader reads everything status shows but the sessions.
+func readHeader(db *journal.DB, name, stateDir string) (Status, error) {
 	st := Status{Name: name, StateDir: stateDir, Sessions: []SessionStatus{}, Runs: []RunStatus{}}
 	err := db.View(func(tx *journal.Tx) error {
 		st.Supervisor.CleanShutdown = tx.Clean()
@@ -228,32 +284,18 @@ func ReadStatus(db *journal.DB, name, stateDir string, all bool) (Status, error)
 			last := runStatus(runs[0])
 			st.Child.LastExit = &last
 		}
-		held := ""
-		if st.Guard.Open {
-			held = "crash-loop guard open"
-		}
-		add := func(s journal.Session) error {
-			st.Sessions = append(st.Sessions, sessionStatus(s, stateDir, held))
-			return nil
-		}
-		if all {
-			return tx.ForEachSession(add)
-		}
-		open, err := tx.OpenSessions()
-		for _, s := range open {
-			add(s)
-		}
-		return err
+		return nil
 	})
-	sortSessions(st.Sessions)
 	return st, err
 }
 
-// status builds the live status; it runs on the loop goroutine.
-func (s *Supervisor) status(all bool) (Status, error) {
-	st, err := ReadStatus(s.db, s.cfg.Name, s.cfg.StateDir, all)
+// status builds the live status header and copies the sessions the loop
+// holds; it runs on the loop goroutine. The sessions are listed by the
+// caller, off the loop (statusSnap.collect, writeJSON).
+func (s *Supervisor) status() (statusSnap, error) {
+	st, err := readHeader(s.db, s.cfg.Name, s.cfg.StateDir)
 	if err != nil {
-		return st, err
+		return statusSnap{}, err
 	}
 	st.Supervisor = SupervisorStatus{Running: true, PID: osGetpid(), Started: s.started}
 	st.Child.State = s.state
@@ -281,24 +323,20 @@ func (s *Supervisor) status(all bool) (Status, error) {
 	st.Guard = s.guard
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
-		Dropped: map[string]uint64{}}
+		Dropped: map[string]uint64{}, OutOfSequence: s.seq.count}
 	for reason, n := range ns.Dropped.All() {
 		st.Notify.Dropped[reason] = n
 	}
 	st.Journal = &JournalStatus{Path: s.db.Path(), Commits: s.cs.commits, CommitErrors: s.cs.errors}
-	if !all {
-		// The loop's view: open sessions plus those active in this run.
-		st.Sessions = st.Sessions[:0]
-		for _, sess := range s.sessions {
-			ss := sessionStatus(*sess, s.cfg.StateDir, s.held())
-			if dl, ok := sessionDeadline(sess, s.cfg.Deadlines); ok && s.proc != nil {
-				ss.Deadline = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Since: dl.From.Round(0), Extended: dl.Extended}
-			}
-			st.Sessions = append(st.Sessions, ss)
+	mem := make(map[string]journal.Session, len(s.sessions))
+	deadlines := map[string]*DeadlineStatus{}
+	for id, sess := range s.sessions {
+		mem[id] = *sess
+		if dl, ok := sessionDeadline(sess, s.cfg.Deadlines); ok && s.proc != nil {
+			deadlines[id] = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Since: dl.From.Round(0), Extended: dl.Extended}
 		}
-		sortSessions(st.Sessions)
 	}
-	return st, nil
+	return statusSnap{st: st, mem: mem, held: s.held(), deadlines: deadlines}, nil
 }
 
 // WriteText prints st for a person.
@@ -381,6 +419,21 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 					s.ID, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
 			}
 		}
+	}
+	if st.SessionsOmitted > 0 {
+		fmt.Fprintf(b, "  (%d more settled sessions not listed: supervise status --all lists every one)\n", st.SessionsOmitted)
+	}
+	if st.SessionsTotal > 0 {
+		states := make([]string, 0, len(st.SessionCounts))
+		for state := range st.SessionCounts {
+			states = append(states, state)
+		}
+		sort.Strings(states)
+		fmt.Fprintf(b, "sessions by state (%d in all):", st.SessionsTotal)
+		for _, state := range states {
+			fmt.Fprintf(b, " %s %d", state, st.SessionCounts[state])
+		}
+		fmt.Fprintln(b)
 	}
 	if len(st.Runs) > 0 {
 		fmt.Fprintln(b, "\nrecent runs:")

@@ -113,7 +113,15 @@ type Config struct {
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
 	// KeepRuns bounds the run records kept in the journal.
-	KeepRuns              int
+	KeepRuns int
+	// KeepSessions bounds the settled (idle, closed) sessions kept in the
+	// journal: the oldest beyond it are pruned in the background. Open
+	// sessions are never pruned. 0 keeps every session.
+	KeepSessions int
+	// Observe, when set, is told about every launch, committed marker
+	// batch and death, and the loop waits for it (see Observer). nil in
+	// production; `supervise chaos` sets it.
+	Observe               Observer
 	Stdin, Stdout, Stderr *os.File
 	Log                   *slog.Logger
 }
@@ -172,11 +180,14 @@ type Supervisor struct {
 		timer           *time.Timer
 		start, deadline time.Time
 	}
-	cs commitState
+	cs  commitState
+	seq sequenceLog
 	// refused remembers senders whose markers the loop refused (session
 	// ceiling) since their last barrier, which then answers '0'.
 	refused     notify.Refusals
 	refusedLogs rateLog
+	lateLogs    rateLog // datagrams from a run that has died
+	prune       pruner
 
 	fatalErr error // the journal is damaged: stop and let the next start move it aside
 	// resumeFile is true while a resume file may exist (one left by a
@@ -236,6 +247,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		resumeFile: true,
 	}
 	s.refusedLogs.interval = time.Second
+	s.lateLogs.interval = time.Second
 	s.m = newMetrics(s)
 	if len(cfg.Argv) > 0 {
 		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
@@ -285,6 +297,7 @@ func (s *Supervisor) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.done)
+	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.fp.CommitDelay), dirty: map[string]bool{}}
 	defer s.stopWriter()
 	s.openCgroups()
@@ -317,6 +330,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 func (s *Supervisor) loop(ctx context.Context) (int, error) {
 	for {
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		first := s.run.Run == 0
@@ -333,6 +347,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			return exit.Code, fmt.Errorf("agent could not be started: %w", exit.ExecErr)
 		}
 		if s.stop != nil {
+			s.taskStopped()
 			return s.stopCode(), nil
 		}
 		switch {
@@ -618,6 +633,7 @@ func (s *Supervisor) runOnce() child.Exit {
 	}
 	s.log.Info("child started", "run", n, "pid", p.PID(), "cmd", argv[0])
 	s.publish()
+	s.observeStart(n, argv)
 
 	s.wait(p, nil)
 	s.drain()
@@ -678,6 +694,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 			s.checkMemory()
 			s.rearmDeadlines()
 			s.evictSettled()
+			s.maybePrune(now)
 			s.publish()
 			if s.guard.Open && p != nil && s.cfg.Guard.Proven(s.run.Started, now) {
 				s.clearGuard("the run outlived --guard-gap")
@@ -868,6 +885,11 @@ func (s *Supervisor) died(exit child.Exit) crashloop.Decision {
 		"exit_code", r.ExitCode, "signal", r.Signal, "reason", r.Reason, "dirty", r.Dirty,
 		"uptime", exit.Uptime().Round(time.Millisecond), "next", next)
 	s.logDecisions(decs)
+	changed := make([]string, len(decs))
+	for i, d := range decs {
+		changed[i] = d.Session.ID
+	}
+	s.observeDeath(r, changed)
 	if s.guard.Open {
 		s.log.Warn("crash-loop guard is open: automatic resumes are held until a run proves healthy",
 			"chain", s.guard.Chain)

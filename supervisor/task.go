@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -121,14 +122,42 @@ func (s *Supervisor) taskEnd(exit child.Exit) int {
 	return exit.Code
 }
 
+// taskStopped tells the person who stopped a task how to continue each
+// session of it the stop left stopped mid-turn, or still owed a resume (a
+// stop during the backoff before a resume launch).
+func (s *Supervisor) taskStopped() {
+	if !s.taskMode() {
+		return
+	}
+	w := s.report()
+	var ids []string
+	for id := range s.task.touched {
+		if sess := s.sessions[id]; sess != nil && (sess.State == journal.Stopped || sess.State == journal.ResumePending) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		what := "was stopped mid-turn"
+		if s.sessions[id].State == journal.ResumePending {
+			what = "is still owed a resume (the stop came before its resume launch)"
+		}
+		fmt.Fprintf(w, "supervise: session %s %s; to resume it: %s\n", id, what, s.rerunCommand(id))
+	}
+}
+
+func (s *Supervisor) report() io.Writer {
+	if s.cfg.Report == nil {
+		return os.Stderr
+	}
+	return s.cfg.Report
+}
+
 // taskReport prints the no-markers warning, and each session of this
 // invocation that is parked or whose resume is held, with the command that
 // resumes it. It returns how many such sessions there are.
 func (s *Supervisor) taskReport() int {
-	w := s.cfg.Report
-	if w == nil {
-		w = os.Stderr
-	}
+	w := s.report()
 	if !s.task.markers {
 		fmt.Fprintln(w, "supervise: warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.")
 		fmt.Fprintln(w, "supervise: the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")

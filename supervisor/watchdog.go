@@ -1,6 +1,9 @@
 package supervisor
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -145,7 +148,13 @@ func (s *Supervisor) checkWatchdog(now time.Time) {
 			s.log.Warn("watchdog: the notify socket stayed busy while the agent was silent; judging anyway",
 				"waited", time.Duration(s.wd.deferred)*watchdogDeferral)
 		}
-		s.abortChild("watchdog", "no WATCHDOG=1 within the watchdog period", "since_ping", since.Round(time.Millisecond), "watchdog", s.wd.period)
+		why := "no WATCHDOG=1 within the watchdog period"
+		if stoppedByJobControl(s.proc.PID()) {
+			// The commonest cause of a silent agent in a terminal: it read
+			// or wrote the terminal from a background process group.
+			why += " (the agent is stopped: SIGSTOP, or SIGTTIN/SIGTTOU after it used the terminal from a background process group)"
+		}
+		s.abortChild("watchdog", why, "since_ping", since.Round(time.Millisecond), "watchdog", s.wd.period)
 	}
 }
 
@@ -258,4 +267,15 @@ func (s *Supervisor) checkMemory() {
 		s.log.Warn("signalling the child failed", "pid", s.proc.PID(), "err", err)
 	}
 	s.armGrace(now, now.Add(s.cfg.StopTimeout))
+}
+
+// stoppedByJobControl reports whether pid is in the stopped state (T):
+// /proc/<pid>/stat's state field, after the command name's last ')'.
+func stoppedByJobControl(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'T'
 }

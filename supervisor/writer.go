@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
@@ -16,7 +19,13 @@ import (
 // marking at once cost a handful of fsyncs, not 64. A barrier's fd rides
 // with the batch that holds every marker received before it and is acked
 // (notify.Ack) only after that batch committed. A failed commit acks
-// nothing: its changes and fds go back to pending and are retried.
+// nothing. A write the kernel refused for want of space (ENOSPC, EDQUOT
+// from write) landed nowhere: its changes and fds go back to pending and
+// are retried. Any other error from the disk (EIO, EROFS, a failed fsync)
+// fails closed: after a failed fsync the kernel may have dropped the dirty
+// pages and a later fsync can succeed without them, so no later commit
+// could be trusted; nothing more is committed, every barrier is
+// answered '0', and supervise stops the agent and exits 1 (see failClosed).
 
 // batch is one commit: copies of the records to write and the barriers it
 // acknowledges.
@@ -25,6 +34,7 @@ type batch struct {
 	run      *journal.Run
 	policy   *policy
 	fds      []answer
+	markers  []Marker // for the observer, told once the batch commits
 }
 
 // answer is a barrier waiting for its batch: acked ('1') once the batch
@@ -100,11 +110,19 @@ type commitState struct {
 	dirty    map[string]bool // sessions changed since the last batch
 	runDirty bool            // the run record changed (heartbeat)
 	fds      []answer        // barriers waiting for the next batch
+	markers  []Marker        // markers for the observer, in the next batch
 	inflight *batch
 	retry    *time.Timer // armed after a failed commit
 	backoff  time.Duration
 	commits  uint64
 	errors   uint64
+	// failed is the disk error that made the journal fail closed; once set,
+	// nothing more is committed or acknowledged.
+	failed error
+	// failing is the error of the last commit while commits fail and are
+	// retried (a full disk), nil once one succeeds: markers for sessions
+	// the journal does not hold yet are refused meanwhile.
+	failing error
 }
 
 func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
@@ -117,6 +135,10 @@ func (s *Supervisor) barrier(m notify.Message) {
 	cs := &s.cs
 	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {
+	case cs.failed != nil:
+		notify.Nack(a.fd) // '0': the journal takes nothing more
+	case a.refused && cs.failing != nil:
+		a.send() // '0' now: the refusal is certain, the disk may stay full
 	case s.pendingWork():
 		cs.fds = append(cs.fds, a)
 		s.flushAsync()
@@ -130,7 +152,8 @@ func (s *Supervisor) barrier(m notify.Message) {
 // takeBatch moves everything pending into a batch.
 func (s *Supervisor) takeBatch() *batch {
 	cs := &s.cs
-	b := &batch{fds: cs.fds}
+	b := &batch{fds: cs.fds, markers: cs.markers}
+	cs.markers = nil
 	for id := range cs.dirty {
 		if sess, ok := s.sessions[id]; ok {
 			b.sessions = append(b.sessions, *sess)
@@ -159,7 +182,7 @@ func (s *Supervisor) pendingWork() bool {
 // (the next starts when it returns) or a retry is scheduled.
 func (s *Supervisor) flushAsync() {
 	cs := &s.cs
-	if cs.inflight != nil || cs.retry != nil || !s.pendingWork() {
+	if cs.inflight != nil || cs.retry != nil || cs.failed != nil || !s.pendingWork() {
 		return
 	}
 	cs.inflight = s.takeBatch()
@@ -182,6 +205,8 @@ func (s *Supervisor) committed(err error) {
 func (s *Supervisor) acked(b *batch) {
 	s.cs.commits++
 	s.cs.backoff = 0
+	s.cs.failing = nil
+	s.observeBatch(b)
 	for _, a := range b.fds {
 		a.send()
 	}
@@ -195,6 +220,11 @@ func (s *Supervisor) requeue(b *batch, err error) {
 	if errors.Is(err, journal.ErrCorrupt) {
 		s.fatal(err)
 	}
+	if cs.failed != nil || storageFailure(err) {
+		s.failClosed(b, err)
+		return
+	}
+	cs.failing = err
 	for _, sess := range b.sessions {
 		cs.dirty[sess.ID] = true
 	}
@@ -205,6 +235,7 @@ func (s *Supervisor) requeue(b *batch, err error) {
 		s.policyDirty = true
 	}
 	cs.fds = append(b.fds, cs.fds...)
+	cs.markers = append(b.markers, cs.markers...)
 	if cs.backoff == 0 {
 		cs.backoff = 100 * time.Millisecond
 	} else if cs.backoff < 5*time.Second {
@@ -215,6 +246,52 @@ func (s *Supervisor) requeue(b *batch, err error) {
 	if cs.retry == nil {
 		cs.retry = time.NewTimer(cs.backoff)
 	}
+}
+
+// storageFailure reports whether a failed commit is an error of the disk
+// that a retry cannot be trusted to repair: anything from the operating
+// system except a write refused for want of space. bbolt returns write
+// errors as *fs.PathError and fsync errors as a bare errno, so an ENOSPC
+// from fsync (delayed allocation on ext4, thin provisioning, NFS: the data
+// may be lost) fails closed too.
+func storageFailure(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "write" && (errno == syscall.ENOSPC || errno == syscall.EDQUOT) {
+		return false
+	}
+	return true
+}
+
+// failClosed handles a disk error that no later commit can be trusted to
+// repair: the batch's barriers and every later one are answered '0' (not
+// journaled; never acknowledged), nothing more is committed, the next start is made to
+// check every page of the journal, and the agent is stopped; supervise
+// exits 1 so that its own manager sees the failure.
+func (s *Supervisor) failClosed(b *batch, err error) {
+	cs := &s.cs
+	for _, a := range append(b.fds, cs.fds...) {
+		notify.Nack(a.fd) // '0': not journaled, and never will be
+	}
+	cs.fds = nil
+	if cs.retry != nil {
+		cs.retry.Stop()
+		cs.retry = nil
+	}
+	if cs.failed != nil {
+		return
+	}
+	cs.failed = err
+	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte("journal write failed: "+err.Error()+"\n"), 0o600)
+	s.log.Error("journal: the disk failed a write or fsync; failing closed: no marker is acknowledged from now on, "+
+		"stopping the agent and exiting 1; the next start checks the journal", "err", err)
+	if s.fatalErr == nil {
+		s.fatalErr = fmt.Errorf("journal write failed, failed closed: %w", err)
+	}
+	s.Shutdown()
 }
 
 // retryC is the retry timer's channel, nil when none is armed.
@@ -240,6 +317,13 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 	if cs.retry != nil {
 		cs.retry.Stop()
 		cs.retry = nil
+	}
+	if cs.failed != nil {
+		for _, a := range cs.fds {
+			notify.Nack(a.fd)
+		}
+		cs.fds = nil
+		return fmt.Errorf("journal failed closed earlier: %w", cs.failed)
 	}
 	b := s.takeBatch()
 	time.Sleep(s.fp.CommitDelay) // failpoint: a slow disk (0 in production)

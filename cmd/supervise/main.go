@@ -7,14 +7,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/chaoscmd"
+	"github.com/supervise-dev/supervise/internal/demo"
 	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/notifycmd"
+	"github.com/supervise-dev/supervise/internal/unit"
 )
 
 // Exit codes: the one table is internal/exitcode, printed by --help.
@@ -38,6 +40,7 @@ Usage:
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
                                                print a service unit that runs supervise
   supervise demo                               watch a demo agent crash, resume and park
+  supervise chaos [flags] -- AGENT [ARGS...]   kill your own agent mid-turn, check how it resumes
 
 Run 'supervise COMMAND --help' for a command's flags. Every flag can also be
 set with SUPERVISE_<FLAG> in the environment (--stop-timeout: SUPERVISE_STOP_TIMEOUT);
@@ -61,15 +64,17 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "status":
 		return statusCmd(ctx, args, stdout, stderr)
 	case "notify":
-		return notifyCmd(ctx, args, stdin, stdout, stderr)
+		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":
 		return resumeCmd(ctx, args, stdout, stderr)
 	case "unit":
-		return unitCmd(args, stdout, stderr)
+		return unit.Command(args, stdout, stderr)
 	case "demo":
-		return demoCmd(ctx, args, stdout, stderr)
+		return demo.Command(ctx, args, stdout, stderr)
+	case "chaos":
+		return chaoscmd.Run(ctx, args, stdout, stderr)
 	case "demo-agent":
-		return demoAgentCmd(ctx, args, stderr)
+		return demo.AgentCommand(ctx, args, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage())
 		return exitOK
@@ -78,13 +83,5 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usage())
-	return exitUsage
-}
-
-// usageExit maps a parse error to an exit code.
-func usageExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	return exitUsage
 }

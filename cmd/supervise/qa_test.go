@@ -1,7 +1,6 @@
 package main
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
@@ -29,16 +28,5 @@ func TestResumeSignalMustBeCatchable(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, "--resume-signal") {
 			t.Errorf("--resume-signal %s: exit %d, stderr %q; want 2 naming the flag", sig, code, errs)
 		}
-	}
-}
-
-// Exit 5 (task mode: a session needs a person) must not restart the unit:
-// a restarted supervise with the same argv runs the task again as a new
-// session, repeating its side effects, which is what task mode avoids.
-func TestUnitSystemdDoesNotRestartAParkedTask(t *testing.T) {
-	out := unitGen(t, "systemd", "--resume-exec", "sh -c {session}", "--", "sh", "-c", "exit 0")
-	got := setting(out, "RestartPreventExitStatus")
-	if len(got) != 1 || !slices.Contains(strings.Fields(got[0]), "5") || !slices.Contains(strings.Fields(got[0]), "3") {
-		t.Fatalf("RestartPreventExitStatus= %q, want 3 and 5", got)
 	}
 }

@@ -2,53 +2,63 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var st stateFlags
-	st.register(fs)
+	var st runflags.State
+	st.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (fields as in docs/design.md and the README)")
-	all := fs.Bool("all", false, "list every session, not only open ones and those active now")
+	all := fs.Bool("all", false, "list every session (streamed, any number), not only the open ones and the latest settled ones")
+	session := fs.String("session", "", "show only this session")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all] [--state-dir DIR | --name NAME]")
+		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all | --session ID] [--state-dir DIR | --name NAME]")
+		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.")
 		fs.PrintDefaults()
 	}
-	set, err := parseFlags(fs, args, stdout, stderr)
+	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	dir, name, err := st.resolve(set, "")
+	if *all && *session != "" {
+		fmt.Fprintln(stderr, "supervise status: --all and --session exclude each other")
+		return exitUsage
+	}
+	dir, name, err := st.Resolve(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitUsage
 	}
-	status, err := supervisor.LoadStatus(ctx, dir, name, *all)
+	v := supervisor.View{All: *all, Session: *session}
+	timeout := 5 * time.Second
+	if v.All {
+		timeout = 10 * time.Minute // streamed: as long as the journal is large
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if *asJSON {
+		// Straight through, never held whole: valid at any size.
+		err = supervisor.WriteStatus(ctx, stdout, dir, name, v)
+	} else {
+		var status supervisor.Status
+		if status, err = supervisor.LoadStatusView(ctx, dir, name, v); err == nil {
+			err = supervisor.WriteText(stdout, status, time.Now())
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
-		return exitInternal
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(status); err != nil {
-			return exitInternal
-		}
-		return exitOK
-	}
-	if err := supervisor.WriteText(stdout, status, time.Now()); err != nil {
 		return exitInternal
 	}
 	return exitOK

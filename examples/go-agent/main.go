@@ -11,6 +11,13 @@
 // reads what the interrupted turn was doing, checks whether the side effect
 // already happened, does it only if not, and ends the turn.
 //
+// With -turns N (0: until stopped) it runs turns on its own, after taking
+// any resumes: t1, t2, ..., numbered by a counter file next to -out, so a
+// relaunched agent never reuses a turn id. That is the mode to prove it
+// survives crashes with:
+//
+//	supervise chaos --at tool -- go-agent -turns 0 -tool-time 50ms -out /tmp/go-agent.out
+//
 // Outside supervise (no NOTIFY_SOCKET) it runs the same way and reports
 // nothing.
 package main
@@ -56,6 +63,7 @@ func run(ctx context.Context, args []string) int {
 	turn := fs.String("turn", "t1", "turn id")
 	out := fs.String("out", "go-agent.out", "file the side-effecting tool appends to")
 	toolTime := fs.Duration("tool-time", 0, "how long the tool runs on a fresh turn before its side effect (a window to kill the agent in)")
+	turns := fs.Int("turns", 1, "run this many turns on their own, numbered t1, t2, ... (0: until stopped); 1 runs the one turn -turn names")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,24 +74,68 @@ func run(ctx context.Context, args []string) int {
 		a.log.Error("reading the resume file failed", "err", err)
 		return 1
 	}
-	if len(items) > 0 {
-		for _, it := range items {
-			if err := a.resume(ctx, it); err != nil {
-				a.log.Error("resumed turn failed", "session", it.Session, "err", err)
+	for _, it := range items {
+		if err := a.resume(ctx, it); err != nil {
+			a.log.Error("resumed turn failed", "session", it.Session, "err", err)
+			return 1
+		}
+	}
+	prompt := strings.Join(fs.Args(), " ")
+	if prompt == "" {
+		prompt = "append a line"
+	}
+	if *turns != 1 {
+		for done := 0; *turns == 0 || done < *turns; done++ {
+			n, err := nextTurn(a.out + ".next")
+			if err != nil {
+				a.log.Error("turn counter", "err", err)
+				return 1
+			}
+			if err := a.turn(ctx, *session, fmt.Sprintf("t%d", n), prompt); err != nil {
+				if ctx.Err() != nil {
+					return 0 // stopped
+				}
+				a.log.Error("turn failed", "session", *session, "err", err)
 				return 1
 			}
 		}
 		return 0
 	}
-	prompt := strings.Join(fs.Args(), " ")
-	if prompt == "" {
-		prompt = "append a line"
+	if len(items) > 0 {
+		return 0
 	}
 	if err := a.turn(ctx, *session, *turn, prompt); err != nil {
 		a.log.Error("turn failed", "session", *session, "err", err)
 		return 1
 	}
 	return 0
+}
+
+// nextTurn returns the next turn number from the counter file and stores
+// the one after it (synced, replaced by rename) before the turn begins.
+func nextTurn(path string) (int, error) {
+	n := 1
+	if b, err := os.ReadFile(path); err == nil {
+		fmt.Sscanf(string(b), "%d", &n)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return 0, err
+	}
+	_, err = fmt.Fprintf(f, "%d\n", n+1)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	return n, err
 }
 
 // sent treats "not under supervise" as success: the agent works the same

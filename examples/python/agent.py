@@ -26,6 +26,8 @@ Usage:
   agent.py barrier [TIMEOUT_SECONDS]
   agent.py resumes                           print the resumes owed (SUPERVISE_RESUME_FILE)
   agent.py script [SESSION]                  a short scripted turn (demo)
+  agent.py loop [SESSION] [TURNS] [OUT]      run turns on its own, resuming after a
+                                             crash (for supervise chaos; TURNS 0 = forever)
 """
 
 import json
@@ -216,6 +218,85 @@ def script(session="demo"):
     print("barrier ok: turn-end", flush=True)
 
 
+def _effect_done(out, key):
+    try:
+        with open(out, encoding="utf-8") as f:
+            return any(line.startswith(key) for line in f)
+    except FileNotFoundError:
+        return False
+
+
+def _effect(out, key, prompt):
+    """The tool's side effect: one line appended to OUT, synced."""
+    with open(out, "a", encoding="utf-8") as f:
+        f.write("%s %s\n" % (key, prompt))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _next_turn(out):
+    """The next turn number, persisted before the turn begins, so a
+    restarted agent never reuses the id of a turn it began before."""
+    path = out + ".next"
+    try:
+        with open(path, encoding="utf-8") as f:
+            n = int(f.read().strip() or "1")
+    except FileNotFoundError:
+        n = 1
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("%d\n" % (n + 1))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return n
+
+
+def _tool(session, turn, prompt, out, tool_time):
+    """The side-effecting tool, announced and journaled first: if the agent
+    dies from here on, the resume says it died inside this tool."""
+    phase(session, "tool", "append")
+    barrier()
+    time.sleep(tool_time)
+    _effect(out, "%s/%s:" % (session, turn), prompt)
+    phase(session, "model")
+
+
+def loop(session="loop", turns="0", out="agent-loop.out", think_time=0.05, tool_time=0.05):
+    """Run turns on its own: first take every resume owed (report resumed,
+    check whether the interrupted tool's effect already happened, finish
+    the turn), then run fresh turns t1, t2, ... until TURNS are done (0:
+    until stopped). Each turn thinks, calls a side-effecting tool that
+    appends a line to OUT, and ends completed; every marker before a side
+    effect or an exit is acknowledged by a barrier."""
+    turns = int(turns)
+    for item in resumes():
+        sess, turn = item["session"], item.get("turn") or ""
+        resumed(sess, turn or None)
+        barrier()  # journaled: a second death now counts against this turn
+        print("resumed %s %s after %s in phase %s" % (sess, turn, item.get("reason"), item.get("phase")), flush=True)
+        if _effect_done(out, "%s/%s:" % (sess, turn)):
+            print("  the tool's effect is already there: not repeating it", flush=True)
+        else:
+            _tool(sess, turn, item.get("prompt") or "", out, tool_time)
+        turn_end(sess, turn or None, "completed")
+        barrier()
+    done = 0
+    while turns == 0 or done < turns:
+        turn = "t%d" % _next_turn(out)
+        prompt = "append line %s" % turn
+        turn_begin(session, turn, prompt)
+        barrier()
+        phase(session, "model")
+        time.sleep(think_time)
+        _tool(session, turn, prompt, out, tool_time)
+        time.sleep(think_time)
+        turn_end(session, turn, "completed")
+        barrier()  # do not start the next turn (or exit) before this is journaled
+        done += 1
+        print("turn %s completed" % turn, flush=True)
+
+
 def main(argv):
     commands = {
         "notify": (notify, 1, 1),
@@ -229,6 +310,7 @@ def main(argv):
         "barrier": (lambda t=BARRIER_TIMEOUT: barrier(float(t)), 0, 1),
         "resumes": (lambda: print(json.dumps(resumes(), indent=2)), 0, 0),
         "script": (script, 0, 1),
+        "loop": (loop, 0, 3),
     }
     if not argv or argv[0] not in commands:
         sys.stderr.write(__doc__)

@@ -169,6 +169,60 @@ func run(step string) {
 			return
 		}
 		logf("%s %d", verb, cmd.Process.Pid)
+	case "daemon":
+		// A double-forking daemon: sh starts sleep in a new session in the
+		// background and exits at once, so sleep is re-parented.
+		out, err := exec.Command("sh", "-c", "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $!").Output()
+		if err != nil {
+			logf("error %v", err)
+			return
+		}
+		logf("daemon %s", strings.TrimSpace(string(out)))
+	case "stdout-holder":
+		// A grandchild that keeps our stdout (supervise's) open.
+		cmd := exec.Command("sleep", "1000")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			logf("error %v", err)
+			return
+		}
+		logf("stdout-holder %d", cmd.Process.Pid)
+	case "exec":
+		// Run a command as our child and wait for it.
+		err := exec.Command("/bin/sh", "-c", arg).Run()
+		logf("exec-done %v", err)
+	case "exit-run":
+		// Exit with a status derived from the run number: run%50+1.
+		n, _ := strconv.Atoi(os.Getenv("SUPERVISE_RUN"))
+		logf("exit %d", n%50+1)
+		os.Exit(n%50 + 1)
+	case "init":
+		// Be a PID namespace's init: reap every child, forever.
+		logf("init")
+		for {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	case "bg-read":
+		// Leave the terminal's foreground process group and read it: the
+		// kernel stops us with SIGTTIN.
+		if err := syscall.Setpgid(0, 0); err != nil {
+			logf("error setpgid %v", err)
+			return
+		}
+		st, _ := os.ReadFile("/proc/self/status")
+		ign := ""
+		for _, l := range strings.Split(string(st), "\n") {
+			if strings.HasPrefix(l, "SigIgn:") || strings.HasPrefix(l, "SigBlk:") {
+				ign += strings.ReplaceAll(l, "\t", " ") + " "
+			}
+		}
+		logf("bg-read %s", ign)
+		buf := make([]byte, 1)
+		n, err := os.Stdin.Read(buf)
+		logf("bg-read-returned %d %v", n, err)
 	default:
 		if !protocol(verb, strings.Fields(arg), arg) {
 			logf("error unknown step %q", step)

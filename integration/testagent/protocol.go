@@ -139,7 +139,8 @@ func protocol(verb string, f []string, rest string) bool {
 			if i > 0 && failed > 0 {
 				failed++ // every further attempt after a failure counts too
 			}
-			s := fmt.Sprintf("f%d-%s", i, os.Getenv("SUPERVISE_RUN"))
+			fillSeq++
+			s := fmt.Sprintf("f%d-%s", fillSeq, os.Getenv("SUPERVISE_RUN"))
 			if err := client.TurnBegin(ctx, s, "t", prompt); err != nil {
 				logf("notify-err %v", err)
 				continue
@@ -182,6 +183,35 @@ func protocol(verb string, f []string, rest string) bool {
 		}()
 		logf("take-on %s", arg(0))
 		return true
+	case "raw":
+		// Send rest as one datagram, as is ("\n" in it becomes a newline).
+		err = client.Notify(ctx, strings.ReplaceAll(rest, `\n`, "\n"))
+	case "sure":
+		// sure VERB ARGS...: send a protocol step and its barrier again and
+		// again until the barrier confirms it (an agent's retry of a marker
+		// the supervisor could not take yet); logs "sure-acked N" with the
+		// number of attempts.
+		sub, subrest, _ := strings.Cut(rest, " ")
+		for attempt := 1; ; attempt++ {
+			var serr error
+			switch sub {
+			case "turn-begin":
+				serr = client.TurnBegin(ctx, arg(1), arg(2), "")
+			case "turn-end":
+				serr = client.TurnEnd(ctx, arg(1), arg(2), notify.Outcome(arg(3)))
+			default:
+				logf("error sure %s", subrest)
+				return true
+			}
+			if serr == nil {
+				serr = client.Barrier(ctx, time.Second)
+			}
+			if serr == nil {
+				logf("sure-acked %s %d", subrest, attempt)
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	case "resume-file":
 		b, err := os.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 		if err != nil {
@@ -200,6 +230,9 @@ func protocol(verb string, f []string, rest string) bool {
 	}
 	return true
 }
+
+// fillSeq numbers the sessions of the fill step across calls.
+var fillSeq int
 
 // taken remembers the resumes this process took, by session and attempt,
 // so that a repeated delivery is visible ("dup") instead of acted on twice.

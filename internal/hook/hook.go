@@ -169,6 +169,7 @@ func Map(raw []byte) (Marker, string, error) {
 		m.Event, m.Prompt = notify.EventTurnBegin, extra.str("user_message")
 	case "PreToolUse", "BeforeTool", "pre_tool_call":
 		m.Event, m.Phase, m.Tool = notify.EventPhase, notify.PhaseTool, p.str("tool_name")
+		m.Detail = notify.OneLine(toolDetail(p.object("tool_input")), notify.MaxDetailLen)
 	case "PostToolUse", "PostToolUseFailure", "AfterTool", "post_tool_call":
 		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
 	case "PermissionRequest":
@@ -220,6 +221,33 @@ func Map(raw []byte) (Marker, string, error) {
 		name = "hook"
 	}
 	return m, name, nil
+}
+
+// toolDetail is what a tool call runs, from its input: the shell command
+// (Claude's Bash, Codex's shell tools, Gemini's run_shell_command, hermes'
+// terminal), else the file or URL it works on.
+func toolDetail(in fields) string {
+	if in == nil {
+		return ""
+	}
+	for _, key := range []string{"command", "cmd"} {
+		if s := in.str(key); s != "" {
+			return s
+		}
+		var argv []string // Codex's older shell tool: ["bash", "-lc", "..."]
+		if json.Unmarshal(in[key], &argv) == nil && len(argv) > 0 {
+			if len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") {
+				return argv[2]
+			}
+			return strings.Join(argv, " ")
+		}
+	}
+	for _, key := range []string{"file_path", "absolute_path", "notebook_path", "path", "url"} {
+		if s := in.str(key); s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // PendingResume finds the resume for session in the resume file at path

@@ -44,7 +44,8 @@ func (e *UnsafeError) Is(target error) bool { return target == ErrUnsafe }
 // *UnsafeError naming the path and the fix:
 //   - a state dir owned by another user, or writable by group or others;
 //   - a directory above it owned by a user other than root and the caller,
-//     or writable by group or others without the sticky bit (as /tmp has).
+//     or writable by others (or by a group not the caller's) without the
+//     sticky bit (as /tmp has).
 //
 // A state dir the caller owns with a looser mode that only lets others read
 // or enter it (0755) is tightened to 0700: nobody else can have put
@@ -99,11 +100,13 @@ func checkOwn(fd int, path, what string) (tightened bool, err error) {
 }
 
 // checkAncestors checks every directory above path (already free of
-// symbolic links): owned by root or the caller, and not writable by group
-// or others unless sticky. Otherwise someone else could rename the state
-// dir away and put their own in its place.
+// symbolic links): owned by root or the caller, and not writable by others,
+// or by a group other than the caller's own, unless sticky. Otherwise
+// someone else could rename the state dir away and put their own in its
+// place. (A Kubernetes volume with fsGroup is group-writable for the pod's
+// own group: that is allowed.)
 func checkAncestors(path string) error {
-	euid := uint32(os.Geteuid())
+	euid, egid := uint32(os.Geteuid()), uint32(os.Getegid())
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		var st unix.Stat_t
 		if err := unix.Lstat(dir, &st); err != nil {
@@ -113,7 +116,8 @@ func checkAncestors(path string) error {
 		case st.Uid != 0 && st.Uid != euid:
 			return &UnsafeError{Path: path, Why: fmt.Sprintf("the directory above it, %s, is owned by uid %d, who could replace the state dir", dir, st.Uid),
 				Fix: "put the state dir (--state-dir) under a directory owned by you or root"}
-		case st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0:
+		case st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0,
+			st.Mode&0o020 != 0 && st.Mode&unix.S_ISVTX == 0 && st.Gid != egid:
 			return &UnsafeError{Path: path, Why: fmt.Sprintf("the directory above it, %s, is writable by group or others (mode %04o) and not sticky, so they could replace the state dir", dir, st.Mode&0o7777),
 				Fix: "chmod go-w " + dir + ", or put the state dir (--state-dir) elsewhere"}
 		}

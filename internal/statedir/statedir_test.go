@@ -97,3 +97,21 @@ func TestPrepare(t *testing.T) {
 		t.Errorf("under a dir owned by 65534: %v, want ErrUnsafe", err)
 	}
 }
+
+// A directory above the state dir that is group-writable for the caller's
+// own group (a Kubernetes volume with fsGroup) is accepted; writable by
+// others, it is refused.
+func TestPrepareAncestorGroup(t *testing.T) {
+	base := t.TempDir()
+	vol := filepath.Join(base, "vol")
+	os.Mkdir(vol, 0o775)
+	os.Chmod(vol, 0o2775)
+	os.Chown(vol, os.Geteuid(), os.Getegid())
+	if _, _, err := Prepare(filepath.Join(vol, "agent")); err != nil {
+		t.Errorf("under a dir writable by our own group: %v", err)
+	}
+	os.Chmod(vol, 0o777)
+	if _, _, err := Prepare(filepath.Join(vol, "agent")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("under a dir writable by others: %v, want ErrUnsafe", err)
+	}
+}

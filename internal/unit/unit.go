@@ -3,7 +3,9 @@
 // supervise running one agent. The text lives in templates (systemd.tmpl,
 // launchd.tmpl); every value is escaped for its place before it reaches
 // them, and a value that cannot be written safely is an error wrapping
-// ErrValue.
+// ErrValue. Command is the `supervise unit` command line around them: it
+// checks the run flags as `supervise run` does (internal/runflags) and
+// writes only the ones given into the unit.
 package unit
 
 import (
@@ -112,7 +114,7 @@ func Systemd(s Spec) (string, error) {
 		WorkDir, Path, StateDirRel                   string
 		User                                         bool
 		Watchdog, StopSeconds                        int64
-		RestartPrevent                               string
+		RestartPrevent                               int
 	}{
 		Intro:          prefixed("# ", s.intro(unit+".service", "systemd", commentText)),
 		Unit:           unit,
@@ -123,7 +125,7 @@ func Systemd(s Spec) (string, error) {
 		User:           s.User,
 		Watchdog:       int64(Watchdog / time.Second),
 		StopSeconds:    StopSeconds(s.StopTimeout),
-		RestartPrevent: fmt.Sprintf("%d %d", exitcode.Locked, exitcode.Parked),
+		RestartPrevent: exitcode.Locked,
 	}
 	if s.WorkDir != "" {
 		v.WorkDir = specifierSafe(s.WorkDir)

@@ -1,4 +1,4 @@
-package main
+package unit_test
 
 import (
 	"bufio"
@@ -17,8 +17,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
+
+const (
+	exitOK    = exitcode.OK
+	exitUsage = exitcode.Usage
+)
+
+// call runs `supervise unit ARGS...` (args[0] is "unit") in-process and
+// returns its exit status and output.
+func call(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "unit" {
+		t.Fatalf("call %q: not a unit command", args)
+	}
+	var out, errb bytes.Buffer
+	code := unit.Command(args[1:], &out, &errb)
+	return code, out.String(), errb.String()
+}
 
 // trickyArgs are agent arguments every unit must carry through unchanged.
 var trickyArgs = []string{
@@ -69,7 +87,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 
 	want := map[string]string{
 		"Type": "notify", "NotifyAccess": "main", "WatchdogSec": "30s", "KillMode": "mixed", "Delegate": "yes",
-		"TimeoutStopSec": "35s", "Restart": "on-failure", "RestartPreventExitStatus": "3 5",
+		"TimeoutStopSec": "35s", "Restart": "on-failure", "RestartPreventExitStatus": "3",
 		"RestartSec": "1s", "OOMPolicy": "continue", "WantedBy": "multi-user.target",
 		"StateDirectory": "supervise/sh", "StateDirectoryMode": "0700",
 		"Environment": "PATH=/usr/local/bin:/usr/bin:/bin",
@@ -255,7 +273,7 @@ func TestUnitSystemdVerify(t *testing.T) {
 	exe, _ := os.Executable()
 	for _, user := range []bool{false, true} {
 		t.Run(fmt.Sprintf("user=%v", user), func(t *testing.T) {
-			args := []string{"systemd", "--name", "my agent", "--stop-timeout=1m30s", "--resume-exec", "claude -p -r {session} {message}"}
+			args := []string{"systemd", "--name", "my agent", "--stop-timeout=1m30s", "--resume-message", "go on with {session}: {how}"}
 			if user {
 				args = append(args, "--user")
 			}
@@ -269,7 +287,7 @@ func TestUnitSystemdVerify(t *testing.T) {
 			if !user {
 				want = append(want, "--state-dir=/var/lib/supervise/my agent")
 			}
-			want = append(want, "--resume-exec=claude -p -r {session} {message}", "--stop-timeout=1m30s", "--", sh)
+			want = append(want, "--resume-message=go on with {session}: {how}", "--stop-timeout=1m30s", "--", sh)
 			for _, a := range trickyArgs {
 				// systemd keeps $$ until it substitutes variables at exec time.
 				want = append(want, strings.ReplaceAll(a, "$", "$$"))
@@ -506,6 +524,8 @@ func TestUnitUsageErrors(t *testing.T) {
 		{[]string{"unit", "launchd", "--stop-signal", "SIGNOPE", "--", "sh"}, "unknown signal"},
 		{[]string{"unit", "systemd", "--name", "a\nb", "--", "sh"}, "control characters"},
 		{[]string{"unit", "systemd", "--bogus", "--", "sh"}, "bogus"},
+		{[]string{"unit", "systemd", "--resume-exec", "sh -c {session}", "--", "sh"}, "would run the task again"},
+		{[]string{"unit", "launchd", "--resume-exec", "sh -c {session}", "--", "sh"}, "--resume-exec is task mode"},
 	} {
 		code, out, errs := call(t, tc.args...)
 		if code != exitUsage || !strings.Contains(errs, tc.want) || out != "" {

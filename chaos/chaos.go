@@ -1,0 +1,1108 @@
+// Package chaos proves that an agent survives a crash under supervise: it
+// runs the agent under a real `supervise run` on a scratch state dir, kills
+// it with SIGKILL at chosen points of its turns, and checks after each kill
+// what the protocol promises (DESIGN.md, "Chaos for agent authors"):
+//
+//   - decision: supervise journaled resume_pending for the interrupted
+//     session (parked once the same turn died more than --resume-limit times);
+//   - resumed: the next run was handed the resume and reported `resumed`
+//     before anything else in that session;
+//   - completed: the resumed turn ended `completed`;
+//   - parked: a second kill in the same turn parked the session;
+//   - survivors: no process of the killed tree outlived it, and none had
+//     left the agent's process group (setsid), where a process-group kill
+//     cannot reach it (hooks in flight, `supervise notify`, excepted);
+//   - one-tree: no process of an earlier run was alive when a run started;
+//   - turn-once: the interrupted turn was not started a second time (a
+//     fresh turn-begin with the same turn id instead of `resumed`);
+//   - agent-died: the agent did not die dirty on its own.
+//
+// # How it observes the agent
+//
+// Run starts the real supervise binary (so a Go test never makes its own
+// process a child subreaper, and sees exactly what users run) and passes it
+// one end of a socket pair, named by SUPERVISE_CHAOS_FD. supervise reports
+// every launch, every committed batch of turn markers and every death with
+// its decisions on it, and its loop waits for the harness's answer before
+// it acknowledges the batch's barriers or launches the next run. So a kill
+// "at turn-begin" lands right after the marker is journaled and before the
+// agent's barrier returns, and a kill "at tool" lands inside the tool phase
+// of an agent that barriers before its side effects, every time, without
+// polling `supervise status` and racing the agent. Only `random` kills from
+// a timer, at a seeded offset within the duration of the first completed
+// turn; a random kill that lands after the turn ended is a miss, retried at
+// the next turn and counted in Report.Misses. (A repeat kill of a resumed
+// turn lands right after its `resumed` in every mode: resumed turns are
+// often too short for a random offset.)
+//
+// The kill is SIGKILL to the agent process alone (pinned by a pidfd), as a
+// crash or the OOM killer would; what happens to its tools is supervise's
+// job, and the survivors check verifies it with a scan of /proc for the
+// run's SUPERVISE_TREE tag. Linux only.
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/internal/observe"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+// Point is where in a turn the agent is killed.
+type Point string
+
+// Kill points.
+const (
+	// TurnBegin kills right after the turn's turn-begin is journaled (for a
+	// repeat kill: right after its `resumed`).
+	TurnBegin Point = "turn-begin"
+	// Tool kills right after a `phase tool` marker is journaled: inside
+	// the tool, before its side effect when the agent barriers first.
+	Tool Point = "tool"
+	// Random kills at a seeded offset within the turn.
+	Random Point = "random"
+)
+
+// ParsePoint parses a kill point name.
+func ParsePoint(s string) (Point, error) {
+	switch p := Point(s); p {
+	case TurnBegin, Tool, Random:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown kill point %q: want turn-begin, tool or random", s)
+}
+
+// Check names, as they prefix each failure.
+const (
+	CheckDecision  = "decision"
+	CheckResumed   = "resumed"
+	CheckCompleted = "completed"
+	CheckParked    = "parked"
+	CheckSurvivors = "survivors"
+	CheckOneTree   = "one-tree"
+	CheckTurnOnce  = "turn-once"
+	CheckAgentDied = "agent-died"
+	CheckNoTurns   = "no-turns"
+	CheckKillPoint = "kill-point"
+	CheckTimeout   = "timeout"
+	CheckSupervise = "supervise"
+)
+
+// Config says what to run and how to kill it.
+type Config struct {
+	// Argv is the agent's command line. The agent must run turns on its
+	// own: a test mode, a scripted prompt, or a one-shot task CLI with
+	// --resume-exec in RunFlags.
+	Argv []string
+	// Supervise is the supervise binary; "" finds one (see Binary).
+	Supervise string
+	// StateDir is supervise's state dir; "" makes a scratch one, removed
+	// after a passing run (Report.StateDir names it after a failing one).
+	StateDir string
+	// RunFlags are extra `supervise run` flags, e.g.
+	// "--resume-exec=claude -p -r {session} {message}".
+	RunFlags []string
+	// Kills is how many kills to make (default 3: a resume that completes,
+	// then a resume killed again, which must park).
+	Kills int
+	// Seed seeds the random choices; 0 picks one (Report.Seed has it).
+	Seed uint64
+	// At is where in a turn to kill (default TurnBegin).
+	At Point
+	// Timeout bounds the whole run (default 2 minutes).
+	Timeout time.Duration
+	// Dir is the agent's working directory ("" = the current one); Env
+	// its environment (nil = this process's).
+	Dir string
+	Env []string
+	// Output receives supervise's log and the agent's output; nil writes
+	// them to supervise.log next to the state dir (Report.Log).
+	Output io.Writer
+}
+
+// Kill is one kill and what followed it: a row of the report.
+type Kill struct {
+	Kill int `json:"kill"`
+	// At is the kill point: turn-begin, resumed (a repeat kill at the
+	// resumed turn's start), "tool NAME", or "random +OFFSET".
+	At      string `json:"at"`
+	Run     uint64 `json:"run"`
+	Session string `json:"session"`
+	Turn    string `json:"turn"`
+	// Repeat is how many times in a row this turn has now been killed.
+	Repeat int `json:"repeat"`
+	// Decision is what supervise journaled for the session at the death:
+	// resume_pending, parked, or none.
+	Decision  string `json:"decision"`
+	Reason    string `json:"reason,omitempty"`
+	Resumed   bool   `json:"resumed"`
+	Completed bool   `json:"completed"`
+	// KilledAgain is set when the resumed turn was killed by the next kill
+	// before it could complete (so Completed is not expected).
+	KilledAgain bool `json:"killed_again"`
+	Parked      bool `json:"parked"`
+	// Survivors counts processes of the killed tree that outlived it or
+	// had left its process group.
+	Survivors int `json:"survivors"`
+	// Failed names the checks this kill failed; empty when it passed.
+	Failed []string `json:"failed"`
+}
+
+// Verdict is "ok" or the failed checks.
+func (k Kill) Verdict() string {
+	if len(k.Failed) == 0 {
+		return "ok"
+	}
+	return "FAIL " + strings.Join(k.Failed, ",")
+}
+
+// Report is the outcome of a chaos run.
+type Report struct {
+	OK   bool   `json:"ok"`
+	Seed uint64 `json:"seed"`
+	At   Point  `json:"at"`
+	// Kills is one entry per kill that landed in a turn.
+	Kills []Kill `json:"kills"`
+	// Failures are the failed checks, each "check: what happened".
+	Failures []string `json:"failures"`
+	// FailedChecks are the names of the failed checks, sorted, unique.
+	FailedChecks []string `json:"failed_checks"`
+	// Notes say what was not exercised, and why.
+	Notes []string `json:"notes,omitempty"`
+	// Runs, Supervisors, TurnsCompleted and Misses count what happened:
+	// agent launches, supervise invocations, turns that ended completed,
+	// and random kills that landed after their turn had ended.
+	Runs           int `json:"runs"`
+	Supervisors    int `json:"supervisors"`
+	TurnsCompleted int `json:"turns_completed"`
+	Misses         int `json:"misses"`
+	// Elapsed is how long it took.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// StateDir and Log are kept after a failure, for a look.
+	StateDir string `json:"state_dir,omitempty"`
+	Log      string `json:"log,omitempty"`
+}
+
+// Failed reports whether check failed.
+func (r *Report) Failed(check string) bool { return slices.Contains(r.FailedChecks, check) }
+
+// ErrUsage wraps configuration errors.
+var ErrUsage = errors.New("chaos: bad configuration")
+
+// Run kills the agent as cfg says and reports what followed. The error is
+// for a run that could not happen at all (no binary, a bad configuration,
+// a state dir in use); failed checks are in the Report, with OK false.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, fmt.Errorf("%w: no agent command line", ErrUsage)
+	}
+	if cfg.Kills == 0 {
+		cfg.Kills = 3
+	}
+	if cfg.Kills < 0 {
+		return nil, fmt.Errorf("%w: kills must be positive", ErrUsage)
+	}
+	if cfg.At == "" {
+		cfg.At = TurnBegin
+	}
+	if _, err := ParsePoint(string(cfg.At)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64() >> 1
+	}
+	limit, err := resumeLimit(cfg.RunFlags)
+	if err != nil {
+		return nil, err
+	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SUPERVISE_RESUME="); ok && v == "off" && !slices.ContainsFunc(cfg.RunFlags, isResumeFlag) {
+			return nil, fmt.Errorf("%w: SUPERVISE_RESUME=off is set: it turns automatic resumes off, which is what chaos checks; unset it", ErrUsage)
+		}
+	}
+	bin := cfg.Supervise
+	var cleanBin func()
+	if bin == "" {
+		if bin, cleanBin, err = Binary(ctx); err != nil {
+			return nil, err
+		}
+		defer cleanBin()
+	}
+	rep := &Report{Seed: cfg.Seed, At: cfg.At, Kills: []Kill{}, Failures: []string{}, FailedChecks: []string{}}
+	scratch := ""
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		if scratch, err = os.MkdirTemp("", "supervise-chaos-"); err != nil {
+			return nil, err
+		}
+		stateDir = filepath.Join(scratch, "state")
+	}
+	var out io.Writer
+	if cfg.Output != nil {
+		// supervise's output is copied in by exec's goroutine while the
+		// harness writes its own lines: one writer at a time.
+		out = &lockedWriter{w: cfg.Output}
+	}
+	if out == nil {
+		logDir := scratch
+		if logDir == "" {
+			logDir = filepath.Dir(stateDir)
+		}
+		rep.Log = filepath.Join(logDir, "supervise.log")
+		f, err := os.OpenFile(rep.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		out = f
+	}
+	h := &harness{cfg: cfg, bin: bin, stateDir: stateDir, env: env, out: out, limit: limit, rep: rep,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
+		sessions: map[string]*sessState{}, runs: map[uint64]*runState{}}
+	h.plan = plan(cfg.Kills, limit)
+	start := time.Now()
+	err = h.run(ctx)
+	rep.Elapsed = time.Since(start)
+	if err != nil {
+		if scratch != "" {
+			os.RemoveAll(scratch)
+		}
+		return nil, err
+	}
+	rep.OK = len(rep.Failures) == 0
+	switch {
+	case rep.OK && scratch != "" && cfg.Output == nil:
+		os.RemoveAll(scratch)
+		rep.Log = ""
+	case rep.OK && scratch != "":
+		os.RemoveAll(scratch)
+	default:
+		rep.StateDir = stateDir
+	}
+	return rep, nil
+}
+
+func isResumeFlag(a string) bool {
+	a = strings.TrimLeft(a, "-")
+	return a == "resume" || strings.HasPrefix(a, "resume=")
+}
+
+// resumeLimit finds --resume-limit in the run flags (default 1): how many
+// kills of one turn are resumed before the next one parks it.
+func resumeLimit(flags []string) (int, error) {
+	limit := 1
+	for i := 0; i < len(flags); i++ {
+		a := strings.TrimLeft(flags[i], "-")
+		v, ok := strings.CutPrefix(a, "resume-limit=")
+		if a == "resume-limit" && i+1 < len(flags) {
+			v, ok = flags[i+1], true
+			i++
+		}
+		if !ok {
+			if a == "resume=off" || (a == "resume" && i+1 < len(flags) && flags[i+1] == "off") {
+				return 0, fmt.Errorf("%w: --resume off turns automatic resumes off, which is what chaos checks", ErrUsage)
+			}
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%w: bad --resume-limit %q", ErrUsage, v)
+		}
+		limit = n
+	}
+	return limit, nil
+}
+
+// plan says, for each kill, whether it kills again the turn the previous
+// kill interrupted (after its resume) rather than a fresh turn. Kills go in
+// cycles: one kill whose resume must complete, then one turn killed
+// limit+1 times, which must park; a cycle cut short by the count is all
+// fresh kills.
+func plan(kills, limit int) []bool {
+	var p []bool
+	for len(p) < kills {
+		p = append(p, false) // a resume that completes
+		if len(p)+limit+1 > kills {
+			continue
+		}
+		p = append(p, false)
+		for range limit {
+			p = append(p, true)
+		}
+	}
+	return p[:kills]
+}
+
+// Stages of a kill.
+const (
+	stageDeath  = iota // killed; its death not yet recorded
+	stageResume        // resume_pending; waiting for `resumed`
+	stageTurn          // resumed; waiting for the turn to complete
+)
+
+type killState struct {
+	idx      int // in rep.Kills
+	run      uint64
+	session  string
+	turn     string
+	repeat   int
+	stage    int
+	prev     *killState // the kill whose resumed turn this one killed again
+	snapshot []proc
+	escaped  []proc // outside the leader's group at the kill (see escapees)
+	leader   int
+	// deliveredTo is the run handed the resume; turnRun the run that
+	// reported resumed.
+	deliveredTo, turnRun uint64
+}
+
+type sessState struct {
+	inTurn      bool
+	turn        string
+	phase, tool string
+	began       time.Time
+	resumed     bool   // the open turn is a resumed one
+	lastEnd     string // outcome of the last turn-end
+	// crashes models the session's crash count: dirty deaths mid-turn
+	// since its last completed turn (DESIGN.md, decision table).
+	crashes int
+	gen     uint64 // bumped at every turn start, for random timers
+}
+
+type runState struct {
+	n   uint64
+	tag string
+	t   *target
+}
+
+type harness struct {
+	cfg      Config
+	bin      string
+	stateDir string
+	env      []string
+	out      io.Writer
+	limit    int
+	rng      *rand.Rand
+	plan     []bool
+
+	mu        sync.Mutex
+	rep       *Report
+	sessions  map[string]*sessState
+	runs      map[uint64]*runState
+	cur       *runState
+	tree      string // SUPERVISE_TREE=<tree>.
+	inflight  *killState
+	open      *killState
+	turnDur   time.Duration // the first fresh turn that completed
+	idle      int           // turns completed while waiting for a kill point
+	done      bool
+	stopping  bool
+	stop      func()
+	seenTurns int // turn starts in the current supervise invocation
+}
+
+// run invokes supervise until the plan is done, a check makes going on
+// pointless, or the timeout.
+func (h *harness) run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	for {
+		code, err := h.supervise(ctx)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		done, seen := h.done, h.seenTurns
+		h.mu.Unlock()
+		if done {
+			break
+		}
+		if ctx.Err() != nil {
+			h.timedOut()
+			break
+		}
+		var msg, check string
+		switch code {
+		case 0, 5: // the agent ended cleanly, or a task's session is parked
+			if seen == 0 {
+				check, msg = CheckNoTurns, fmt.Sprintf("the agent ran and ended (supervise exit %d) without reporting a turn: is it wired to NOTIFY_SOCKET (hooks installed and trusted), and does it run turns on its own?", code)
+			}
+		case 3:
+			return fmt.Errorf("state dir %s is in use by another supervise", h.stateDir)
+		case 126, 127:
+			check, msg = CheckSupervise, fmt.Sprintf("the agent could not be started (exit %d): see %s", code, h.logName())
+		default:
+			check, msg = CheckSupervise, fmt.Sprintf("supervise exited %d before the kills were done: see %s", code, h.logName())
+		}
+		if check != "" {
+			h.mu.Lock()
+			h.fail(check, nil, "%s", msg)
+			h.mu.Unlock()
+			break
+		}
+	}
+	h.finish()
+	return nil
+}
+
+func (h *harness) logName() string {
+	if h.rep.Log != "" {
+		return h.rep.Log
+	}
+	return "the output"
+}
+
+// supervise runs one `supervise run` and handles its events until it exits.
+func (h *harness) supervise(ctx context.Context) (int, error) {
+	conn, theirs, err := observe.Pair()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	args := append([]string{"run", "--state-dir", h.stateDir}, h.cfg.RunFlags...)
+	args = append(append(args, "--"), h.cfg.Argv...)
+	cmd := exec.Command(h.bin, args...)
+	cmd.Dir = h.cfg.Dir
+	cmd.Env = append(slices.Clone(h.env), observe.EnvFD+"=3")
+	cmd.Stdout, cmd.Stderr = h.out, h.out
+	cmd.ExtraFiles = []*os.File{theirs}
+	// If the harness dies, supervise stops the agent cleanly.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	fmt.Fprintf(h.out, "chaos: starting %s\n", strings.Join(cmd.Args, " "))
+	if err := cmd.Start(); err != nil {
+		theirs.Close()
+		return 0, fmt.Errorf("starting supervise: %w", err)
+	}
+	theirs.Close()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() { cmd.Process.Signal(syscall.SIGTERM) })
+	}
+	h.mu.Lock()
+	h.rep.Supervisors++
+	h.seenTurns = 0
+	h.stop = stop
+	h.stopping = h.done
+	done := h.done
+	h.mu.Unlock()
+	if done {
+		stop()
+	}
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			h.mu.Lock()
+			h.stopping = true
+			h.mu.Unlock()
+			stop()
+		case <-quit:
+		}
+	}()
+	for {
+		ev, err := conn.Next()
+		if err != nil {
+			break
+		}
+		h.handle(ctx, ev)
+		if err := conn.Done(); err != nil {
+			break
+		}
+	}
+	close(quit)
+	werr := cmd.Wait()
+	h.mu.Lock()
+	h.stop = nil
+	if h.cur != nil {
+		h.closeRun(h.cur.n)
+	}
+	h.mu.Unlock()
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return 0, nil
+	case errors.As(werr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 0, werr
+}
+
+func (h *harness) handle(ctx context.Context, ev supervisor.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch ev.Kind {
+	case supervisor.EventStart:
+		h.onStart(ctx, ev)
+	case supervisor.EventMarkers:
+		h.onMarkers(ev)
+	case supervisor.EventDeath:
+		h.onDeath(ev)
+	}
+}
+
+func (h *harness) onStart(ctx context.Context, ev supervisor.Event) {
+	h.rep.Runs++
+	if i := strings.LastIndexByte(ev.Tag, '.'); i > 0 {
+		h.tree = ev.Tag[:i+1]
+	}
+	for _, p := range scanTree(h.tree, false) {
+		if p.tag != ev.Tag {
+			h.fail(CheckOneTree, nil, "run %d started while process %s of an earlier tree (%s) was alive", ev.Run, p, p.tag)
+		}
+	}
+	r := &runState{n: ev.Run, tag: ev.Tag}
+	r.t, _ = pin(ev.PID, func() bool {
+		st, err := child.StartTime(ctx, ev.PID)
+		return err == nil && st == ev.StartTime
+	})
+	h.runs[ev.Run] = r
+	h.cur = r
+	for _, s := range h.sessions {
+		s.inTurn = false // a new process: whatever ran before is over
+	}
+	if o := h.open; o != nil && o.stage == stageResume && o.deliveredTo == 0 {
+		switch {
+		case slices.Contains(ev.Delivered, o.session):
+			o.deliveredTo = ev.Run
+		case ev.Held != "":
+			h.fail(CheckResumed, o, "run %d was not handed the resume: supervise held it (%s)", ev.Run, ev.Held)
+			h.resolve(o)
+		default:
+			h.fail(CheckResumed, o, "run %d was not handed the resume of session %s", ev.Run, o.session)
+			h.resolve(o)
+		}
+	}
+}
+
+func (h *harness) sess(id string) *sessState {
+	s, ok := h.sessions[id]
+	if !ok {
+		s = &sessState{}
+		h.sessions[id] = s
+	}
+	return s
+}
+
+// candidate is a kill the harness decided on while reading a batch.
+type candidate struct {
+	run     *runState
+	session string
+	turn    string
+	at      string
+	gen     uint64
+	repeat  bool
+}
+
+func (h *harness) onMarkers(ev supervisor.Event) {
+	now := time.Now()
+	var cand *candidate
+	for _, m := range ev.Markers {
+		s := h.sess(m.Session)
+		switch m.Event {
+		case "turn-begin":
+			h.seenTurns++
+			h.expectBegin(m)
+			s.inTurn, s.turn, s.phase, s.tool, s.began, s.resumed = true, m.Turn, "", "", now, false
+			s.gen++
+		case "resumed":
+			h.seenTurns++
+			h.expectResumed(m)
+			s.inTurn, s.phase, s.tool, s.began, s.resumed = true, "", "", now, true
+			if m.Turn != "" {
+				s.turn = m.Turn
+			}
+			s.gen++
+		case "turn-end":
+			if m.Turn != "" && s.turn == "" {
+				s.turn = m.Turn
+			}
+			h.expectEnd(m)
+			if m.Outcome == "completed" {
+				h.rep.TurnsCompleted++
+				s.crashes = 0
+				if s.inTurn && !s.resumed && h.turnDur == 0 {
+					h.turnDur = max(now.Sub(s.began), time.Millisecond)
+				}
+				h.idleTurn()
+			}
+			s.inTurn, s.phase, s.tool, s.lastEnd = false, "", "", m.Outcome
+		case "phase":
+			s.phase, s.tool = m.Phase, m.Tool
+		case "waiting":
+			s.phase = "waiting"
+		case "closed":
+			s.inTurn = false
+		}
+		if c := h.trigger(m, s); c != nil {
+			cand = c
+		}
+	}
+	if cand != nil {
+		s := h.sessions[cand.session]
+		if s.inTurn && s.gen == cand.gen {
+			h.kill(cand)
+		}
+	}
+}
+
+// idleTurn counts a turn completed while a fresh kill was wanted but no
+// kill point came; after ten, the agent offers none.
+func (h *harness) idleTurn() {
+	if h.done || h.inflight != nil || h.open != nil || len(h.rep.Kills) >= h.cfg.Kills {
+		return
+	}
+	if h.cfg.At == Random && h.turnDur == 0 {
+		return // the warm-up turn
+	}
+	h.idle++
+	if h.idle >= 10 {
+		what := "turn-begin marker"
+		if h.cfg.At == Tool {
+			what = "`phase tool` marker inside a turn"
+		}
+		h.fail(CheckKillPoint, nil, "the agent completed %d turns without a %s to kill at", h.idle, what)
+		h.finishRun()
+	}
+}
+
+// trigger decides whether marker m (already applied to s) is the next
+// kill's point.
+func (h *harness) trigger(m supervisor.Marker, s *sessState) *candidate {
+	next := len(h.rep.Kills)
+	if h.done || h.inflight != nil || next >= h.cfg.Kills || h.cur == nil || h.cur.n != m.Run || h.cur.t == nil || !s.inTurn {
+		return nil
+	}
+	repeat := h.plan[next]
+	if repeat && h.open == nil {
+		// The turn it was meant for is gone (it completed, or a check
+		// failed on it): kill a fresh turn instead.
+		for i := next; i < len(h.plan) && h.plan[i]; i++ {
+			h.plan[i] = false
+		}
+		repeat = false
+	}
+	if repeat {
+		if o := h.open; o.stage != stageTurn || o.session != m.Session {
+			return nil
+		}
+	} else if h.open != nil || s.resumed || s.crashes > 0 {
+		// One kill at a time; and a fresh kill waits until the session
+		// completed a turn since its last death, so it tests a resume,
+		// not the crash count that parked it.
+		return nil
+	}
+	c := &candidate{run: h.cur, session: m.Session, turn: s.turn, gen: s.gen, repeat: repeat}
+	begin := m.Event == "turn-begin" || (repeat && m.Event == "resumed")
+	switch h.cfg.At {
+	case TurnBegin:
+		if !begin {
+			return nil
+		}
+		c.at = m.Event
+	case Tool:
+		if m.Event != "phase" || m.Phase != "tool" {
+			return nil
+		}
+		c.at = "tool " + m.Tool
+	case Random:
+		if !begin || h.turnDur == 0 {
+			return nil
+		}
+		if repeat {
+			// A resumed turn is often much shorter than a fresh one (its
+			// tool's effect may be done already): a random offset would
+			// mostly miss it, and the park would go unchecked. Kill it
+			// right after its resumed.
+			c.at = m.Event
+			return c
+		}
+		off := time.Duration(h.rng.Int64N(int64(h.turnDur)))
+		c.at = "random +" + off.Round(time.Millisecond).String()
+		time.AfterFunc(off, func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.done || h.inflight != nil || h.cur != c.run || len(h.rep.Kills) != next {
+				return
+			}
+			if !s.inTurn || s.gen != c.gen {
+				h.rep.Misses++ // the turn ended first; the next one gets a new offset
+				return
+			}
+			h.kill(c)
+		})
+		return nil
+	}
+	return c
+}
+
+// kill kills the agent of c.run, now.
+func (h *harness) kill(c *candidate) {
+	snap := scanTree(c.run.tag, true)
+	if err := c.run.t.kill(); err != nil {
+		h.rep.Misses++
+		return
+	}
+	k := &killState{idx: len(h.rep.Kills), run: c.run.n, session: c.session, turn: c.turn, repeat: 1,
+		snapshot: snap, escaped: escapees(snap, c.run.t.pid), leader: c.run.t.pid}
+	if c.repeat {
+		k.prev = h.open
+		k.repeat = h.open.repeat + 1
+		h.rep.Kills[h.open.idx].KilledAgain = true
+	}
+	h.rep.Kills = append(h.rep.Kills, Kill{Kill: k.idx + 1, At: c.at, Run: c.run.n, Session: c.session,
+		Turn: c.turn, Repeat: k.repeat, Decision: "none", Failed: []string{}})
+	h.inflight = k
+	h.open = k
+	h.idle = 0
+	fmt.Fprintf(h.out, "chaos: kill %d: SIGKILL to run %d (pid %d) at %s, session %s turn %q\n",
+		k.idx+1, c.run.n, c.run.t.pid, c.at, c.session, c.turn)
+}
+
+func (h *harness) onDeath(ev supervisor.Event) {
+	defer h.closeRun(ev.Run)
+	if ev.Dirty {
+		for _, s := range h.sessions {
+			if s.inTurn && s.phase != "waiting" {
+				s.crashes++
+			}
+		}
+	}
+	for _, s := range h.sessions {
+		s.inTurn = false
+	}
+	k := h.inflight
+	if k == nil || k.run != ev.Run {
+		if h.stopping || h.done {
+			return
+		}
+		if ev.Dirty {
+			h.fail(CheckAgentDied, h.open, "run %d died without being killed: reason %s, exit code %d, signal %d",
+				ev.Run, ev.Reason, ev.ExitCode, ev.Signal)
+		}
+		if o := h.open; o != nil && o.stage == stageResume && o.deliveredTo == ev.Run {
+			h.fail(CheckResumed, o, "run %d ended without reporting resumed for session %s", ev.Run, o.session)
+			h.resolve(o)
+		} else if o != nil && o.stage == stageTurn && o.turnRun == ev.Run {
+			h.fail(CheckCompleted, o, "run %d ended before the resumed turn %q of session %s completed", ev.Run, o.turn, o.session)
+			h.resolve(o)
+		}
+		return
+	}
+	h.inflight = nil
+	row := &h.rep.Kills[k.idx]
+	h.survivors(k, row)
+	var dec *supervisor.SessionStatus
+	for i := range ev.Decisions {
+		if ev.Decisions[i].ID == k.session {
+			dec = &ev.Decisions[i]
+		}
+	}
+	if dec == nil {
+		// The session was not mid-turn at the death: the turn ended
+		// between the decision to kill and the kill (a random kill, or an
+		// agent that does not wait for its barriers). A miss, not a kill.
+		if h.sessions[k.session].lastEnd != "" {
+			h.rep.Misses++
+			h.rep.Kills = h.rep.Kills[:k.idx]
+			h.open = k.prev
+			if p := k.prev; p != nil {
+				h.rep.Kills[p.idx].KilledAgain = false
+				h.replan(p)
+			}
+			return
+		}
+		h.fail(CheckDecision, k, "supervise journaled no decision for session %s after the kill in turn %q", k.session, k.turn)
+		h.resolve(k)
+		return
+	}
+	row.Decision, row.Reason = dec.State, dec.Reason
+	if p := k.prev; p != nil {
+		h.resolve(p)
+	}
+	want := "resume_pending"
+	crashes := h.sessions[k.session].crashes
+	if crashes > h.limit {
+		want = "parked"
+	}
+	switch {
+	case dec.State == want && want == "parked":
+		row.Parked = true
+		h.resolve(k)
+	case dec.State == want:
+		k.stage = stageResume
+	case want == "parked":
+		h.fail(CheckParked, k, "session %s died mid-turn %d times in a row (resume limit %d) but supervise journaled %s, not parked",
+			k.session, crashes, h.limit, dec.State)
+		h.resolve(k)
+	default:
+		h.fail(CheckDecision, k, "supervise journaled %s (%s) for session %s at its dirty death %d in a row, want resume_pending",
+			dec.State, dec.Reason, k.session, crashes)
+		h.resolve(k)
+	}
+}
+
+// survivors checks what is left of the killed tree now that supervise has
+// recorded its death (and so reaped the agent and swept its descendants).
+func (h *harness) survivors(k *killState, row *Kill) {
+	left := map[int]proc{}
+	for _, p := range k.snapshot {
+		if p.alive() {
+			left[p.pid] = p
+		}
+	}
+	tag := h.runs[k.run].tag
+	for _, p := range scanTree(tag, true) {
+		left[p.pid] = p
+	}
+	escaped := k.escaped
+	n := len(left)
+	for _, p := range escaped {
+		if _, ok := left[p.pid]; !ok {
+			n++
+		}
+	}
+	row.Survivors = n
+	if len(left) > 0 {
+		var names []string
+		for _, p := range left {
+			names = append(names, p.String())
+		}
+		slices.Sort(names)
+		h.fail(CheckSurvivors, k, "%d process(es) of run %d's tree were alive after its death was recorded: %s",
+			len(left), k.run, strings.Join(names, ", "))
+	}
+	if len(escaped) > 0 {
+		var names []string
+		for _, p := range escaped {
+			names = append(names, p.String())
+		}
+		h.fail(CheckSurvivors, k, "%d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
+			"a process-group kill does not reach them, so they outlive the agent unless a supervisor sweeps its re-parented descendants",
+			len(escaped), k.run, strings.Join(names, ", "))
+	}
+}
+
+// escapees lists the processes of a tree snapshot outside the leader's
+// process group, except agent hooks in flight: a `supervise notify` client
+// (agents such as Claude Code run hooks in a process group of their own),
+// and a process whose only children in the snapshot are such hooks (the
+// shell that runs one). Those end by themselves once their marker is
+// journaled.
+func escapees(snap []proc, leader int) []proc {
+	kids := map[int][]proc{}
+	for _, p := range snap {
+		kids[p.ppid] = append(kids[p.ppid], p)
+	}
+	var hook func(p proc) bool
+	hook = func(p proc) bool {
+		if p.notifyClient() {
+			return true
+		}
+		if len(kids[p.pid]) == 0 {
+			return false
+		}
+		for _, c := range kids[p.pid] {
+			if !hook(c) {
+				return false
+			}
+		}
+		return true
+	}
+	var out []proc
+	for _, p := range snap {
+		if p.pgrp != leader && p.pid != leader && !hook(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (h *harness) expectBegin(m supervisor.Marker) {
+	o := h.open
+	if o == nil || o.session != m.Session || o.stage == stageDeath {
+		return
+	}
+	same := m.Turn != "" && m.Turn == o.turn
+	switch {
+	case o.stage == stageResume && same:
+		h.fail(CheckTurnOnce, o, "run %d began turn %q of session %s again (turn-begin) instead of reporting resumed: the interrupted turn was started twice",
+			m.Run, m.Turn, m.Session)
+	case o.stage == stageResume:
+		h.fail(CheckResumed, o, "run %d began a new turn %q in session %s instead of resuming turn %q: the resume was ignored (supervise drops it)",
+			m.Run, m.Turn, m.Session, o.turn)
+	case same:
+		h.fail(CheckTurnOnce, o, "run %d reported resumed and then began turn %q of session %s again (turn-begin)", m.Run, m.Turn, m.Session)
+	default:
+		h.fail(CheckCompleted, o, "run %d began turn %q in session %s before the resumed turn %q ended", m.Run, m.Turn, m.Session, o.turn)
+	}
+	h.resolve(o)
+}
+
+func (h *harness) expectResumed(m supervisor.Marker) {
+	o := h.open
+	if o == nil || o.session != m.Session || o.stage != stageResume {
+		return
+	}
+	h.rep.Kills[o.idx].Resumed = true
+	o.stage, o.turnRun = stageTurn, m.Run
+	if m.Turn != "" && o.turn != "" && m.Turn != o.turn {
+		h.fail(CheckResumed, o, "run %d reported resumed for turn %q of session %s, but turn %q was interrupted", m.Run, m.Turn, m.Session, o.turn)
+	}
+}
+
+func (h *harness) expectEnd(m supervisor.Marker) {
+	o := h.open
+	if o == nil || o.session != m.Session || o.stage == stageDeath {
+		return
+	}
+	row := &h.rep.Kills[o.idx]
+	if o.stage == stageResume {
+		h.fail(CheckResumed, o, "run %d ended turn %q of session %s (%s) without reporting resumed: supervise still counts the resume as owed",
+			m.Run, o.turn, m.Session, m.Outcome)
+		row.Completed = m.Outcome == "completed"
+		h.resolve(o)
+		return
+	}
+	if m.Outcome != "completed" {
+		h.fail(CheckCompleted, o, "the resumed turn %q of session %s ended %s", o.turn, m.Session, m.Outcome)
+		h.resolve(o)
+		return
+	}
+	row.Completed = true
+	h.resolve(o)
+	h.replan(o)
+}
+
+// replan turns a planned repeat kill into a fresh one once the turn it was
+// meant for completed first.
+func (h *harness) replan(o *killState) {
+	if next := len(h.rep.Kills); next < len(h.plan) && h.plan[next] && h.open == nil {
+		h.plan[next] = false
+		h.rep.Notes = append(h.rep.Notes, fmt.Sprintf(
+			"kill %d was to kill the resumed turn %q again, but it completed first (no kill point in it): the park check was not exercised there",
+			next+1, o.turn))
+		for i := next + 1; i < len(h.plan) && h.plan[i]; i++ {
+			h.plan[i] = false
+		}
+	}
+}
+
+// resolve closes a kill's expectations; once every planned kill is made
+// and resolved, the run is done.
+func (h *harness) resolve(k *killState) {
+	if h.open == k {
+		h.open = nil
+	}
+	if len(h.rep.Kills) >= h.cfg.Kills && h.open == nil && h.inflight == nil {
+		h.finishRun()
+	}
+}
+
+func (h *harness) finishRun() {
+	if h.done {
+		return
+	}
+	h.done, h.stopping = true, true
+	if h.stop != nil {
+		h.stop()
+	}
+}
+
+func (h *harness) closeRun(n uint64) {
+	if r, ok := h.runs[n]; ok && r.t != nil {
+		r.t.close()
+		r.t = nil
+	}
+	if h.cur != nil && h.cur.n == n {
+		h.cur = nil
+	}
+}
+
+func (h *harness) timedOut() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	what := fmt.Sprintf("%d of %d kills made", len(h.rep.Kills), h.cfg.Kills)
+	if o := h.open; o != nil {
+		switch o.stage {
+		case stageResume:
+			what += fmt.Sprintf("; session %s never reported resumed after kill %d", o.session, o.idx+1)
+		case stageTurn:
+			what += fmt.Sprintf("; the resumed turn %q of session %s never completed after kill %d", o.turn, o.session, o.idx+1)
+		}
+	}
+	if h.cfg.At == Random && h.turnDur == 0 {
+		what += "; no turn completed to measure (random kills wait for one)"
+	}
+	h.fail(CheckTimeout, h.open, "timed out after %s: %s", h.cfg.Timeout, what)
+}
+
+// finish records what never resolved.
+func (h *harness) finish() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done = true
+	if o := h.open; o != nil && !slices.Contains(h.rep.FailedChecks, CheckTimeout) {
+		switch o.stage {
+		case stageResume:
+			h.fail(CheckResumed, o, "session %s was never resumed after kill %d", o.session, o.idx+1)
+		case stageTurn:
+			h.fail(CheckCompleted, o, "the resumed turn %q of session %s never completed", o.turn, o.session)
+		}
+	}
+	if !h.rep.Failed(CheckTimeout) && len(h.rep.Kills) < h.cfg.Kills && len(h.rep.Failures) == 0 {
+		h.fail(CheckKillPoint, nil, "only %d of %d kills were made before supervise ended", len(h.rep.Kills), h.cfg.Kills)
+	}
+	slices.Sort(h.rep.FailedChecks)
+	h.rep.FailedChecks = slices.Compact(h.rep.FailedChecks)
+}
+
+// fail records a failed check, against kill k when it is about one.
+func (h *harness) fail(check string, k *killState, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if k != nil {
+		row := &h.rep.Kills[k.idx]
+		msg = fmt.Sprintf("kill %d (session %s, turn %q): %s", k.idx+1, row.Session, row.Turn, msg)
+		if !slices.Contains(row.Failed, check) {
+			row.Failed = append(row.Failed, check)
+		}
+	}
+	h.rep.Failures = append(h.rep.Failures, check+": "+msg)
+	h.rep.FailedChecks = append(h.rep.FailedChecks, check)
+	fmt.Fprintf(h.out, "chaos: FAIL %s: %s\n", check, msg)
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,611 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/integration/mockapi"
+)
+
+// The real agent CLIs, pinned in realcli/package-lock.json and installed by
+// realcli/install.sh, run under the real supervise in task mode with the
+// shipped example configuration unchanged, each against a mock of its
+// provider's streaming API on 127.0.0.1 (package mockapi). Nothing else is
+// contacted: the CLIs' non-essential traffic and telemetry are switched off
+// and every base URL points at the mock.
+
+// realPrompt is the task every scenario gives the CLI.
+const realPrompt = "rename the parser module"
+
+// realCLI is one agent CLI and how a user sets it up, as its example says.
+type realCLI struct {
+	bin      string            // program in realcli/node_modules/.bin
+	pkg      string            // its npm package
+	version  string            // the version pinned and verified
+	example  string            // examples/ directory
+	install  map[string]string // example file -> path under $HOME
+	task     []string          // the task command before the prompt
+	template string            // the --resume-exec template the README gives
+	mock     func(func(mockapi.Request) mockapi.Reply) *mockapi.Server
+	env      func(url string) []string // points the CLI at the mock, nothing else
+	setup    func(r *realEnv)          // project setup the example README asks for
+	// failHook: the CLI reports a turn that an API error ended (Claude's
+	// StopFailure), so supervise ends the task without a resume.
+	failHook bool
+}
+
+// realEnv is one scenario: a private $HOME with the example installed, a
+// project directory supervise runs in, and the mock API.
+type realEnv struct {
+	*env
+	cli  realCLI
+	home string
+	proj string
+	api  *mockapi.Server
+
+	mu     sync.Mutex
+	script func(mockapi.Request) mockapi.Reply
+}
+
+var realCLIDir = sync.OnceValue(func() string {
+	d, _ := filepath.Abs(filepath.Join("realcli", "node_modules", ".bin"))
+	return d
+})
+
+func newRealEnv(t *testing.T, cli realCLI) *realEnv {
+	t.Helper()
+	bin := filepath.Join(realCLIDir(), cli.bin)
+	if _, err := os.Stat(bin); err != nil {
+		msg := fmt.Sprintf("%s is not installed (%v): run integration/realcli/install.sh, which needs npm and the npm registry", cli.bin, err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + "; under CI a missing CLI is a failure")
+		}
+		t.Skip(msg)
+	}
+	if os.Getenv("SUPERVISE_REALCLI") == "off" {
+		t.Skip("SUPERVISE_REALCLI=off")
+	}
+	if raceEnabled {
+		t.Skip("the real CLIs run in the pass without -race: they test the adapters, and a race build of supervise adds nothing but time")
+	}
+	e := newEnv(t)
+	r := &realEnv{env: e, cli: cli, home: filepath.Join(e.dir, "home"), proj: filepath.Join(e.dir, "project")}
+	for _, d := range []string{r.home, r.proj} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.api = cli.mock(func(req mockapi.Request) mockapi.Reply {
+		r.mu.Lock()
+		s := r.script
+		r.mu.Unlock()
+		return s(req)
+	})
+	t.Cleanup(func() {
+		r.api.Close()
+		if t.Failed() {
+			for _, q := range r.api.Requests() {
+				t.Logf("API request %d agent=%v session=%q messages=%d replies=%d last user: %.300q", q.N, q.Agent, q.Session, q.Messages, q.Replies, q.LastUser)
+			}
+			if o := r.api.Other(); len(o) > 0 {
+				t.Logf("other requests to the mock: %q", o)
+			}
+		}
+	})
+	e.cwd = r.proj
+	e.set("HOME="+r.home, "PATH="+realCLIDir()+":"+filepath.Dir(superviseBin)+":"+os.Getenv("PATH"),
+		"XDG_CONFIG_HOME="+filepath.Join(r.home, ".config"), "XDG_CACHE_HOME="+filepath.Join(r.home, ".cache"),
+		"XDG_DATA_HOME="+filepath.Join(r.home, ".local", "share"),
+		"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy=", "ALL_PROXY=", "NO_PROXY=127.0.0.1,localhost",
+		"no_proxy=127.0.0.1,localhost", "TERM=dumb", "NO_COLOR=1")
+	e.set(cli.env(r.api.URL())...)
+	for src, dst := range cli.install {
+		b, err := os.ReadFile(filepath.Join("..", "examples", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(r.home, dst)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tmpl := resumeTemplate(t, cli.example); tmpl != cli.template {
+		t.Fatalf("examples/%s/README.md gives --resume-exec %q, the test expects %q", cli.example, tmpl, cli.template)
+	}
+	if cli.setup != nil {
+		cli.setup(r)
+	}
+	return r
+}
+
+// answer sets how the mock answers from now on.
+func (r *realEnv) answer(script func(mockapi.Request) mockapi.Reply) {
+	r.mu.Lock()
+	r.script = script
+	r.mu.Unlock()
+}
+
+// run starts supervise in task mode on the CLI's task, with the example's
+// resume template.
+func (r *realEnv) run(flags ...string) *proc {
+	args := append([]string{"run", "--resume-exec", r.cli.template}, flags...)
+	args = append(append(append(args, "--"), r.cli.task...), realPrompt)
+	return r.start(args...)
+}
+
+// waitRequest waits for an agent-loop request that satisfies cond.
+func (r *realEnv) waitRequest(what string, cond func(mockapi.Request) bool) mockapi.Request {
+	r.t.Helper()
+	var found mockapi.Request
+	waitFor(r.t, 120*time.Second, what, func() bool {
+		for _, q := range r.api.AgentRequests() {
+			if cond(q) {
+				found = q
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// waitSession waits until status shows a session in state (and, for a
+// tool, in phase tool) and returns its id and the child's pid.
+func (r *realEnv) waitSession(state, phase string) (string, int) {
+	r.t.Helper()
+	var id string
+	var pid int
+	waitFor(r.t, 120*time.Second, "a session "+state+" "+phase, func() bool {
+		st, ok := r.tryStatus()
+		if !ok {
+			return false
+		}
+		for _, s := range st.Sessions {
+			if s.State == state && (phase == "" || s.Phase == phase) {
+				id, pid = s.ID, st.Child.PID
+				return pid > 0
+			}
+		}
+		return false
+	})
+	return id, pid
+}
+
+// tryStatus is status, false while supervise is not answering yet.
+func (r *realEnv) tryStatus() (status, bool) {
+	out, err := exec.Command(superviseBin, "status", "--json", "--state-dir", r.stateDir).Output()
+	var st status
+	if err != nil || json.Unmarshal(out, &st) != nil {
+		return st, false
+	}
+	return st, true
+}
+
+// freshStarts counts the agent requests that open a conversation on the
+// task: no reply from the model yet and no continuation. More than one
+// means the task ran again as a new session.
+func (r *realEnv) freshStarts() int {
+	n, sessions := 0, map[string]bool{}
+	for _, q := range r.api.AgentRequests() {
+		if strings.Contains(q.FirstUser, realPrompt) {
+			sessions[q.Session] = true
+		}
+		if q.Replies == 0 && strings.Contains(q.FirstUser, realPrompt) && !q.Contains(continuationMark) {
+			n++
+		}
+	}
+	if len(sessions) > 1 {
+		r.t.Errorf("the task's requests carry %d session ids, want 1: %v", len(sessions), sessions)
+	}
+	return n
+}
+
+// launches is how many runs supervise started.
+func (r *realEnv) launches() int { return len(r.statusAllJSON().Runs) }
+
+func (r *realEnv) statusAllJSON() status {
+	return (&adapterEnv{env: r.env}).statusAllJSON()
+}
+
+// continuation reports whether a request's newest user text is supervise's
+// continuation.
+func continuation(q mockapi.Request) bool {
+	return strings.Contains(q.LastUser, continuationMark)
+}
+
+const continuationMark = "[supervise: automatic continuation]"
+
+// The scenarios, the same for every CLI.
+
+// happy: the task runs a shell command through the CLI's tool and ends;
+// supervise exits 0.
+func (r *realEnv) happy() {
+	t := r.t
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		if q.Agent && !q.ToolResult {
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-ok | tr a-z A-Z"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	sv := r.run()
+	if code := sv.wait(150 * time.Second); code != 0 {
+		t.Fatalf("supervise exit code %d, want 0", code)
+	}
+	ran := false
+	for _, q := range r.api.AgentRequests() {
+		ran = ran || q.ToolResult && strings.Contains(q.LastUser, "REALCLI-OK")
+	}
+	if !ran {
+		t.Error("no API request carried the tool's output REALCLI-OK: the tool call did not run")
+	}
+	st := r.statusAllJSON()
+	if len(st.Sessions) != 1 || st.Sessions[0].State != "idle" {
+		t.Errorf("sessions = %+v, want one, idle", st.Sessions)
+	}
+	if len(st.Runs) != 1 {
+		t.Errorf("%d runs, want 1", len(st.Runs))
+	}
+	if n := r.freshStarts(); n != 1 {
+		t.Errorf("the task opened %d conversations, want 1", n)
+	}
+}
+
+// killOnce: kill -9 inside the tool call; supervise relaunches the template
+// with the same session, whose next API request carries the continuation;
+// the resumed turn completes and supervise exits 0.
+func (r *realEnv) killOnce() {
+	t := r.t
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		switch {
+		case !q.Agent:
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+		case continuation(q):
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Checked: the parser is renamed."}
+		case !q.ToolResult:
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "sleep 60"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	sv := r.run()
+	session, pid := r.waitSession("in_turn", "tool")
+	syscall.Kill(pid, syscall.SIGKILL)
+	q := r.waitRequest("the continuation in an API request", continuation)
+	if q.Session != "" && q.Session != session {
+		t.Errorf("the continuation went to session %q, want %q", q.Session, session)
+	}
+	for _, want := range []string{"signal 9", "sleep 60", "check the current state", realPrompt} {
+		if !strings.Contains(q.LastUser, want) {
+			t.Errorf("continuation lacks %q:\n%s", want, q.LastUser)
+		}
+	}
+	if q.Contains("Continue from where you left off") {
+		t.Logf("the CLI added %q to the resumed conversation", "Continue from where you left off.")
+	}
+	if code := sv.wait(150 * time.Second); code != 0 {
+		t.Fatalf("supervise exit code %d after the resumed turn, want 0", code)
+	}
+	st := r.statusAllJSON()
+	s, ok := st.session(session)
+	if !ok || s.State != "idle" || s.CrashCount != 0 {
+		t.Errorf("session %s = %+v (found %v), want idle with crash count 0", session, s, ok)
+	}
+	if len(st.Sessions) != 1 {
+		t.Errorf("%d sessions, want 1 (the resume kept the id): %+v", len(st.Sessions), st.Sessions)
+	}
+	if len(st.Runs) != 2 {
+		t.Errorf("%d runs, want 2 (the task and its resume)", len(st.Runs))
+	}
+	if !strings.Contains(sv.stderr(), "agent took the resume") {
+		t.Error(`supervise did not log "agent took the resume": the resumed run's hooks did not report resumed`)
+	}
+	if n := r.freshStarts(); n != 1 {
+		t.Errorf("the task opened %d conversations, want 1", n)
+	}
+}
+
+// killTwice: killed in the tool, then killed again while the resumed turn
+// waits on the model: the session is parked, supervise exits 5 and prints
+// the resume command, and the task is never run again.
+func (r *realEnv) killTwice() {
+	t := r.t
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		switch {
+		case !q.Agent:
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+		case continuation(q):
+			return mockapi.Reply{Kind: mockapi.Stall}
+		case !q.ToolResult:
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "sleep 60"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	sv := r.run()
+	session, pid := r.waitSession("in_turn", "tool")
+	syscall.Kill(pid, syscall.SIGKILL)
+	r.waitRequest("the continuation in an API request", continuation)
+	waitFor(t, 120*time.Second, "the resumed run in its turn", func() bool {
+		st, ok := r.tryStatus()
+		s, found := st.session(session)
+		return ok && found && s.State == "in_turn" && st.Child.PID > 0 && st.Child.PID != pid
+	})
+	syscall.Kill(r.status().Child.PID, syscall.SIGKILL)
+	if code := sv.wait(150 * time.Second); code != 5 {
+		t.Fatalf("supervise exit code %d after the second kill, want 5 (a session is parked)", code)
+	}
+	s, ok := r.statusAllJSON().session(session)
+	if !ok || s.State != "parked" {
+		t.Errorf("session %s = %+v (found %v), want parked", session, s, ok)
+	}
+	if !strings.Contains(sv.stderr(), session) {
+		t.Errorf("supervise's stderr does not name the parked session %s", session)
+	}
+	if n := r.launches(); n != 2 {
+		t.Errorf("%d runs, want 2 (the task and one resume)", n)
+	}
+	if n := r.freshStarts(); n != 1 {
+		t.Errorf("the task opened %d conversations, want exactly 1: it was run again", n)
+	}
+}
+
+// apiError: every model call fails. supervise resumes at most once and
+// exits, without relaunching the task: no loop spending API credit.
+func (r *realEnv) apiError() {
+	t := r.t
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		return mockapi.Reply{Kind: mockapi.Error, Text: "mockapi: invalid request (the test's API error)"}
+	})
+	sv := r.run()
+	code := sv.wait(150 * time.Second)
+	if code == 0 {
+		t.Errorf("supervise exit code 0 after API errors, want the failure")
+	}
+	if n := r.launches(); n > 2 {
+		t.Errorf("%d runs after API errors, want at most 2 (the task and one resume)", n)
+	}
+	if r.cli.failHook {
+		// The turn ended failed: nothing to resume, the agent's status.
+		if n := r.launches(); n != 1 || code != 1 {
+			t.Errorf("%d runs, exit code %d after an API error the hooks reported, want 1 run and the agent's status 1", n, code)
+		}
+	}
+	if n := r.freshStarts(); n != 1 {
+		t.Errorf("the task opened %d conversations, want 1", n)
+	}
+	t.Logf("API error: supervise exit %d after %d runs and %d agent API requests", code, r.launches(), len(r.api.AgentRequests()))
+}
+
+// sigterm: a stop asked of supervise mid-turn: exit 0, the turn is
+// stopped (not counted, not resumed).
+func (r *realEnv) sigterm() {
+	t := r.t
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		if q.Agent {
+			return mockapi.Reply{Kind: mockapi.Stall}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+	})
+	sv := r.run()
+	session, _ := r.waitSession("in_turn", "")
+	r.waitRequest("the task's API request", func(q mockapi.Request) bool { return strings.Contains(q.FirstUser, realPrompt) })
+	sv.signal(syscall.SIGTERM)
+	if code := sv.wait(60 * time.Second); code != 0 {
+		t.Fatalf("supervise exit code %d after SIGTERM, want 0", code)
+	}
+	s, ok := r.statusAllJSON().session(session)
+	if !ok || s.State != "stopped" || s.CrashCount != 0 {
+		t.Errorf("session %s = %+v (found %v), want stopped, crash count 0", session, s, ok)
+	}
+	if n := r.launches(); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+}
+
+// runRealCLI runs every scenario for one CLI.
+func runRealCLI(t *testing.T, cli realCLI) {
+	// The installed package must be the pinned version (its package.json:
+	// running the CLI for --version costs a Node start).
+	if b, err := os.ReadFile(filepath.Join("realcli", "node_modules", cli.pkg, "package.json")); err == nil {
+		var pkg struct{ Version string }
+		if json.Unmarshal(b, &pkg) != nil || pkg.Version != cli.version {
+			t.Fatalf("%s %s is installed, want %s: run integration/realcli/install.sh", cli.pkg, pkg.Version, cli.version)
+		}
+	}
+	for _, sc := range []struct {
+		name string
+		run  func(*realEnv)
+	}{
+		{"happy", (*realEnv).happy},
+		{"kill9", (*realEnv).killOnce},
+		{"kill9twice", (*realEnv).killTwice},
+		{"apierror", (*realEnv).apiError},
+		{"sigterm", (*realEnv).sigterm},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			sc.run(newRealEnv(t, cli))
+		})
+	}
+}
+
+// Claude Code: examples/claude-code/settings.json as ~/.claude/settings.json,
+// the task `claude -p TASK`, resumed by `claude -p -r {session} {message}`.
+func TestRealClaudeCode(t *testing.T) {
+	t.Parallel()
+	runRealCLI(t, claudeCodeCLI())
+}
+
+// claudeCodeCLI is the CLI as TestRealClaudeCode sets it up (also used by the chaos test).
+func claudeCodeCLI() realCLI {
+	return realCLI{
+		bin:      "claude",
+		pkg:      "@anthropic-ai/claude-code",
+		version:  "2.1.197",
+		example:  "claude-code",
+		install:  map[string]string{"claude-code/settings.json": ".claude/settings.json"},
+		task:     []string{"claude", "-p"},
+		template: "claude -p -r {session} {message}",
+		mock:     mockapi.Anthropic,
+		failHook: true,
+		env: func(url string) []string {
+			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-mock",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
+				"DISABLE_ERROR_REPORTING=1"}
+		},
+		setup: func(r *realEnv) {
+			// The project allows the shell tool, as a user of -p does (print
+			// mode cannot ask), and is trusted, as after a first interactive
+			// run there: Claude ignores an untrusted project's permissions.
+			// The hooks stay in the user settings, unchanged.
+			writeFile(r.t, filepath.Join(r.proj, ".claude", "settings.local.json"),
+				`{"permissions":{"allow":["Bash"]}}`)
+			trust, _ := json.Marshal(map[string]any{"projects": map[string]any{
+				r.proj: map[string]any{"hasTrustDialogAccepted": true}}})
+			writeFile(r.t, filepath.Join(r.home, ".claude.json"), string(trust))
+		},
+	}
+}
+
+// Codex CLI: examples/codex/config.toml and hooks.json in ~/.codex, the
+// hooks trusted as `codex` records it after "Trust all and continue", the
+// task `codex exec TASK`, resumed by `codex exec resume {session} {message}`.
+func TestRealCodex(t *testing.T) {
+	t.Parallel()
+	runRealCLI(t, codexCLI())
+}
+
+// codexCLI is the CLI as TestRealCodex sets it up (also used by the chaos test).
+func codexCLI() realCLI {
+	return realCLI{
+		bin:      "codex",
+		pkg:      "@openai/codex",
+		version:  "0.171.0",
+		example:  "codex",
+		install:  map[string]string{"codex/hooks.json": ".codex/hooks.json"},
+		task:     []string{"codex", "exec"},
+		template: "codex exec resume {session} {message}",
+		mock:     mockapi.OpenAI,
+		env: func(url string) []string {
+			return []string{"MOCK_OPENAI_API_KEY=sk-mock", "OPENAI_API_KEY=", "RUST_LOG=warn"}
+		},
+		setup: func(r *realEnv) {
+			hooks, err := os.ReadFile(filepath.Join("..", "examples", "codex", "hooks.json"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if sum := fmt.Sprintf("%x", sha256.Sum256(hooks)); sum != codexTrustedHooks {
+				r.t.Fatalf("examples/codex/hooks.json changed (sha256 %s): Codex makes changed hooks untrusted; "+
+					"trust them again (run codex, /hooks, Trust all) and copy the trusted_hash values it writes "+
+					"into codexHookTrust, and the file's sha256 into codexTrustedHooks", sum)
+			}
+			example, err := os.ReadFile(filepath.Join("..", "examples", "codex", "config.toml"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			// The user's own settings: the mock as the model provider, no
+			// update check or analytics, then the example unchanged, then
+			// what trusting the project and the hooks once records.
+			var b strings.Builder
+			fmt.Fprintf(&b, "model = \"gpt-mock\"\nmodel_provider = \"mock\"\ncheck_for_update_on_startup = false\n\n")
+			fmt.Fprintf(&b, "[model_providers.mock]\nname = \"mock\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = \"MOCK_OPENAI_API_KEY\"\n\n", r.api.URL()+"/v1")
+			fmt.Fprintf(&b, "[analytics]\nenabled = false\n\n%s\n", example)
+			fmt.Fprintf(&b, "[projects.%q]\ntrust_level = \"trusted\"\n\n", r.proj)
+			for _, h := range codexHookTrust {
+				fmt.Fprintf(&b, "[hooks.state.%q]\ntrusted_hash = %q\n\n", filepath.Join(r.home, ".codex", "hooks.json")+":"+h[0]+":0:0", h[1])
+			}
+			writeFile(r.t, filepath.Join(r.home, ".codex", "config.toml"), b.String())
+			// Nothing but the model API: no plugin or app sync (they call
+			// github.com and chatgpt.com), in the trusted project's config.
+			writeFile(r.t, filepath.Join(r.proj, ".codex", "config.toml"), "[features]\nplugins = false\n"+
+				"remote_plugin = false\napps = false\nplugin_sharing = false\nin_app_updates = false\n")
+			// codex exec runs only in a Git repository (a trusted folder is
+			// not enough in 0.171.0) unless given --skip-git-repo-check.
+			if out, err := exec.Command("git", "init", "-q", r.proj).CombinedOutput(); err != nil {
+				r.t.Fatalf("git init: %v\n%s", err, out)
+			}
+		},
+	}
+}
+
+// Gemini CLI: examples/gemini/settings.json merged into
+// ~/.gemini/settings.json, the workspace trusted through
+// GEMINI_CLI_TRUST_WORKSPACE, the task `gemini -p TASK`, resumed by
+// `gemini -r {session} -p {message}`.
+func TestRealGemini(t *testing.T) {
+	t.Parallel()
+	runRealCLI(t, geminiCLI())
+}
+
+// geminiCLI is the CLI as TestRealGemini sets it up (also used by the chaos test).
+func geminiCLI() realCLI {
+	return realCLI{
+		bin:      "gemini",
+		pkg:      "@google/gemini-cli",
+		version:  "0.61.0",
+		example:  "gemini",
+		task:     []string{"gemini", "-p"},
+		template: "gemini -r {session} -p {message}",
+		mock:     mockapi.Gemini,
+		env: func(url string) []string {
+			return []string{"GEMINI_API_KEY=mock", "GOOGLE_GEMINI_BASE_URL=" + url, "GOOGLE_API_KEY=",
+				"GOOGLE_GENAI_USE_VERTEXAI=", "GOOGLE_CLOUD_PROJECT=", "GEMINI_CLI_TRUST_WORKSPACE=true",
+				"GEMINI_CLI_NO_RELAUNCH=true"}
+		},
+		setup: func(r *realEnv) {
+			b, err := os.ReadFile(filepath.Join("..", "examples", "gemini", "settings.json"))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			// The user's settings: the example's hooks unchanged, plus an
+			// API key as the auth method, no usage statistics or
+			// telemetry, and the shell tool allowed (headless mode
+			// cannot ask).
+			var settings map[string]any
+			if err := json.Unmarshal(b, &settings); err != nil {
+				r.t.Fatal(err)
+			}
+			settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}
+			settings["privacy"] = map[string]any{"usageStatisticsEnabled": false}
+			settings["telemetry"] = map[string]any{"enabled": false}
+			settings["tools"] = map[string]any{"allowed": []string{"run_shell_command"}}
+			out, _ := json.MarshalIndent(settings, "", "  ")
+			writeFile(r.t, filepath.Join(r.home, ".gemini", "settings.json"), string(out))
+		},
+	}
+}
+
+// codexTrustedHooks is the sha256 of the examples/codex/hooks.json that
+// codexHookTrust trusts: what Codex 0.171.0 wrote to config.toml after
+// "Trust all and continue" for it (keys "<path>:<event>:<group>:<handler>";
+// the hash does not depend on the path).
+const codexTrustedHooks = "4086a1e4d518a05052d1d6dc1ddba1f793c4175c1fe2697c4f6af779b7dbab72"
+
+var codexHookTrust = [][2]string{
+	{"session_start", "sha256:ecbe4f11049b64074a607a393cf5670ae7ee12676d31fcf2f6681a672b62722d"},
+	{"user_prompt_submit", "sha256:69a0801bd419769dabdd07df7ec357acc1bd6138ff544b53ffd4cb45d42e0fc7"},
+	{"pre_tool_use", "sha256:59af796b817a5f6dfc6d2e8b2afce50a0ff0851493a56b6b8cac2bc555d96b64"},
+	{"post_tool_use", "sha256:97431c1b4463b3cfc24bec0a1c2b983d464fda2a779bd25617c347e69ea4004e"},
+	{"permission_request", "sha256:dab24cab532739d353b6a406561c69997cc058f249a2df8a7d7710184ec2b346"},
+	{"stop", "sha256:38427714e72daed937aca47c2e56d2c1790e9881bd37ea520f8ee868a3085221"},
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
