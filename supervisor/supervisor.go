@@ -252,6 +252,13 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	if len(cfg.Argv) > 0 {
 		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
 	}
+	if s.taskMode() {
+		dir := cfg.Dir
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		s.task.id = taskID(dir, cfg.Argv)
+	}
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
@@ -338,6 +345,9 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			// Nothing is resumed from state not yet verified.
 			s.log.Info("waiting for the journal check before the first launch: resumes are owed")
 			s.verified(<-s.verifyc)
+		}
+		if first && s.taskMode() && len(s.pendingIgnoringHold()) == 0 && s.taskBlocked() > 0 {
+			return ExitParked, nil
 		}
 		exit := s.runOnce()
 		dec := s.died(exit)
