@@ -1,7 +1,12 @@
 package supervisor
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
+
 	"fmt"
+	"github.com/supervise-dev/supervise/resume"
 	"testing"
 	"time"
 
@@ -58,4 +63,25 @@ func TestEvictSettled(t *testing.T) {
 		t.Errorf("%d sessions held while a batch was in flight, want the settled ones evicted", len(s.sessions))
 	}
 	s.cs.inflight = nil
+}
+
+// A death that decides for thousands of sessions logs a bounded number of
+// lines: maxDecisionLines one by one, then one summary with the counts.
+func TestLogDecisionsBounded(t *testing.T) {
+	s := newTestSupervisor(t)
+	var buf bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&buf, nil))
+	var decs []resume.Decision
+	for i := range 3000 {
+		decs = append(decs, resume.Decision{Action: resume.Park, Session: journal.Session{ID: fmt.Sprintf("s%d", i), State: journal.Parked}})
+	}
+	decs = append(decs, resume.Decision{Action: resume.Keep, Session: journal.Session{ID: "idle"}})
+	s.logDecisions(decs)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != maxDecisionLines+1 {
+		t.Fatalf("%d log lines for 3000 parks, want %d", len(lines), maxDecisionLines+1)
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "parked=2980") || !strings.Contains(last, "logged=20") {
+		t.Errorf("summary line = %s", last)
+	}
 }
