@@ -2,15 +2,14 @@ package supervisor
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"strings"
-
-	"fmt"
-	"github.com/supervise-dev/supervise/resume"
 	"testing"
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
 )
 
 func newTestSupervisor(t *testing.T) *Supervisor {
