@@ -215,7 +215,7 @@ func TestAdapterClaudeCode(t *testing.T) {
 	}.check(t, newAdapterEnv(t))
 }
 
-// Codex CLI: hooks.json (behind [features] codex_hooks) and
+// Codex CLI: hooks.json (behind [features] hooks) and
 // `codex exec resume SESSION MESSAGE`.
 func TestAdapterCodex(t *testing.T) {
 	t.Parallel()

@@ -29,6 +29,7 @@ const realPrompt = "rename the parser module"
 // realCLI is one agent CLI and how a user sets it up, as its example says.
 type realCLI struct {
 	bin      string            // program in realcli/node_modules/.bin
+	pkg      string            // its npm package
 	version  string            // the version pinned and verified
 	example  string            // examples/ directory
 	install  map[string]string // example file -> path under $HOME
@@ -69,6 +70,12 @@ func newRealEnv(t *testing.T, cli realCLI) *realEnv {
 			t.Fatal(msg + "; under CI a missing CLI is a failure")
 		}
 		t.Skip(msg)
+	}
+	if os.Getenv("SUPERVISE_REALCLI") == "off" {
+		t.Skip("SUPERVISE_REALCLI=off")
+	}
+	if raceEnabled {
+		t.Skip("the real CLIs run in the pass without -race: they test the adapters, and a race build of supervise adds nothing but time")
 	}
 	e := newEnv(t)
 	r := &realEnv{env: e, cli: cli, home: filepath.Join(e.dir, "home"), proj: filepath.Join(e.dir, "project")}
@@ -142,7 +149,7 @@ func (r *realEnv) run(flags ...string) *proc {
 func (r *realEnv) waitRequest(what string, cond func(mockapi.Request) bool) mockapi.Request {
 	r.t.Helper()
 	var found mockapi.Request
-	waitFor(r.t, 60*time.Second, what, func() bool {
+	waitFor(r.t, 120*time.Second, what, func() bool {
 		for _, q := range r.api.AgentRequests() {
 			if cond(q) {
 				found = q
@@ -160,7 +167,7 @@ func (r *realEnv) waitSession(state, phase string) (string, int) {
 	r.t.Helper()
 	var id string
 	var pid int
-	waitFor(r.t, 60*time.Second, "a session "+state+" "+phase, func() bool {
+	waitFor(r.t, 120*time.Second, "a session "+state+" "+phase, func() bool {
 		st, ok := r.tryStatus()
 		if !ok {
 			return false
@@ -228,20 +235,20 @@ func (r *realEnv) happy() {
 	t := r.t
 	r.answer(func(q mockapi.Request) mockapi.Reply {
 		if q.Agent && !q.ToolResult {
-			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-$((6*7))"}
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "echo realcli-ok | tr a-z A-Z"}
 		}
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	})
 	sv := r.run()
-	if code := sv.wait(90 * time.Second); code != 0 {
+	if code := sv.wait(150 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d, want 0", code)
 	}
 	ran := false
 	for _, q := range r.api.AgentRequests() {
-		ran = ran || q.ToolResult && strings.Contains(q.LastUser, "realcli-42")
+		ran = ran || q.ToolResult && strings.Contains(q.LastUser, "REALCLI-OK")
 	}
 	if !ran {
-		t.Error("no API request carried the tool's output realcli-42: the tool call did not run")
+		t.Error("no API request carried the tool's output REALCLI-OK: the tool call did not run")
 	}
 	st := r.statusAllJSON()
 	if len(st.Sessions) != 1 || st.Sessions[0].State != "idle" {
@@ -286,7 +293,7 @@ func (r *realEnv) killOnce() {
 	if q.Contains("Continue from where you left off") {
 		t.Logf("the CLI added %q to the resumed conversation", "Continue from where you left off.")
 	}
-	if code := sv.wait(90 * time.Second); code != 0 {
+	if code := sv.wait(150 * time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d after the resumed turn, want 0", code)
 	}
 	st := r.statusAllJSON()
@@ -328,13 +335,13 @@ func (r *realEnv) killTwice() {
 	session, pid := r.waitSession("in_turn", "tool")
 	syscall.Kill(pid, syscall.SIGKILL)
 	r.waitRequest("the continuation in an API request", continuation)
-	waitFor(t, 30*time.Second, "the resumed run in its turn", func() bool {
+	waitFor(t, 120*time.Second, "the resumed run in its turn", func() bool {
 		st, ok := r.tryStatus()
 		s, found := st.session(session)
 		return ok && found && s.State == "in_turn" && st.Child.PID > 0 && st.Child.PID != pid
 	})
 	syscall.Kill(r.status().Child.PID, syscall.SIGKILL)
-	if code := sv.wait(90 * time.Second); code != 5 {
+	if code := sv.wait(150 * time.Second); code != 5 {
 		t.Fatalf("supervise exit code %d after the second kill, want 5 (a session is parked)", code)
 	}
 	s, ok := r.statusAllJSON().session(session)
@@ -360,7 +367,7 @@ func (r *realEnv) apiError() {
 		return mockapi.Reply{Kind: mockapi.Error, Text: "mockapi: invalid request (the test's API error)"}
 	})
 	sv := r.run()
-	code := sv.wait(90 * time.Second)
+	code := sv.wait(150 * time.Second)
 	if code == 0 {
 		t.Errorf("supervise exit code 0 after API errors, want the failure")
 	}
@@ -407,6 +414,14 @@ func (r *realEnv) sigterm() {
 
 // runRealCLI runs every scenario for one CLI.
 func runRealCLI(t *testing.T, cli realCLI) {
+	// The installed package must be the pinned version (its package.json:
+	// running the CLI for --version costs a Node start).
+	if b, err := os.ReadFile(filepath.Join("realcli", "node_modules", cli.pkg, "package.json")); err == nil {
+		var pkg struct{ Version string }
+		if json.Unmarshal(b, &pkg) != nil || pkg.Version != cli.version {
+			t.Fatalf("%s %s is installed, want %s: run integration/realcli/install.sh", cli.pkg, pkg.Version, cli.version)
+		}
+	}
 	for _, sc := range []struct {
 		name string
 		run  func(*realEnv)
@@ -418,6 +433,7 @@ func runRealCLI(t *testing.T, cli realCLI) {
 		{"sigterm", (*realEnv).sigterm},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
 			sc.run(newRealEnv(t, cli))
 		})
 	}
@@ -434,6 +450,7 @@ func TestRealClaudeCode(t *testing.T) {
 func claudeCodeCLI() realCLI {
 	return realCLI{
 		bin:      "claude",
+		pkg:      "@anthropic-ai/claude-code",
 		version:  "2.1.197",
 		example:  "claude-code",
 		install:  map[string]string{"claude-code/settings.json": ".claude/settings.json"},
@@ -472,6 +489,7 @@ func TestRealCodex(t *testing.T) {
 func codexCLI() realCLI {
 	return realCLI{
 		bin:      "codex",
+		pkg:      "@openai/codex",
 		version:  "0.171.0",
 		example:  "codex",
 		install:  map[string]string{"codex/hooks.json": ".codex/hooks.json"},
@@ -533,6 +551,7 @@ func TestRealGemini(t *testing.T) {
 func geminiCLI() realCLI {
 	return realCLI{
 		bin:      "gemini",
+		pkg:      "@google/gemini-cli",
 		version:  "0.61.0",
 		example:  "gemini",
 		task:     []string{"gemini", "-p"},

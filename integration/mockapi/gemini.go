@@ -52,9 +52,14 @@ func (gemini) parse(req *Request) {
 			req.Replies++
 			continue
 		}
-		t := textOf(c.Parts)
+		t := strings.TrimSpace(textOf(c.Parts))
 		if strings.HasPrefix(t, "<session_context>") {
-			continue // the CLI's context, not the user's words
+			// The CLI's own context is not the user's words.
+			_, rest, _ := strings.Cut(t, "</session_context>")
+			t = strings.TrimSpace(rest)
+			if t == "" {
+				continue
+			}
 		}
 		req.ToolResult = false
 		for _, p := range c.Parts {

@@ -66,7 +66,7 @@ type Request struct {
 // Contains reports whether the request's body contains s.
 func (r Request) Contains(s string) bool { return bytes.Contains(r.Body, []byte(s)) }
 
-// Provider encodes one API's wire format.
+// provider encodes one API's wire format.
 type provider interface {
 	// match reports whether the request is a model call of this API.
 	match(r *http.Request) bool

@@ -237,7 +237,7 @@ func (c *cli) loadHooks(args []string) error {
 	case "codex":
 		cfg, err := os.ReadFile(filepath.Join(c.home, ".codex", "config.toml"))
 		if err != nil || !codexHooksEnabled(string(cfg)) {
-			logf("hooks-off", "[features] codex_hooks = true is not set in ~/.codex/config.toml")
+			logf("hooks-off", "[features] hooks = true is not set in ~/.codex/config.toml")
 			return nil
 		}
 		path = filepath.Join(c.home, ".codex", "hooks.json")
@@ -270,7 +270,9 @@ func codexHooksEnabled(toml string) bool {
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
-		if ok && section == "[features]" && strings.TrimSpace(k) == "codex_hooks" && strings.TrimSpace(v) == "true" {
+		// hooks, or its deprecated name codex_hooks (Codex 0.171 takes both).
+		if key := strings.TrimSpace(k); ok && section == "[features]" && (key == "hooks" || key == "codex_hooks") &&
+			strings.TrimSpace(v) == "true" {
 			return true
 		}
 	}

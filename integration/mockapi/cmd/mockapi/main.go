@@ -1,5 +1,10 @@
 // Command mockapi runs one mock API in the foreground and logs every request:
 // a tool for finding out what a CLI sends. Not used by the tests.
+//
+//	go run ./integration/mockapi/cmd/mockapi -api openai -reply tool
+//
+// prints the base URL to point the CLI at, then logs each request on stderr
+// until interrupted.
 package main
 
 import (

@@ -1,4 +1,4 @@
-package main
+package unit_test
 
 import (
 	"bufio"
@@ -18,8 +18,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
+
+const (
+	exitOK    = exitcode.OK
+	exitUsage = exitcode.Usage
+)
+
+// call runs `supervise unit ARGS...` (args[0] is "unit") in-process and
+// returns its exit status and output.
+func call(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "unit" {
+		t.Fatalf("call %q: not a unit command", args)
+	}
+	var out, errb bytes.Buffer
+	code := unit.Command(args[1:], &out, &errb)
+	return code, out.String(), errb.String()
+}
 
 // trickyArgs are agent arguments every unit must carry through unchanged.
 var trickyArgs = []string{
