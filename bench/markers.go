@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/supervise-dev/supervise/journal"
 )
 
@@ -86,7 +84,7 @@ func (p *fsyncProbe) run(d time.Duration) error {
 	if _, err := f.WriteAt(make([]byte, 1<<20), 0); err != nil {
 		return err
 	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+	if err := datasync(f); err != nil {
 		return err
 	}
 	buf := make([]byte, 4096)
@@ -98,7 +96,7 @@ func (p *fsyncProbe) run(d time.Duration) error {
 		if _, err := f.WriteAt(buf, int64(n%256)*4096); err != nil {
 			return err
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		if err := datasync(f); err != nil {
 			return err
 		}
 		p.lat = append(p.lat, time.Since(t))

@@ -487,8 +487,8 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 	cmd.Env = append(slices.Clone(h.env), observe.EnvFD+"=3")
 	cmd.Stdout, cmd.Stderr = h.out, h.out
 	cmd.ExtraFiles = []*os.File{theirs}
-	// If the harness dies, supervise stops the agent cleanly.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// If the harness dies, supervise stops the agent cleanly (Linux).
+	cmd.SysProcAttr = superviseAttr()
 	fmt.Fprintf(h.out, "chaos: starting %s\n", strings.Join(cmd.Args, " "))
 	if err := cmd.Start(); err != nil {
 		theirs.Close()

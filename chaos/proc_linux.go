@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -123,3 +124,9 @@ func pin(pid int, check func() bool) (*target, error) {
 func (t *target) kill() error { return unix.PidfdSendSignal(t.fd, unix.SIGKILL, nil, 0) }
 
 func (t *target) close() { unix.Close(t.fd) }
+
+// superviseAttr has the kernel send supervise SIGTERM when the harness
+// dies, so it stops the agent cleanly.
+func superviseAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}

@@ -2,7 +2,10 @@
 
 package chaos
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 type proc struct {
 	pid   int
@@ -31,3 +34,6 @@ func pin(pid int, check func() bool) (*target, error) { return nil, errPlatform 
 func (t *target) kill() error { return errPlatform }
 
 func (t *target) close() {}
+
+// superviseAttr is empty: no parent-death signal outside Linux.
+func superviseAttr() *syscall.SysProcAttr { return nil }

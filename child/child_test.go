@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -79,6 +80,8 @@ func helper(mode string) {
 	}
 }
 
+var treeSeq atomic.Int64
+
 func newReaper(t *testing.T) *Reaper {
 	t.Helper()
 	r, err := NewReaper(nil)
@@ -99,7 +102,10 @@ func start(t *testing.T, r *Reaper, mode string, spec Spec) (*Process, *bufio.Re
 	}
 	t.Cleanup(func() { pr.Close() })
 	spec.Args = []string{os.Args[0]}
-	spec.Env = append(os.Environ(), "CHILD_HELPER="+mode)
+	// The tag lets the portable backend find descendants that left the
+	// process group; the Linux backend finds them as a subreaper.
+	spec.Tag = fmt.Sprintf("CHILD_TEST_TREE=%d.%d", os.Getpid(), treeSeq.Add(1))
+	spec.Env = append(os.Environ(), "CHILD_HELPER="+mode, spec.Tag)
 	spec.Stdout = pw
 	p, err := r.Start(spec)
 	pw.Close()

@@ -27,5 +27,15 @@
 //     through gopsutil elsewhere); a bare pid is never signalled unless it is an
 //     unreaped child of this process.
 //
+// The invariants above are the Linux backend's (linux && !supervise_portable).
+// The portable backend (macOS, and Linux built with -tags supervise_portable)
+// keeps the single reaper, the group kill while the zombie pins the group id
+// (found by the process table's state, as there is no waitid(WNOWAIT)) and
+// pid plus start time, but has no subreaper, no parent-death signal and no
+// pidfds: descendants that left the group are found after the leader exits
+// by Spec.Tag in their environment, an agent whose supervisor was killed runs
+// on until the next supervisor kills it, and a start time checked just
+// before kill(2) stands in for a pidfd.
+//
 // Close must be called on a Reaper after its last Process is done.
 package child

@@ -42,8 +42,13 @@ type Spec struct {
 	// Stdin, Stdout and Stderr default to the supervisor's own.
 	Stdin, Stdout, Stderr *os.File
 	// Cgroup, when set, is the cgroup the child is cloned into; Kill then
-	// also kills the whole cgroup (cgroup.kill).
+	// also kills the whole cgroup (cgroup.kill). Linux backend only.
 	Cgroup *RunCgroup
+	// Tag is an entry of Env ("KEY=VALUE") that marks every process of
+	// this tree. The portable backend, which has no subreaper, finds the
+	// descendants that left the process group by it once the leader has
+	// exited; the Linux backend does not need it. "" means none.
+	Tag string
 }
 
 // Reaper starts children and owns every wait on them. The zero value is not
@@ -77,13 +82,13 @@ type forkReply struct {
 	err error
 }
 
-// NewReaper makes this process a child subreaper and starts the reaper and
-// the spawner thread. log may be nil.
+// NewReaper starts the reaper and the spawner thread; on Linux it first
+// makes this process a child subreaper. log may be nil.
 func NewReaper(log *slog.Logger) (*Reaper, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+	if err := becomeReaper(); err != nil {
 		return nil, err
 	}
 	r := &Reaper{
@@ -100,9 +105,10 @@ func NewReaper(log *slog.Logger) (*Reaper, error) {
 	return r, nil
 }
 
-// Close stops the reaper. Children still running get SIGKILL through their
-// parent-death signal when the spawner thread exits; Close waits for
-// nothing else.
+// Close stops the reaper. On Linux, children still running get SIGKILL
+// through their parent-death signal when the spawner thread exits; the
+// portable backend has no such signal, so stop every child before Close.
+// Close waits for nothing else.
 func (r *Reaper) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -141,10 +147,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 		Dir:   spec.Dir,
 		Env:   env,
 		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
-		Sys: &syscall.SysProcAttr{
-			Setpgid:   !spec.Foreground,
-			Pdeathsig: syscall.SIGKILL,
-		},
+		Sys:   sysProcAttr(spec),
 	}
 	spec.Cgroup.apply(attr.Sys)
 	req := forkReq{path: path, args: spec.Args, attr: attr, spec: spec, reply: make(chan forkReply, 1)}
@@ -225,11 +228,11 @@ func (r *Reaper) fork(req forkReq) forkReply {
 		// ForkExec reaps a child whose exec failed itself; nothing is left.
 		return forkReply{err: newStartError(req.args[0], err)}
 	}
-	p := &Process{r: r, pid: pid, started: started, done: make(chan struct{}), cgroup: req.spec.Cgroup}
+	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, done: make(chan struct{}), cgroup: req.spec.Cgroup}
 	if !req.spec.Foreground {
 		p.pgid = pid
 	}
-	// The child cannot be reaped while we hold mu, so /proc/<pid> exists.
+	// The child cannot be reaped while we hold mu, so its pid names it.
 	p.startTime, _ = StartTime(context.Background(), pid)
 	r.procs[pid] = p
 	return forkReply{p: p}
@@ -244,58 +247,13 @@ func (r *Reaper) reapLoop() {
 			return
 		}
 		ended, none := r.reap()
-		if len(ended) > 0 && !none {
-			ended = append(ended, r.sweep(ended)...)
+		if len(ended) > 0 {
+			ended = append(ended, r.sweep(ended, none)...)
 		}
 		for _, p := range ended {
 			p.finish()
 		}
 	}
-}
-
-// reap collects every child that exited. For a registered leader it first
-// kills the leader's process group, while the zombie still pins the group
-// id, then reaps it. It returns the leaders that ended, and none = true when
-// wait4 reported ECHILD: this process has no child left at all, alive or
-// zombie. A dead leader's orphans are re-parented here before its exit is
-// reported, so with none there is nothing left to sweep.
-func (r *Reaper) reap() (ended []*Process, none bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for pid, p := range r.procs {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		if err != nil || info.Signo == 0 {
-			continue
-		}
-		if p.pgid > 0 {
-			_ = unix.Kill(-p.pgid, unix.SIGKILL)
-		}
-		var ws unix.WaitStatus
-		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && wpid == pid {
-			ended = append(ended, r.ended(p, ws))
-		}
-	}
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.ECHILD {
-			none = true
-			break
-		}
-		if err != nil || pid <= 0 {
-			break
-		}
-		if p, ok := r.procs[pid]; ok {
-			ended = append(ended, r.ended(p, ws))
-			continue
-		}
-		r.log.Debug("reaped orphaned descendant", "pid", pid)
-	}
-	return ended, none
 }
 
 // ended records p's exit; r.mu is held.
@@ -306,65 +264,13 @@ func (r *Reaper) ended(p *Process, ws unix.WaitStatus) *Process {
 	return p
 }
 
-// sweep kills every unregistered child of the supervisor (descendants of a
-// dead leader, re-parented here because the supervisor is a subreaper) and
-// repeats until none is alive: killing one may orphan its own children,
-// which are re-parented here only once it has died. It returns any
-// registered leader it happened to reap on the way.
-func (r *Reaper) sweep(dead []*Process) []*Process {
-	deadline := time.Now().Add(sweepTimeout)
-	groups := map[int]bool{}
-	for _, p := range dead {
-		if p.pgid > 0 {
-			groups[p.pgid] = true
-		}
-	}
-	var ended []*Process
-	for {
-		alive := r.sweepOnce(groups)
-		reaped, none := r.reap()
-		ended = append(ended, reaped...)
-		if alive == 0 || none {
-			return ended
-		}
-		if time.Now().After(deadline) {
-			r.log.Warn("descendants survived SIGKILL", "count", alive)
-			return ended
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// sweepOnce kills the live unregistered children once. Members of groups
-// already killed as a whole are dying anyway; only escapees are logged.
-func (r *Reaper) sweepOnce(groups map[int]bool) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	alive := 0
-	for _, pid := range ownChildren() {
-		if _, ok := r.procs[pid]; ok {
-			continue
-		}
-		st, err := readStat(pid)
-		if err != nil || st.state == 'Z' || st.state == 'X' {
-			continue
-		}
-		// Our unreaped child, and mu blocks reaping: the pid cannot be reused.
-		_ = unix.Kill(pid, unix.SIGKILL)
-		if !groups[st.pgrp] {
-			r.log.Info("killed a descendant left behind by the agent", "pid", pid)
-		}
-		alive++
-	}
-	return alive
-}
-
 // Process is one running agent started by a Reaper.
 type Process struct {
 	r         *Reaper
 	pid, pgid int
 	startTime int64
 	started   time.Time
+	tag       string // Spec.Tag
 
 	cgroup *RunCgroup // nil: none
 

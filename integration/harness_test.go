@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if runtime.GOOS != "linux" {
+		// The harness reads /proc to see which processes live. On macOS the
+		// portable backend's integration coverage is the Linux run with
+		// -tags supervise_portable (docs/macos.md).
+		fmt.Println("integration: skipped on " + runtime.GOOS + ": the harness reads /proc; run it on Linux, with -tags supervise_portable for the macOS backend")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "supervise-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -39,6 +47,9 @@ func TestMain(m *testing.M) {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
+		if portableBackend {
+			args = append(args, "-tags", "supervise_portable")
+		}
 		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
@@ -49,6 +60,16 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// requireLinuxBackend skips a test of a guarantee only the Linux backend
+// gives, saying which, when the suite runs through the portable backend
+// (-tags supervise_portable: what macOS runs). See docs/macos.md.
+func requireLinuxBackend(t testing.TB, why string) {
+	t.Helper()
+	if portableBackend {
+		t.Skip("needs the Linux backend (" + why + "); the portable backend, as on macOS, lacks it")
+	}
 }
 
 // env is one test's private world: a state dir, an agent log, an id that
@@ -100,19 +121,40 @@ func (e *env) start(args ...string) *proc {
 	cmd.Env = append(os.Environ(), e.vars...)
 	cmd.Dir = e.cwd
 	p := &proc{t: e.t, cmd: cmd, done: make(chan struct{})}
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = nil
-	if err := cmd.Start(); err != nil {
+	// A pipe of our own rather than StderrPipe: Wait then returns when
+	// supervise exits even if a process it started still holds the pipe,
+	// as an agent orphaned by a kill -9 of supervise does until the next
+	// supervise kills it under the portable backend (no parent-death
+	// signal, docs/macos.md).
+	stderr, w, err := os.Pipe()
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	cmd.Stderr = w
+	cmd.Stdout = nil
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stderr.Close()
+		e.t.Fatal(err)
+	}
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
+		defer stderr.Close()
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.mu.Lock()
 			p.errb.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 		}
+	}()
+	go func() {
 		err := cmd.Wait()
+		select {
+		case <-read: // everything supervise wrote is in errb
+		case <-time.After(2 * time.Second): // an orphan holds the pipe
+		}
 		p.code = cmd.ProcessState.ExitCode()
 		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
 			p.code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())

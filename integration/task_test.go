@@ -118,6 +118,18 @@ func TestTaskTwoKillsParkExit5(t *testing.T) {
 		t.Errorf("run 2 = %+v, want a dirty death by signal 9", r)
 	}
 
+	// The same task command again, as a shell loop or a cron job would run
+	// it after exit 5: it must not open a new session beside the parked one.
+	again := e.task()
+	if code := again.wait(30 * time.Second); code != 5 {
+		t.Fatalf("the same task rerun exited %d, want 5\n%s", code, again.stderr())
+	}
+	e.wantLaunches("s1", 1, 1)
+	if !strings.Contains(again.stderr(), "session s1 of this task is parked") ||
+		!strings.Contains(again.stderr(), "not starting the task again") {
+		t.Errorf("the refused rerun does not say why:\n%s", again.stderr())
+	}
+
 	// The printed command, run as printed.
 	c := exec.Command("sh", "-c", cmdline)
 	c.Env = append(os.Environ(), e.vars...)

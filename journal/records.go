@@ -92,6 +92,11 @@ type Session struct {
 	Detail string `json:"detail,omitempty"`
 	// Prompt is the agent's excerpt of the current turn's request.
 	Prompt string `json:"prompt,omitempty"`
+	// Task identifies the task-mode command that opened the session (a
+	// hash of its working directory and argv), "" outside task mode: the
+	// same command run again must not open a new session while this one
+	// is parked or stopped.
+	Task string `json:"task,omitempty"`
 	// CrashCount counts consecutive dirty deaths that found the session
 	// mid-turn; it resets on a completed turn and on a manual resume.
 	CrashCount int `json:"crash_count"`

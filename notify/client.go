@@ -399,7 +399,7 @@ func (c *Client) socket() (*net.UnixConn, error) {
 	if c.conn != nil {
 		return c.conn, nil
 	}
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
+	fd, err := dgramSocket()
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,11 @@
 // truncated (MSG_TRUNC, MSG_CTRUNC) or failing Parse are dropped, counted
 // in Stats and logged at most once a second per reason.
 //
+// On macOS (and on Linux built with -tags supervise_portable) datagrams
+// carry no credentials: Credentials is false, messages have PID and UID 0,
+// and the only sender check is the directory's mode, which admits every
+// process of the same uid. docs/macos.md says what that changes.
+//
 // Every file descriptor received is closed by the Server, except the one
 // of a valid BARRIER=1 message: that one is handed to the handler in
 // Message.Fd, and the handler owns it. It must confirm it with Ack (one

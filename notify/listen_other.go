@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package notify
 
@@ -7,13 +7,13 @@ import (
 	"fmt"
 )
 
-// Listen is only implemented on Linux: the server relies on SCM_CREDENTIALS.
+// Listen is only implemented on Linux and macOS.
 // Elsewhere it returns an error wrapping errors.ErrUnsupported.
 func Listen(cfg Config) (*Server, error) {
 	return nil, fmt.Errorf("notify: listen: %w", errors.ErrUnsupported)
 }
 
-// Serve is only implemented on Linux; see Listen.
+// Serve is only implemented on Linux and macOS; see Listen.
 func (s *Server) Serve(handle func(Message)) error {
 	return fmt.Errorf("notify: serve: %w", errors.ErrUnsupported)
 }

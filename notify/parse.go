@@ -108,7 +108,8 @@ const (
 // Message is one accepted datagram, parsed.
 type Message struct {
 	// PID and UID are the sender's credentials (SCM_CREDENTIALS), filled
-	// by the Server; Parse leaves them zero.
+	// by the Server; Parse leaves them zero, and so does the portable
+	// backend (macOS), which has no credentials to give (see Credentials).
 	PID int32
 	UID uint32
 

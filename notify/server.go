@@ -22,7 +22,9 @@ type Config struct {
 	Dir string
 	// Accept checks the sender of every datagram, by its kernel-attested
 	// pid, on the Serve goroutine. It must be fast and must not block. Nil
-	// accepts every sender.
+	// accepts every sender. Where datagrams carry no credentials
+	// (Credentials is false: macOS, -tags supervise_portable) it is called
+	// with pid 0 and can only decide by the moment, not by the sender.
 	Accept func(pid int32) bool
 	// Log receives rate-limited warnings about dropped datagrams. Nil
 	// discards them.

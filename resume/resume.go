@@ -137,7 +137,10 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 			return Decision{Keep, s}
 		}
 		s.State = journal.Stopped
-		s.Reason = "stopped by a requested stop of supervise while mid-turn (" + how + ")"
+		s.Reason = "stopped by a requested stop of supervise while mid-turn"
+		if d.Reason != journal.ReasonStopped {
+			s.Reason += " (" + how + ")"
+		}
 		s.Resume = nil
 		s.Updated = now
 		return Decision{Stop, s}

@@ -66,7 +66,7 @@ func TestDecisionTable(t *testing.T) {
 		{"exit 0 with a turn open is dirty", sess(journal.InTurn, 0), Death{Reason: journal.ReasonTurnOpen, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "status 0"},
 		{"watchdog", sess(journal.InTurn, 0), Death{Reason: journal.ReasonWatchdog, Signal: 6, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "watchdog"},
 		{"supervisor died", sess(journal.InTurn, 0), Death{Reason: journal.ReasonSupervisorDied, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "supervise itself died"},
-		{"requested stop, in turn: stopped, uncounted", sess(journal.InTurn, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 0, "requested stop"},
+		{"requested stop, in turn: stopped, uncounted", sess(journal.InTurn, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 0, "requested stop of supervise while mid-turn"},
 		{"requested stop, waiting: stopped", sess(journal.Waiting, 1), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
 		{"requested stop, pending: stopped", delivered(sess(journal.ResumePending, 1), 7), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
 		{"requested stop, idle: nothing", sess(journal.Idle, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Keep, journal.Idle, 0, ""},
@@ -199,5 +199,20 @@ func TestManual(t *testing.T) {
 		if _, err := Manual(sess(st, 0), now, ""); !errors.Is(err, ErrNotResumable) {
 			t.Errorf("%s: err %v, want ErrNotResumable", st, err)
 		}
+	}
+}
+
+// A requested stop's reason says so once; a stop that ended otherwise (the
+// grace ran out and SIGKILL followed) says how.
+func TestStoppedReasonWording(t *testing.T) {
+	now := time.Now()
+	s := journal.Session{ID: "s", State: journal.InTurn, Turn: "t", Updated: now}
+	d := Decide([]journal.Session{s}, Death{Reason: journal.ReasonStopped, Requested: true}, now, DefaultPolicy())[0]
+	if d.Session.Reason != "stopped by a requested stop of supervise while mid-turn" {
+		t.Errorf("reason %q", d.Session.Reason)
+	}
+	d = Decide([]journal.Session{s}, Death{Reason: journal.ReasonSignal, Signal: 9, Requested: true}, now, DefaultPolicy())[0]
+	if !strings.HasSuffix(d.Session.Reason, "(the agent was killed by signal 9 (SIGKILL))") {
+		t.Errorf("reason %q", d.Session.Reason)
 	}
 }

@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,12 +40,17 @@ type intake struct {
 	// accepted is the run whose tree the datagram being handled was
 	// accepted for (0: supervise itself); set by accept, read by handle.
 	accepted uint64
+	// fence starts the STATUS= of supervise's own fence datagrams: the
+	// prefix and a random nonce, so that where datagrams carry no sender
+	// pid (the portable backend) an agent cannot send one by accident.
+	fence string
 }
 
 // inMsg is a datagram handed to the loop, with the run whose tree sent it.
 type inMsg struct {
 	notify.Message
-	run uint64 // 0: from supervise itself
+	run   uint64 // 0: from supervise itself
+	fence bool   // supervise's own fence datagram
 }
 
 type member struct {
@@ -53,6 +61,9 @@ type member struct {
 
 func newIntake(base time.Time) *intake {
 	in := &intake{base: base, beats: map[string]time.Time{}, members: map[int32]member{}}
+	nonce := make([]byte, 6)
+	rand.Read(nonce)
+	in.fence = fencePrefix + hex.EncodeToString(nonce) + "-"
 	return in
 }
 
@@ -94,7 +105,10 @@ func (in *intake) take() map[string]time.Time {
 
 // accept is the notify sender check, called on the Serve goroutine for
 // every datagram: only the current child's tree may talk, verified by pid
-// plus start time; supervise itself may send fences.
+// plus start time; supervise itself may send fences. Where datagrams carry
+// no sender pid (pid 0, the portable backend), the socket's 0700 directory
+// already limited senders to this uid: a datagram is taken as the live
+// tree's while there is one, and dropped between runs.
 func (s *Supervisor) accept(pid int32) bool {
 	s.in.accepted = 0
 	if int(pid) == s.self {
@@ -105,6 +119,10 @@ func (s *Supervisor) accept(pid int32) bool {
 		return false
 	}
 	s.in.accepted = r.run
+	if pid == 0 && !notify.Credentials {
+		r.heard.Add(1)
+		return true
+	}
 	if int(pid) == r.pid {
 		// Our unreaped child: its pid cannot have been reused.
 		r.heard.Add(1)
@@ -131,14 +149,14 @@ func (s *Supervisor) accept(pid int32) bool {
 // handle receives every accepted datagram, on the Serve goroutine.
 func (s *Supervisor) handle(m notify.Message) {
 	now := time.Now()
-	x := inMsg{Message: m, run: s.in.accepted}
+	x := inMsg{Message: m, run: s.in.accepted, fence: s.isFence(m)}
 	if x.run != 0 && !s.current(x.run) {
 		// Accepted for a tree that has died since (the datagram was read
 		// just before the death): too late for its run, wrong for the next.
 		closeBare(m)
 		return
 	}
-	if int(m.PID) != s.self {
+	if !x.fence {
 		if m.Watchdog {
 			s.in.ping(now)
 		}
@@ -187,6 +205,15 @@ func (s *Supervisor) take(x inMsg, now time.Time) {
 // fencePrefix marks the STATUS= of a fence datagram supervise sends itself.
 const fencePrefix = "supervise-fence-"
 
+// isFence reports whether m is supervise's own fence: sent from its own
+// pid, or, where datagrams carry no pid, carrying this instance's nonce.
+func (s *Supervisor) isFence(m notify.Message) bool {
+	if m.PID != 0 {
+		return int(m.PID) == s.self
+	}
+	return !notify.Credentials && strings.HasPrefix(m.Status, s.in.fence)
+}
+
 // drain makes sure every datagram that reached the notify socket before now
 // has been applied: it sends a fence datagram to its own socket and applies
 // messages until the fence comes back (datagrams are delivered in order).
@@ -200,7 +227,7 @@ func (s *Supervisor) drain() {
 		return
 	}
 	s.fenceSeq++
-	want := fencePrefix + strconv.FormatUint(s.fenceSeq, 10)
+	want := s.in.fence + strconv.FormatUint(s.fenceSeq, 10)
 	c := &notify.Client{Socket: s.notify.Path(), Timeout: time.Second}
 	// Send from a goroutine while reading: under a flood the socket queue
 	// may be full, and it only empties as this loop takes messages.
@@ -221,7 +248,7 @@ func (s *Supervisor) drain() {
 			}
 			sent = nil
 		case m := <-s.msgc:
-			if int(m.PID) == s.self {
+			if m.fence {
 				if m.Status == want {
 					return
 				}
@@ -240,7 +267,7 @@ func (s *Supervisor) applyQueued() {
 	for {
 		select {
 		case m := <-s.msgc:
-			if int(m.PID) != s.self {
+			if !m.fence {
 				s.take(m, time.Now())
 			}
 		default:

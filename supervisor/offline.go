@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
@@ -56,6 +58,9 @@ func WriteStatus(ctx context.Context, w io.Writer, stateDir, name string, v View
 // openOffline opens the journal of a supervise that does not answer on its
 // control socket, read-only.
 func openOffline(stateDir string) (*journal.DB, error) {
+	if _, err := os.Lstat(StatePath(stateDir)); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no journal in %s: supervise has not run with this state dir (check --name or --state-dir)", stateDir)
+	}
 	db, err := journal.Open(StatePath(stateDir), journal.Options{ReadOnly: true})
 	if errors.Is(err, journal.ErrLocked) {
 		return nil, fmt.Errorf("%w, but its control socket %s does not answer", err, ControlPath(stateDir))

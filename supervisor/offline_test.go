@@ -46,3 +46,17 @@ func TestOffline(t *testing.T) {
 		t.Errorf("a control socket appeared: %v", err)
 	}
 }
+
+// Status of a state dir supervise never ran with says so, rather than
+// showing an lstat error.
+func TestOfflineNoJournal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := LoadStatus(context.Background(), dir, "t", false)
+	if err == nil || !strings.Contains(err.Error(), "no journal in "+dir+": supervise has not run with this state dir") {
+		t.Fatalf("err = %v, want it to say no journal", err)
+	}
+	if _, err := os.Stat(StatePath(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("status created a journal: %v", err)
+	}
+}

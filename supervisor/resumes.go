@@ -47,8 +47,17 @@ func (s *Supervisor) decide(d resume.Death, now time.Time) []resume.Decision {
 // logDecisions says what was decided for each session, after the death
 // that caused it has been logged.
 func (s *Supervisor) logDecisions(decs []resume.Decision) {
+	logged, rest := 0, map[resume.Action]int{}
 	for _, dec := range decs {
 		sess := dec.Session
+		if dec.Action == resume.Keep {
+			continue
+		}
+		if logged == maxDecisionLines {
+			rest[dec.Action]++
+			continue
+		}
+		logged++
 		switch dec.Action {
 		case resume.Resume:
 			s.log.Warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
@@ -61,7 +70,15 @@ func (s *Supervisor) logDecisions(decs []resume.Decision) {
 				"turn", sess.Turn, "resume_with", ResumeCommand(s.cfg.StateDir, sess.ID))
 		}
 	}
+	if len(rest) > 0 {
+		s.log.Warn("more sessions decided than logged one by one: see supervise status",
+			"logged", logged, "resumed", rest[resume.Resume], "parked", rest[resume.Park], "stopped", rest[resume.Stop])
+	}
 }
+
+// maxDecisionLines bounds the per-session lines logged for one death: a
+// death with 30 000 open sessions logs these and one summary line.
+const maxDecisionLines = 20
 
 // held says why automatic resumes are not dispatched now, "" if they are.
 func (s *Supervisor) held() string {

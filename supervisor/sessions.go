@@ -161,6 +161,9 @@ func (s *Supervisor) apply(m notify.Message, now time.Time) {
 	if m.Event != notify.EventWaiting && sess.State != journal.Waiting {
 		sess.Wait = ""
 	}
+	if s.taskMode() && sess.Task == "" {
+		sess.Task = s.task.id
+	}
 	s.markDirty(sess.ID)
 	s.noteDeadline(sess)
 	s.observeMarker(m)

@@ -1,11 +1,15 @@
 package supervisor
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
 )
 
 func newTestSupervisor(t *testing.T) *Supervisor {
@@ -58,4 +62,25 @@ func TestEvictSettled(t *testing.T) {
 		t.Errorf("%d sessions held while a batch was in flight, want the settled ones evicted", len(s.sessions))
 	}
 	s.cs.inflight = nil
+}
+
+// A death that decides for thousands of sessions logs a bounded number of
+// lines: maxDecisionLines one by one, then one summary with the counts.
+func TestLogDecisionsBounded(t *testing.T) {
+	s := newTestSupervisor(t)
+	var buf bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&buf, nil))
+	var decs []resume.Decision
+	for i := range 3000 {
+		decs = append(decs, resume.Decision{Action: resume.Park, Session: journal.Session{ID: fmt.Sprintf("s%d", i), State: journal.Parked}})
+	}
+	decs = append(decs, resume.Decision{Action: resume.Keep, Session: journal.Session{ID: "idle"}})
+	s.logDecisions(decs)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != maxDecisionLines+1 {
+		t.Fatalf("%d log lines for 3000 parks, want %d", len(lines), maxDecisionLines+1)
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "parked=2980") || !strings.Contains(last, "logged=20") {
+		t.Errorf("summary line = %s", last)
+	}
 }

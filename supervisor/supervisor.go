@@ -51,6 +51,12 @@ const (
 // first to force-quit.
 const forceQuitWindow = 2 * time.Second
 
+// duplicateSignalWindow: the same stop signal again this soon after the
+// first is the same request delivered twice, not a force-quit: timeout(1)
+// signals its child and then its process group, and `kill -- -PGID` of a
+// group that holds supervise reaches it next to a direct kill.
+const duplicateSignalWindow = 100 * time.Millisecond
+
 // Config is everything the loop needs to know.
 type Config struct {
 	Name     string
@@ -250,6 +256,13 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	if len(cfg.Argv) > 0 {
 		s.fprint = newFingerprinter(cfg.Argv[0], cfg.Fingerprint)
 	}
+	if s.taskMode() {
+		dir := cfg.Dir
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		s.task.id = taskID(dir, cfg.Argv)
+	}
 	s.tick(now)
 	srv, err := notify.Listen(notify.Config{
 		Dir:    NotifyDir(cfg.StateDir),
@@ -337,6 +350,9 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			// Nothing is resumed from state not yet verified.
 			s.log.Info("waiting for the journal check before the first launch: resumes are owed")
 			s.verified(<-s.verifyc)
+		}
+		if first && s.taskMode() && len(s.pendingIgnoringHold()) == 0 && s.taskBlocked() > 0 {
+			return ExitParked, nil
 		}
 		exit := s.runOnce()
 		dec := s.died(exit)
@@ -588,6 +604,7 @@ func (s *Supervisor) runOnce() child.Exit {
 		Stdout:     s.cfg.Stdout,
 		Stderr:     s.cfg.Stderr,
 		Cgroup:     s.runCgroup(n),
+		Tag:        s.tag(n),
 	}
 	p, err := s.reaper.Start(spec)
 	if cerr := err; err != nil && spec.Cgroup != nil {
@@ -682,7 +699,7 @@ func (s *Supervisor) wait(p *child.Process, backoff <-chan time.Time) {
 		case req := <-s.reqc:
 			s.serve(req)
 		case m := <-s.msgc:
-			if int(m.PID) != s.self {
+			if !m.fence {
 				s.take(m, time.Now())
 			}
 		case err := <-s.cs.w.out:
@@ -740,6 +757,11 @@ func (s *Supervisor) requestStop(sig os.Signal, p *child.Process) {
 	if s.stop != nil && !s.stop.fromTTY {
 		if sig == nil {
 			return // Shutdown during a stop: nothing more to do
+		}
+		if sig == s.stop.sig && now.Sub(s.stop.at) < duplicateSignalWindow {
+			s.log.Info("the same signal again at once: one stop request delivered twice (as timeout(1) does); send it again to force the stop",
+				"signal", sig.String(), "pid", p.PID())
+			return
 		}
 		s.log.Warn("second signal during the stop: killing the process tree at once", "signal", sig.String(), "pid", p.PID())
 		s.stop.forced = true

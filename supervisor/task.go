@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +35,9 @@ import (
 
 // taskState is task mode's memory of one invocation of supervise.
 type taskState struct {
+	// id identifies the task command (taskID), recorded on the sessions it
+	// opens.
+	id string
 	// ran is true once the task argv was launched.
 	ran bool
 	// markers is true once any session marker or heartbeat arrived.
@@ -45,6 +50,53 @@ type taskState struct {
 }
 
 func (s *Supervisor) taskMode() bool { return s.cfg.ResumeExec != nil }
+
+// taskID identifies a task command: its working directory and argv (an
+// agent CLI keeps its sessions per project directory, so the same words in
+// another directory are another task).
+func taskID(dir string, argv []string) string {
+	h := sha256.New()
+	h.Write([]byte(dir))
+	for _, a := range argv {
+		h.Write([]byte{0})
+		h.Write([]byte(a))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// taskBlocked reports, before the task would start, the sessions an
+// earlier run of this same task command left parked or stopped mid-turn.
+// Starting the task again would open a new session beside them and repeat
+// the side effects they may already have had, at API cost (a cron job or a
+// shell loop rerunning the command after exit 5 would do so every time).
+// It prints each with its reason and the command that resumes it, and
+// returns how many there are; the loop then ends with ExitParked.
+func (s *Supervisor) taskBlocked() int {
+	var ids []string
+	for id, sess := range s.sessions {
+		if sess.Task == s.task.id && (sess.State == journal.Parked || sess.State == journal.Stopped) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return 0
+	}
+	sort.Strings(ids)
+	w := s.report()
+	for _, id := range ids {
+		sess := s.sessions[id]
+		what := "is parked: " + sess.Reason
+		if sess.State == journal.Stopped {
+			what = "was stopped mid-turn"
+		}
+		fmt.Fprintf(w, "supervise: session %s of this task %s\n", id, what)
+		fmt.Fprintf(w, "supervise: to resume it: %s\n", s.rerunCommand(id))
+	}
+	fmt.Fprintf(w, "supervise: not starting the task again: it would open a new session and repeat what the parked one may already have done. To start it afresh anyway, use another --state-dir.\n")
+	s.log.Warn("task not started: an earlier run of the same task left a session parked or stopped",
+		"sessions", ids, "exit_code", ExitParked)
+	return len(ids)
+}
 
 // touch records that session id was seen in this invocation.
 func (s *Supervisor) touch(id string) {

@@ -7,14 +7,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/chaoscmd"
+	"github.com/supervise-dev/supervise/internal/demo"
 	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/notifycmd"
+	"github.com/supervise-dev/supervise/internal/unit"
 )
 
 // Exit codes: the one table is internal/exitcode, printed by --help.
@@ -62,17 +64,17 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "status":
 		return statusCmd(ctx, args, stdout, stderr)
 	case "notify":
-		return notifyCmd(ctx, args, stdin, stdout, stderr)
+		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":
 		return resumeCmd(ctx, args, stdout, stderr)
 	case "unit":
-		return unitCmd(args, stdout, stderr)
+		return unit.Command(args, stdout, stderr)
 	case "demo":
-		return demoCmd(ctx, args, stdout, stderr)
+		return demo.Command(ctx, args, stdout, stderr)
 	case "chaos":
-		return chaosCmd(ctx, args, stdout, stderr)
+		return chaoscmd.Run(ctx, args, stdout, stderr)
 	case "demo-agent":
-		return demoAgentCmd(ctx, args, stderr)
+		return demo.AgentCommand(ctx, args, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage())
 		return exitOK
@@ -81,13 +83,5 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usage())
-	return exitUsage
-}
-
-// usageExit maps a parse error to an exit code.
-func usageExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	return exitUsage
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/supervise-dev/supervise/internal/runflags"
 )
 
 // call runs the command in-process and returns its exit code and output.
@@ -53,6 +53,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--log-format", "xml", "--", "true"}, nil, "--log-format"},
 		{[]string{"--foreground", "maybe", "--", "true"}, nil, "--foreground"},
 		{[]string{"status", "extra"}, nil, "unexpected argument"},
+		// Usage errors found after the flags are parsed print the usage.
+		{[]string{"resume"}, nil, "Usage: supervise resume"},
+		{[]string{"resume", "a", "b"}, nil, "Usage: supervise resume"},
 	} {
 		for k, v := range tc.env {
 			t.Setenv(k, v)
@@ -91,21 +94,6 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]uint64{"": 0, "1024": 1024, "64M": 64 << 20, "2G": 2 << 30,
-		"512MiB": 512 << 20, "1.5g": 3 << 29, "10kb": 10 << 10} {
-		got, err := parseSize(in)
-		if err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"lots", "-1M", "0", "1X"} {
-		if _, err := parseSize(bad); err == nil {
-			t.Errorf("parseSize(%q) accepted", bad)
-		}
-	}
-}
-
 // -h prints the usage once, on stdout; a bad flag is an error on stderr.
 func TestHelpOnceOnStdout(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "-h"}, {"status", "-h"}, {"resume", "-h"}, {"notify", "-h"}, {"demo", "-h"}, {"chaos", "-h"}} {
@@ -131,42 +119,11 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var f runFlags
-	f.register(fs)
+	var f runflags.Flags
+	f.Register(fs)
 	fs.VisitAll(func(fl *flag.Flag) {
-		if !strings.Contains(string(readme), "| `--"+fl.Name) || !strings.Contains(string(readme), "`"+envName(fl.Name)+"`") {
-			t.Errorf("README.md's configuration table lacks --%s / %s", fl.Name, envName(fl.Name))
+		if !strings.Contains(string(readme), "| `--"+fl.Name) || !strings.Contains(string(readme), "`"+runflags.EnvName(fl.Name)+"`") {
+			t.Errorf("README.md's configuration table lacks --%s / %s", fl.Name, runflags.EnvName(fl.Name))
 		}
 	})
-}
-
-// Under systemd (stderr is the stream JOURNAL_STREAM names) log lines carry
-// no timestamp of their own; elsewhere they do; --log-format json works.
-func TestLoggerUnderJournal(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "stream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	unix.Fstat(int(f.Fd()), &st)
-	read := func() string { b, _ := os.ReadFile(f.Name()); f.Truncate(0); f.Seek(0, 0); return string(b) }
-
-	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
-	for _, format := range []string{"text", "json"} {
-		log, err := newLogger("info", format, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log.Info("child started", "pid", 42)
-		if out := read(); strings.Contains(out, "time") || !strings.Contains(out, "child started") {
-			t.Errorf("%s under the journal: %q", format, out)
-		}
-	}
-	t.Setenv("JOURNAL_STREAM", "1:2")
-	log, _ := newLogger("info", "json", f)
-	log.Info("child started")
-	if out := read(); !strings.Contains(out, `"time"`) || !strings.HasPrefix(out, "{") {
-		t.Errorf("json elsewhere: %q", out)
-	}
 }

@@ -8,14 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
 func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise resume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var st stateFlags
-	st.register(fs)
+	var st runflags.State
+	st.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: supervise resume [--state-dir DIR | --name NAME] SESSION
 
@@ -30,9 +31,9 @@ ones.`)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
 	}
-	set, err := parseFlags(fs, args, stdout, stderr)
+	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if id == "" && fs.NArg() > 0 {
 		id = fs.Arg(0)
@@ -41,7 +42,7 @@ ones.`)
 		fs.Usage()
 		return exitUsage
 	}
-	dir, _, err := st.resolve(set, "")
+	dir, _, err := st.Resolve(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
 		return exitUsage

@@ -9,90 +9,23 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"syscall"
-	"time"
 
 	oklog "github.com/oklog/run"
-	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/child"
-	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
 	"github.com/supervise-dev/supervise/internal/observe"
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
-// runFlags are the flags of `supervise run`.
-type runFlags struct {
-	state       stateFlags
-	restart     string
-	stopTimeout time.Duration
-	stopSignal  string
-	watchdog    time.Duration
-	maxRSS      string
-	metricsAddr string
-	giveUp      int
-	healthy     time.Duration
-	backoffInit time.Duration
-	backoffMax  time.Duration
-	guardTrip   int
-	guardGap    time.Duration
-	keepRuns    int
-	keepSess    int
-	resumeMode  string
-	resumeLimit int
-	maxTurnAge  time.Duration
-	resumeExec  string
-	resumeMsg   string
-	resumeSig   string
-	logLevel    string
-	logFormat   string
-	foreground  string
-	turnTimeout time.Duration
-	phaseTime   string
-	fingerprint listFlag
-	cgroup      string
-}
-
-func (f *runFlags) register(fs *flag.FlagSet) {
-	f.state.register(fs)
-	fs.StringVar(&f.restart, "restart", "on-failure", "when to relaunch the agent: on-failure (after a dirty death), always, never")
-	fs.DurationVar(&f.stopTimeout, "stop-timeout", 10*time.Second, "grace period between the stop signal and SIGKILL to the agent's process tree")
-	fs.StringVar(&f.maxRSS, "max-rss", "", "memory guard: stop the agent when its whole process tree uses more resident memory than this, e.g. 2G or 512MiB (empty = off)")
-	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
-	fs.DurationVar(&f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
-	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
-	fs.DurationVar(&f.healthy, "healthy-after", 10*time.Second, "a run that lives this long (or completes a turn) is healthy: the next relaunch is immediate and the backoff resets")
-	fs.DurationVar(&f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
-	fs.DurationVar(&f.backoffMax, "backoff-max", 30*time.Second, "cap on the relaunch delay")
-	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
-	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
-	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
-	fs.IntVar(&f.keepSess, "keep-sessions", 10000, "settled (idle or closed) sessions kept in the journal; older ones are pruned, oldest first, in the background (open sessions never are; 0 = keep all)")
-	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
-	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
-	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
-	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
-	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt}); default: a built-in honest text")
-	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	fs.DurationVar(&f.turnTimeout, "turn-timeout", 0, "turn deadline: a turn still open this long after its turn-begin (or resumed) stops the agent (stop signal, grace, SIGKILL), reason turn-timeout, decided as any dirty death; EXTEND_TIMEOUT_USEC during the turn extends it up to twice this; a wait for a person pauses it (0 = off)")
-	fs.StringVar(&f.phaseTime, "phase-timeout", "", "phase deadlines, e.g. model=10m,tool=30m (either may be given): a model or tool phase older than its deadline stops the agent as --turn-timeout does")
-	fs.Var(&f.fingerprint, "fingerprint", "a file whose change, like the agent binary's, lifts a park by the crash breaker once, e.g. the agent's config or a model pin (repeatable)")
-	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
-	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
-}
-
+// runUsage is the help of `supervise run`: the top-level help, then every
+// run flag.
 func runUsage(fs *flag.FlagSet) func() {
 	return func() {
 		fmt.Fprint(fs.Output(), usage())
@@ -101,22 +34,23 @@ func runUsage(fs *flag.FlagSet) func() {
 	}
 }
 
+// runCmd is `supervise run`: flags, the agent's argv, then supervise.
 func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f runFlags
-	f.register(fs)
+	var f runflags.Flags
+	f.Register(fs)
 	fs.Usage = runUsage(fs)
-	set, err := parseFlags(fs, args, stdout, stderr)
+	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "supervise: no agent to run: supervise [flags] -- AGENT [ARGS...]")
 		return exitUsage
 	}
-	cfg, log, err := f.config(set, argv, stdin, stderr)
+	cfg, log, err := f.Config(set, argv, stdin, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitUsage
@@ -129,198 +63,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	}
 	defer closeObs()
 	cfg.Observe = obs
-	return supervise(ctx, cfg, f.metricsAddr, log, stderr)
-}
-
-// config turns flags into a supervisor configuration and a logger.
-func (f *runFlags) config(set map[string]bool, argv []string, stdin *os.File, stderr io.Writer) (supervisor.Config, *slog.Logger, error) {
-	var cfg supervisor.Config
-	restart, err := crashloop.ParseRestart(f.restart)
-	if err != nil {
-		return cfg, nil, fmt.Errorf("%s: %w", source("restart", set), err)
-	}
-	sig := parseSignal(f.stopSignal)
-	if sig == 0 {
-		return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("stop-signal", set), f.stopSignal)
-	}
-	for name, d := range map[string]time.Duration{"stop-timeout": f.stopTimeout, "watchdog": f.watchdog, "healthy-after": f.healthy,
-		"backoff-initial": f.backoffInit, "backoff-max": f.backoffMax, "guard-gap": f.guardGap, "turn-timeout": f.turnTimeout} {
-		if d < 0 {
-			return cfg, nil, fmt.Errorf("%s must not be negative", source(name, set))
-		}
-	}
-	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
-		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
-	}
-	if f.cgroup != "auto" && f.cgroup != "off" {
-		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("cgroup", set), f.cgroup)
-	}
-	if f.resumeMode != "auto" && f.resumeMode != "off" {
-		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", source("resume", set), f.resumeMode)
-	}
-	var execTpl []string
-	if f.resumeExec != "" {
-		if execTpl, err = resume.ParseTemplate(f.resumeExec); err != nil {
-			return cfg, nil, fmt.Errorf("%s: %w", source("resume-exec", set), err)
-		}
-	}
-	deadlines := supervisor.Deadlines{Turn: f.turnTimeout}
-	if err := parsePhaseTimeout(f.phaseTime, &deadlines); err != nil {
-		return cfg, nil, fmt.Errorf("%s: %w", source("phase-timeout", set), err)
-	}
-	var fingerprint []string
-	for _, p := range f.fingerprint {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return cfg, nil, fmt.Errorf("%s %s: %w", source("fingerprint", set), p, err)
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return cfg, nil, fmt.Errorf("%s: %w", source("fingerprint", set), err)
-		}
-		fingerprint = append(fingerprint, abs)
-	}
-	maxRSS, err := parseSize(f.maxRSS)
-	if err != nil {
-		return cfg, nil, fmt.Errorf("%s: %w", source("max-rss", set), err)
-	}
-	var resumeSig syscall.Signal
-	if f.resumeSig != "" {
-		if resumeSig = parseSignal(f.resumeSig); resumeSig == 0 {
-			return cfg, nil, fmt.Errorf("%s: unknown signal %q", source("resume-signal", set), f.resumeSig)
-		}
-	}
-	log, err := newLogger(f.logLevel, f.logFormat, stderr)
-	if err != nil {
-		return cfg, nil, err
-	}
-	if execTpl != nil && set["restart"] {
-		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
-			"restart", f.restart)
-	}
-	dir, name, err := f.state.resolve(set, filepath.Base(argv[0]))
-	if err != nil {
-		return cfg, nil, err
-	}
-	fg, err := foreground(f.foreground, stdin)
-	if err != nil {
-		return cfg, nil, err
-	}
-	policy := crashloop.DefaultPolicy()
-	policy.Restart = restart
-	policy.Healthy, policy.Initial, policy.Max, policy.GiveUp = f.healthy, f.backoffInit, f.backoffMax, f.giveUp
-	cfg = supervisor.Config{
-		Name:         name,
-		StateDir:     dir,
-		Argv:         argv,
-		Policy:       policy,
-		Guard:        crashloop.Guard{MaxGap: f.guardGap, Trip: f.guardTrip},
-		StopSignal:   sig,
-		StopTimeout:  f.stopTimeout,
-		Watchdog:     f.watchdog,
-		MaxRSS:       maxRSS,
-		Deadlines:    deadlines,
-		NoCgroups:    f.cgroup == "off",
-		Fingerprint:  fingerprint,
-		Foreground:   fg,
-		KeepRuns:     f.keepRuns,
-		KeepSessions: f.keepSess,
-		Resume:       resume.Policy{Limit: f.resumeLimit, MaxAge: f.maxTurnAge, Template: f.resumeMsg},
-		ResumeOff:    f.resumeMode == "off",
-		ResumeExec:   execTpl,
-		ResumeSignal: resumeSig,
-		Rerun:        os.Args,
-		Report:       stderr,
-		Stdin:        stdin,
-		Log:          log,
-	}
-	return cfg, log, nil
-}
-
-// parseSize parses a memory size: bytes, or a number with K, M, G, T (powers
-// of 1024, optionally written KiB, MB, ...). "" is 0 (off).
-func parseSize(s string) (uint64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := uint64(1)
-	if n := len(t); n > 0 {
-		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
-			mult = 1 << (10 * (i + 1))
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q: want bytes or a number with K, M, G or T", s)
-	}
-	return uint64(v * float64(mult)), nil
-}
-
-// parseSignal accepts SIGTERM, TERM or a number.
-func parseSignal(s string) syscall.Signal {
-	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
-		return syscall.Signal(n)
-	}
-	if sig := unix.SignalNum(strings.ToUpper(s)); sig != 0 {
-		return sig
-	}
-	return unix.SignalNum("SIG" + strings.ToUpper(s))
-}
-
-// foreground decides whether the agent shares supervise's process group:
-// only when stdin is a terminal whose foreground group is ours, so that
-// the kernel delivers a Ctrl-C to the agent directly, exactly once.
-func foreground(mode string, stdin *os.File) (bool, error) {
-	switch mode {
-	case "always":
-		return true, nil
-	case "never":
-		return false, nil
-	case "auto":
-		pgrp, err := unix.IoctlGetInt(int(stdin.Fd()), unix.TIOCGPGRP)
-		return err == nil && pgrp == unix.Getpgrp(), nil
-	}
-	return false, fmt.Errorf("--foreground must be auto, always or never, not %q", mode)
-}
-
-// underJournal reports whether f is the stream systemd connected to the
-// journal ($JOURNAL_STREAM is "device:inode" of that stream).
-func underJournal(f *os.File) bool {
-	want := os.Getenv("JOURNAL_STREAM")
-	if want == "" {
-		return false
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return false
-	}
-	return want == fmt.Sprintf("%d:%d", st.Dev, st.Ino)
-}
-
-func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %v", err)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	if f, ok := w.(*os.File); ok && underJournal(f) {
-		// journald stamps every line itself: no second timestamp.
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}
-	}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+	return supervise(ctx, cfg, f.MetricsAddr, log, stderr)
 }
 
 // gcPercent is supervise's GC target unless GOGC is set: its live heap is
@@ -341,6 +84,14 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigc)
+	// A closed stderr (the log reader went away: a dead `| tee`, a log
+	// shipper restarting) must not kill supervise, and the agent with it:
+	// Go exits by SIGPIPE on a write to a broken fd 1 or 2 unless SIGPIPE
+	// is notified. Notified, not ignored: an ignored signal would stay
+	// ignored across exec, in the agent and its tools.
+	pipec := make(chan os.Signal, 1)
+	signal.Notify(pipec, syscall.SIGPIPE)
+	defer signal.Stop(pipec)
 	// The state dir must be private (internal/statedir): refused when
 	// another user owns it or could write to it; its real path is used
 	// from here on, so no link in the path can be swapped later.

@@ -7,14 +7,15 @@ import (
 	"io"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var st stateFlags
-	st.register(fs)
+	var st runflags.State
+	st.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (fields as in docs/design.md and the README)")
 	all := fs.Bool("all", false, "list every session (streamed, any number), not only the open ones and the latest settled ones")
 	session := fs.String("session", "", "show only this session")
@@ -23,9 +24,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.")
 		fs.PrintDefaults()
 	}
-	set, err := parseFlags(fs, args, stdout, stderr)
+	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))
@@ -35,7 +36,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "supervise status: --all and --session exclude each other")
 		return exitUsage
 	}
-	dir, name, err := st.resolve(set, "")
+	dir, name, err := st.Resolve(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitUsage

@@ -279,7 +279,7 @@ func takeResumes() {
 // fdspam sends n datagrams each carrying 8 fds: supervise must close them
 // all and keep its fd count flat.
 func fdspam(n int) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM, 0) // no SOCK_CLOEXEC on macOS
 	if err != nil {
 		logf("error %v", err)
 		return
@@ -326,7 +326,7 @@ func burst(n int) (sent, failed int) {
 // badinput sends one datagram of every malformed class the notify socket
 // must survive (reliability.md 5 D).
 func badinput() {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM, 0) // no SOCK_CLOEXEC on macOS
 	if err != nil {
 		logf("error %v", err)
 		return

@@ -3,7 +3,9 @@
 // supervise running one agent. The text lives in templates (systemd.tmpl,
 // launchd.tmpl); every value is escaped for its place before it reaches
 // them, and a value that cannot be written safely is an error wrapping
-// ErrValue.
+// ErrValue. Command is the `supervise unit` command line around them: it
+// checks the run flags as `supervise run` does (internal/runflags) and
+// writes only the ones given into the unit.
 package unit
 
 import (

@@ -1,4 +1,4 @@
-package main
+package unit
 
 import (
 	"errors"
@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/supervise-dev/supervise/internal/unit"
+	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/runflags"
 )
 
-// unitUsage prints the help of `supervise unit`.
-func unitUsage(fs *flag.FlagSet, w io.Writer) func() {
+// usage prints the help of `supervise unit`.
+func usage(fs *flag.FlagSet, w io.Writer) func() {
 	return func() {
 		fmt.Fprint(w, `Usage: supervise unit systemd|launchd [--user] [run flags] -- AGENT [ARGS...]
 
@@ -35,36 +36,37 @@ Flags:
 	}
 }
 
-// unitCmd prints a systemd unit or a launchd plist that runs
-// `supervise run` with the given run flags and agent.
-func unitCmd(args []string, stdout, stderr io.Writer) int {
+// Command is `supervise unit` with args (after the word unit): it prints a
+// systemd unit or a launchd plist that runs `supervise run` with the given
+// run flags and agent, and returns the exit status (0, or 2 for usage).
+func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise unit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f runFlags
-	f.register(fs)
+	var f runflags.Flags
+	f.Register(fs)
 	user := fs.Bool("user", false, "systemd: a user unit (for ~/.config/systemd/user) instead of a system unit; launchd plists are always per-user LaunchAgents")
 	fs.Usage = func() { fmt.Fprintln(stderr, "Run 'supervise unit --help' for the flags.") }
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			unitUsage(fs, stdout)()
-			return exitOK
+			usage(fs, stdout)()
+			return exitcode.OK
 		}
 		fmt.Fprintln(stderr, "supervise unit: which kind? supervise unit systemd|launchd [flags] -- AGENT [ARGS...]")
-		return exitUsage
+		return exitcode.Usage
 	}
 	kind, args := args[0], args[1:]
 	if kind != "systemd" && kind != "launchd" {
 		fmt.Fprintf(stderr, "supervise unit: unknown kind %q: want systemd or launchd\n", kind)
-		return exitUsage
+		return exitcode.Usage
 	}
-	// Plain Parse, not parseFlags: the environment of the shell that
+	// Plain Parse, not runflags.Parse: the environment of the shell that
 	// generates a unit is not the environment the unit runs in.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			unitUsage(fs, stdout)()
-			return exitOK
+			usage(fs, stdout)()
+			return exitcode.OK
 		}
-		return exitUsage
+		return exitcode.Usage
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -73,17 +75,17 @@ func unitCmd(args []string, stdout, stderr io.Writer) int {
 		// for a parked session, the agent's status after a failed turn),
 		// and the restart would run the task again as a new session.
 		fmt.Fprintf(stderr, "supervise unit %s: --resume-exec is task mode: the task runs once and supervise ends, but a service unit restarts supervise and would run the task again; run the task with supervise directly (or from a job of your own that does not restart it)\n", kind)
-		return exitUsage
+		return exitcode.Usage
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintf(stderr, "supervise unit %s: no agent: supervise unit %s [flags] -- AGENT [ARGS...]\n", kind, kind)
-		return exitUsage
+		return exitcode.Usage
 	}
-	spec, err := newUnitSpec(fs, &f, set, argv, kind == "systemd" && !*user)
+	spec, err := newSpec(fs, &f, set, argv, kind == "systemd" && !*user)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise unit %s: %v\n", kind, err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	spec.User = *user
 	if spec.TempExe {
@@ -91,38 +93,38 @@ func unitCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var out string
 	if kind == "systemd" {
-		out, err = unit.Systemd(spec)
+		out, err = Systemd(spec)
 	} else {
-		out, err = unit.Launchd(spec)
+		out, err = Launchd(spec)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise unit %s: %v\n", kind, err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if _, err := io.WriteString(stdout, out); err != nil {
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }
 
-// newUnitSpec validates the run flags as `run` would and resolves every
+// newSpec validates the run flags as `run` would and resolves every
 // path the unit needs. system is true for a systemd system unit, whose
 // state dir cannot default to a home directory.
-func newUnitSpec(fs *flag.FlagSet, f *runFlags, set map[string]bool, argv []string, system bool) (unit.Spec, error) {
-	var spec unit.Spec
+func newSpec(fs *flag.FlagSet, f *runflags.Flags, set map[string]bool, argv []string, system bool) (Spec, error) {
+	var spec Spec
 	// The same checks and name derivation as run; the config is discarded.
-	cfg, _, err := f.config(set, argv, nil, io.Discard)
+	cfg, _, err := f.Config(set, argv, nil, io.Discard)
 	if err != nil {
 		return spec, err
 	}
-	if unit.HasControl(cfg.Name) {
-		return spec, fmt.Errorf("--name %q: control characters %w", cfg.Name, unit.ErrValue)
+	if HasControl(cfg.Name) {
+		return spec, fmt.Errorf("--name %q: control characters %w", cfg.Name, ErrValue)
 	}
 	spec.Name, spec.StopTimeout = cfg.Name, cfg.StopTimeout
 	if spec.Exe, err = os.Executable(); err != nil {
 		return spec, fmt.Errorf("cannot find the supervise binary: %w", err)
 	}
-	spec.TempExe = unit.IsTempBuild(spec.Exe)
+	spec.TempExe = IsTempBuild(spec.Exe)
 	agent, err := exec.LookPath(argv[0])
 	if err != nil {
 		return spec, fmt.Errorf("agent: %w", err)
@@ -135,7 +137,7 @@ func newUnitSpec(fs *flag.FlagSet, f *runFlags, set map[string]bool, argv []stri
 		spec.StateDir = cfg.StateDir
 	case system:
 		spec.StateDirRel = "supervise/" + spec.Name
-		spec.StateDir = filepath.Join(unit.SystemStateBase, spec.Name)
+		spec.StateDir = filepath.Join(SystemStateBase, spec.Name)
 	}
 	spec.Args = []string{"run", "--name=" + spec.Name}
 	if spec.StateDir != "" {
@@ -152,14 +154,14 @@ func newUnitSpec(fs *flag.FlagSet, f *runFlags, set map[string]bool, argv []stri
 	})
 	spec.Args = append(spec.Args, "--", spec.Agent)
 	spec.Args = append(spec.Args, argv[1:]...)
-	if wd, err := os.Getwd(); err == nil && !unit.HasControl(wd) {
+	if wd, err := os.Getwd(); err == nil && !HasControl(wd) {
 		spec.WorkDir = wd
 	}
-	spec.Path = unit.AbsPath(os.Getenv("PATH"))
+	spec.Path = AbsPath(os.Getenv("PATH"))
 	if home, err := os.UserHomeDir(); err == nil {
 		// Flat in ~/Library/Logs: launchd creates a missing log file but not
 		// a missing directory, and then does not start the job at all.
-		spec.LogFile = filepath.Join(home, "Library", "Logs", unit.LabelPrefix+unit.FileName(spec.Name)+".log")
+		spec.LogFile = filepath.Join(home, "Library", "Logs", LabelPrefix+FileName(spec.Name)+".log")
 	}
 	return spec, nil
 }

@@ -1,4 +1,4 @@
-package main
+package unit_test
 
 import (
 	"bufio"
@@ -16,9 +16,28 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
+
+const (
+	exitOK    = exitcode.OK
+	exitUsage = exitcode.Usage
+)
+
+// call runs `supervise unit ARGS...` (args[0] is "unit") in-process and
+// returns its exit status and output.
+func call(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "unit" {
+		t.Fatalf("call %q: not a unit command", args)
+	}
+	var out, errb bytes.Buffer
+	code := unit.Command(args[1:], &out, &errb)
+	return code, out.String(), errb.String()
+}
 
 // trickyArgs are agent arguments every unit must carry through unchanged.
 var trickyArgs = []string{
@@ -468,6 +487,7 @@ func TestUnitLaunchdPlist(t *testing.T) {
 		"RunAtLoad":            true,
 		"KeepAlive":            map[string]any{"SuccessfulExit": false},
 		"ThrottleInterval":     int64(10),
+		"ProcessType":          "Standard",
 		"ExitTimeOut":          int64(55),
 		"StandardOutPath":      logFile,
 		"StandardErrorPath":    logFile,
@@ -488,6 +508,66 @@ func TestUnitLaunchdPlist(t *testing.T) {
 		}
 	} else {
 		t.Log("no python3: plist checked with encoding/xml only")
+	}
+}
+
+// TestUnitLaunchdExpectations reads the plist as launchd would (plistlib
+// when python3 is here, encoding/xml otherwise) and checks the keys whose
+// values decide how launchd keeps supervise alive, for several stop
+// timeouts: restart on any exit but 0 (KeepAlive SuccessfulExit=false, not
+// Crashed, which a Go crash or SIGKILL never triggers), launchd's SIGKILL
+// only after supervise's own stop (ExitTimeOut above --stop-timeout), a
+// restart floor of at least launchd's own 10 s, no Background throttling,
+// and the log in a file directly in ~/Library/Logs (launchd creates a
+// missing file, not a missing directory).
+func TestUnitLaunchdExpectations(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, stop := range []time.Duration{time.Second, 30 * time.Second, 90*time.Second + 500*time.Millisecond} {
+		out := unitGen(t, "launchd", "--name", "agent", "--stop-timeout", stop.String(), "--", "sh")
+		d, ok := pythonPlist(t, []byte(out))
+		if !ok {
+			v, err := decodePlist([]byte(out))
+			if err != nil {
+				t.Fatalf("plist does not parse: %v\n%s", err, out)
+			}
+			d, _ = v.(map[string]any)
+		}
+		num := func(k string) float64 {
+			switch v := d[k].(type) {
+			case int64:
+				return float64(v)
+			case float64:
+				return v
+			}
+			t.Errorf("stop %v: %s is %#v, want a number", stop, k, d[k])
+			return 0
+		}
+		if ka, _ := d["KeepAlive"].(map[string]any); len(ka) != 1 || ka["SuccessfulExit"] != false {
+			t.Errorf("stop %v: KeepAlive is %#v, want exactly {SuccessfulExit: false}", stop, d["KeepAlive"])
+		}
+		if d["RunAtLoad"] != true {
+			t.Errorf("stop %v: RunAtLoad is %#v, want true", stop, d["RunAtLoad"])
+		}
+		if got := num("ExitTimeOut"); got < stop.Seconds()+unit.StopMargin.Seconds() {
+			t.Errorf("stop %v: ExitTimeOut %v, want at least the stop timeout plus %v", stop, got, unit.StopMargin)
+		}
+		if got := num("ThrottleInterval"); got < 10 {
+			t.Errorf("stop %v: ThrottleInterval %v, want at least launchd's 10", stop, got)
+		}
+		if d["ProcessType"] != "Standard" {
+			t.Errorf("stop %v: ProcessType %#v, want Standard", stop, d["ProcessType"])
+		}
+		logs := filepath.Join(home, "Library", "Logs")
+		for _, k := range []string{"StandardOutPath", "StandardErrorPath"} {
+			if p, _ := d[k].(string); filepath.Dir(p) != logs || !strings.HasSuffix(p, ".log") {
+				t.Errorf("stop %v: %s is %#v, want a .log file directly in %s", stop, k, d[k], logs)
+			}
+		}
+		if args, _ := d["ProgramArguments"].([]any); len(args) < 2 || args[1] != "run" {
+			t.Errorf("stop %v: ProgramArguments %#v, want supervise run ...", stop, d["ProgramArguments"])
+		}
 	}
 }
 
@@ -565,9 +645,9 @@ func TestUnitExamples(t *testing.T) {
 		}
 		d, _ := v.(map[string]any)
 		if !reflect.DeepEqual(d["KeepAlive"], map[string]any{"SuccessfulExit": false}) || d["ExitTimeOut"] != int64(40) ||
-			d["ThrottleInterval"] != int64(10) || d["Label"] != "dev.supervise.agent" {
-			t.Errorf("example plist has KeepAlive %v, ExitTimeOut %v, ThrottleInterval %v, Label %v",
-				d["KeepAlive"], d["ExitTimeOut"], d["ThrottleInterval"], d["Label"])
+			d["ThrottleInterval"] != int64(10) || d["Label"] != "dev.supervise.agent" || d["ProcessType"] != "Standard" {
+			t.Errorf("example plist has KeepAlive %v, ExitTimeOut %v, ThrottleInterval %v, Label %v, ProcessType %v",
+				d["KeepAlive"], d["ExitTimeOut"], d["ThrottleInterval"], d["Label"], d["ProcessType"])
 		}
 		if args, _ := d["ProgramArguments"].([]any); !reflect.DeepEqual(args[:4], []any{"/usr/local/bin/supervise", "run", "--name=agent", "--stop-timeout=30s"}) {
 			t.Errorf("example plist runs %q", args)

@@ -1,4 +1,10 @@
-package main
+// Package notifycmd is `supervise notify`: the command line of the notify
+// client for agents whose hooks run shell commands. It checks an event's
+// flags, maps hook payloads through internal/hook, sends the marker over
+// $NOTIFY_SOCKET and waits for supervise's barrier. Run returns the exit
+// status: 0 sent (or nothing to do outside supervise), 1 not delivered, 2
+// usage; the hook event never returns 2, which agents read as "block".
+package notifycmd
 
 import (
 	"context"
@@ -11,11 +17,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/hook"
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/notify"
 )
 
-const notifyUsage = `Usage: supervise notify EVENT [flags]
+// usage is the help of `supervise notify`, followed by its flags.
+const usage = `Usage: supervise notify EVENT [flags]
 
 Send one message to the supervise that runs this agent (over $NOTIFY_SOCKET),
 for agents whose hooks run shell commands. By default it waits until supervise
@@ -86,7 +95,9 @@ sent, and its log says why; or supervise went away), 2 usage.
 Flags:
 `
 
-func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Run runs `supervise notify` with args (after the word notify) and returns
+// its exit status.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise notify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	session := fs.String("session", "", "session id")
@@ -98,23 +109,23 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
-	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message")
+	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message and report failure; false: only wait (at most 1s) until supervise has read it, as it hears live senders only")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the send and the barrier")
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
 	printOnly := fs.Bool("print", false, "hook: print the marker the payload maps to on stderr instead of sending it")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), notifyUsage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	event := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event, args = args[0], args[1:]
 	}
-	if _, err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if _, err := runflags.Parse(fs, args, stdout, stderr); err != nil {
 		if event == "hook" && !errors.Is(err, flag.ErrHelp) {
-			return exitInternal // never 2 from a hook: agents read it as "block"
+			return exitcode.Internal // never 2 from a hook: agents read it as "block"
 		}
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	rest := fs.Args()
 	if event == "" && len(rest) > 0 {
@@ -126,7 +137,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if len(rest) > 0 {
 		fmt.Fprintf(stderr, "supervise notify: unexpected argument %q\n", rest[0])
-		return exitUsage
+		return exitcode.Usage
 	}
 	if *hookJSON {
 		var payload struct {
@@ -135,7 +146,7 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&payload); err != nil {
 			fmt.Fprintf(stderr, "supervise notify: --hook-json: %v\n", err)
-			return exitUsage
+			return exitcode.Usage
 		}
 		if *session == "" {
 			*session = payload.SessionID
@@ -147,137 +158,150 @@ func notifyCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	needSession := map[string]bool{"turn-begin": true, "turn-end": true, "waiting": true, "phase": true, "resumed": true, "closed": true}
 	if needSession[event] && *session == "" {
 		fmt.Fprintf(stderr, "supervise notify %s: --session is required\n", event)
-		return exitUsage
+		return exitcode.Usage
 	}
 	c, err := notify.FromEnv()
 	if errors.Is(err, notify.ErrNoSocket) {
 		fmt.Fprintln(stderr, "supervise notify: NOTIFY_SOCKET is not set (not running under supervise): nothing sent")
-		return exitOK
+		return exitcode.OK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	// Session markers are the ones a hook payload maps to: one sender.
 	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
 		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
+	if msg := check(event, &m); msg != "" {
+		fmt.Fprint(stderr, msg)
+		if event == "" {
+			fs.Usage()
+		}
+		return exitcode.Usage
+	}
+	err = send(ctx, c, event, m, *text)
+	if event == "barrier" {
+		*barrier = true
+	}
+	if err == nil && *barrier {
+		err = c.Barrier(ctx, *timeout)
+	} else if err == nil {
+		settle(ctx, c, *timeout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise notify %s: %v\n", event, err)
+		return exitcode.Internal
+	}
+	return exitcode.OK
+}
+
+// check returns the usage error of event with the marker its flags make
+// (completed where a flag implies a value), or "" when it can be sent.
+func check(event string, m *hook.Marker) string {
 	switch event {
 	case "turn-end":
 		if !m.Outcome.Valid() {
-			fmt.Fprintln(stderr, "supervise notify turn-end: --outcome must be completed, failed or cancelled")
-			return exitUsage
+			return "supervise notify turn-end: --outcome must be completed, failed or cancelled\n"
 		}
-		err = m.Send(ctx, c)
 	case "phase":
 		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
 			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
 		}
 		switch {
 		case !m.Phase.Valid():
-			fmt.Fprintln(stderr, "supervise notify phase: --phase must be model, tool or idle")
-			return exitUsage
+			return "supervise notify phase: --phase must be model, tool or idle\n"
 		case m.Detail != "" && m.Phase != notify.PhaseTool:
-			fmt.Fprintln(stderr, "supervise notify phase: --detail goes with --phase tool")
-			return exitUsage
+			return "supervise notify phase: --detail goes with --phase tool\n"
 		}
-		err = m.Send(ctx, c)
 	case "waiting":
 		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
-			fmt.Fprintln(stderr, "supervise notify waiting: --wait must be input, approval or reconnect")
-			return exitUsage
+			return "supervise notify waiting: --wait must be input, approval or reconnect\n"
 		}
-		err = m.Send(ctx, c)
-	case "turn-begin", "resumed", "closed":
-		err = m.Send(ctx, c)
+	case "turn-begin", "resumed", "closed", "heartbeat", "ready", "stopping", "watchdog-trigger", "status", "barrier":
+	case "":
+		return "supervise notify: no EVENT given\n\n"
+	default:
+		return fmt.Sprintf("supervise notify: unknown event %q (see supervise notify --help)\n", event)
+	}
+	return ""
+}
+
+// send sends a checked event over c; the barrier, if any, follows.
+func send(ctx context.Context, c *notify.Client, event string, m hook.Marker, text string) error {
+	switch event {
 	case "heartbeat":
-		if *session != "" {
-			err = m.Send(ctx, c)
-		} else {
-			err = c.Watchdog(ctx)
+		if m.Session == "" {
+			return c.Watchdog(ctx)
 		}
 	case "ready":
-		err = c.Ready(ctx)
+		return c.Ready(ctx)
 	case "stopping":
-		err = c.Stopping(ctx)
+		return c.Stopping(ctx)
 	case "watchdog-trigger":
-		err = c.Notify(ctx, "WATCHDOG=trigger")
+		return c.Notify(ctx, "WATCHDOG=trigger")
 	case "status":
-		err = c.Status(ctx, *text)
+		return c.Status(ctx, text)
 	case "barrier":
-		*barrier = true
-	case "":
-		fmt.Fprint(stderr, "supervise notify: no EVENT given\n\n")
-		fs.Usage()
-		return exitUsage
-	default:
-		fmt.Fprintf(stderr, "supervise notify: unknown event %q (see supervise notify --help)\n", event)
-		return exitUsage
+		return nil
 	}
-	if err == nil && *barrier {
-		err = c.Barrier(ctx, *timeout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "supervise notify %s: %v\n", event, err)
-		return exitInternal
-	}
-	return exitOK
+	// Session markers are the ones a hook payload maps to: one sender.
+	return m.Send(ctx, c)
 }
 
 // hookCmd runs `supervise notify hook`: it maps the payload (args[0], as
 // Codex's notify program gets it, else stdin) to a marker and sends it.
 // Values set in over (from flags) win over the payload's. It never returns
-// exitUsage: Claude Code, Codex, Gemini CLI and hermes read exit status 2
+// exitcode.Usage: Claude Code, Codex, Gemini CLI and hermes read exit status 2
 // from a hook as "block".
 func hookCmd(ctx context.Context, over hook.Marker, args []string, printOnly, barrier bool, timeout time.Duration, stdin io.Reader, stderr io.Writer) int {
 	if len(args) > 1 {
 		fmt.Fprintf(stderr, "supervise notify hook: unexpected argument %q\n", args[1])
-		return exitInternal
+		return exitcode.Internal
 	}
 	var raw []byte
 	if len(args) == 1 {
 		raw = []byte(args[0])
 	} else {
 		if os.Getenv("NOTIFY_SOCKET") == "" && !printOnly {
-			return exitOK // not under supervise: stay quiet, the hook stays configured
+			return exitcode.OK // not under supervise: stay quiet, the hook stays configured
 		}
 		b, err := io.ReadAll(io.LimitReader(stdin, hook.MaxPayload+1))
 		if err != nil {
 			fmt.Fprintf(stderr, "supervise notify hook: reading the payload: %v\n", err)
-			return exitInternal
+			return exitcode.Internal
 		}
 		if len(b) > hook.MaxPayload {
 			fmt.Fprintf(stderr, "supervise notify hook: the payload is larger than %d bytes\n", hook.MaxPayload)
-			return exitInternal
+			return exitcode.Internal
 		}
 		raw = b
 	}
 	m, name, err := hook.Map(raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	if m.Event == "" {
-		return exitOK // an event supervise does not track
+		return exitcode.OK // an event supervise does not track
 	}
 	m = m.Resolve(over, os.Getenv("SUPERVISE_RESUME_FILE"))
 	if m.Session == "" {
 		fmt.Fprintf(stderr, "supervise notify hook: the %s payload has no session id: nothing sent\n", name)
-		return exitInternal
+		return exitcode.Internal
 	}
 	if printOnly {
 		fmt.Fprintln(stderr, m.CommandLine())
-		return exitOK
+		return exitcode.OK
 	}
 	c, err := notify.FromEnv()
 	if errors.Is(err, notify.ErrNoSocket) {
-		return exitOK
+		return exitcode.OK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	c.Timeout = timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -285,10 +309,21 @@ func hookCmd(ctx context.Context, over hook.Marker, args []string, printOnly, ba
 	err = m.Send(ctx, c)
 	if err == nil && barrier {
 		err = c.Barrier(ctx, timeout)
+	} else if err == nil {
+		settle(ctx, c, timeout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise notify hook (%s): %v\n", name, err)
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
+}
+
+// settle is --barrier=false: no confirmation is awaited or reported, but the
+// process still waits, for at most a second, until supervise has read what
+// it sent. supervise hears only live processes of the agent's tree (it
+// checks the sender's pid and start time when it reads the datagram), so a
+// message whose sender has already exited is dropped as a foreign sender's.
+func settle(ctx context.Context, c *notify.Client, timeout time.Duration) {
+	_ = c.Barrier(ctx, min(timeout, time.Second))
 }

@@ -1,76 +1,23 @@
-package main
+package runflags
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 )
 
-// errUsage marks a command-line error (exit code 2); the message has been
-// printed already.
-var errUsage = errors.New("usage error")
-
-// envName is the environment variable that sets a flag: --stop-timeout
-// reads SUPERVISE_STOP_TIMEOUT.
-func envName(flagName string) string {
-	return "SUPERVISE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// parseFlags parses the command line, then fills every flag it did not set
-// from SUPERVISE_<FLAG> in the environment, so the command line wins. It
-// returns the names of the flags set on the command line. -h prints the
-// FlagSet's usage on stdout (once); a bad flag gets the flag package's error
-// and a one-line hint on stderr.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[string]bool, error) {
-	full := fs.Usage
-	fs.Usage = func() {} // the flag package calls it for -h and for errors alike
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			full()
-			return nil, flag.ErrHelp
-		}
-		fmt.Fprintf(stderr, "Run '%s -h' for help.\n", fs.Name())
-		return nil, errUsage
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && !set[f.Name] && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), err)
-			}
-		}
-	})
-	if envErr != nil {
-		fmt.Fprintf(stderr, "supervise: %v\n", envErr)
-		return nil, errUsage
-	}
-	return set, nil
-}
-
-// source names where a flag's value came from, for error messages: the
-// command line, else its environment variable.
-func source(name string, set map[string]bool) string {
-	if _, ok := os.LookupEnv(envName(name)); ok && !set[name] {
-		return envName(name)
-	}
-	return "--" + name
-}
-
-// stateFlags are the flags every subcommand that touches state accepts.
-type stateFlags struct {
+// State holds --state-dir and --name, the flags every subcommand that
+// touches state accepts.
+type State struct {
 	stateDir string
 	name     string
 }
 
-func (s *stateFlags) register(fs *flag.FlagSet) {
+// Register adds --state-dir and --name to fs.
+func (s *State) Register(fs *flag.FlagSet) {
 	fs.StringVar(&s.stateDir, "state-dir", "", "directory for the journal and sockets (default $XDG_STATE_HOME/supervise/NAME, else ~/.local/state/supervise/NAME)")
 	fs.StringVar(&s.name, "name", "", "name of this supervised agent (default: base name of AGENT)")
 }
@@ -87,11 +34,11 @@ func stateBase() (string, error) {
 	return filepath.Join(home, ".local", "state", "supervise"), nil
 }
 
-// resolve picks the state dir: --state-dir on the command line, then --name
+// Resolve picks the state dir: --state-dir on the command line, then --name
 // on the command line, then $SUPERVISE_STATE_DIR (set inside a supervised
 // agent), then $SUPERVISE_NAME, then defaultName. With none of them, it looks
 // for exactly one existing state dir.
-func (s *stateFlags) resolve(set map[string]bool, defaultName string) (dir, name string, err error) {
+func (s *State) Resolve(set map[string]bool, defaultName string) (dir, name string, err error) {
 	name = s.name
 	switch {
 	case set["state-dir"], s.stateDir != "" && !set["name"]:

@@ -1,4 +1,8 @@
-package main
+// Package chaoscmd is `supervise chaos`: its flags, the run flags passed on
+// to the supervise it starts (checked through internal/runflags), and the
+// report of package chaos, as a table or JSON. Run returns the exit status:
+// 0 every check held, 1 a check failed or supervise could not run, 2 usage.
+package chaoscmd
 
 import (
 	"context"
@@ -13,9 +17,12 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/chaos"
+	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/internal/runflags"
 )
 
-const chaosUsage = `Usage: supervise chaos [flags] [run flags] -- AGENT [ARGS...]
+// usage is the help of `supervise chaos`, followed by its flags.
+const usage = `Usage: supervise chaos [flags] [run flags] -- AGENT [ARGS...]
 
 Kill your own agent with SIGKILL in the middle of its turns, under a real
 supervise on a scratch state dir, and check that it survives the crash the
@@ -63,7 +70,8 @@ Flags:
 // supervise run).
 var chaosOwn = map[string]bool{"kills": true, "seed": true, "at": true, "timeout": true, "json": true, "log": true}
 
-func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Run runs `supervise chaos` with args (after the word chaos).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kills := fs.Int("kills", 3, "how many kills to make")
@@ -72,47 +80,47 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up (and fail) after this long")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object, for CI")
 	logPath := fs.String("log", "", "write supervise's log and the agent's output here ('-' = stderr; default: a file in the scratch dir, named after a failure)")
-	var rf runFlags
-	rf.register(fs)
+	var rf runflags.Flags
+	rf.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), chaosUsage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	set, err := parseFlags(fs, args, stdout, stderr)
+	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
-		return usageExit(err)
+		return runflags.ExitCode(err)
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "supervise chaos: no agent to run: supervise chaos [flags] -- AGENT [ARGS...]")
-		return exitUsage
+		return exitcode.Usage
 	}
 	point, err := chaos.ParsePoint(*at)
 	if err != nil {
-		fmt.Fprintf(stderr, "supervise chaos: %s: %v\n", source("at", set), err)
-		return exitUsage
+		fmt.Fprintf(stderr, "supervise chaos: %s: %v\n", runflags.Source("at", set), err)
+		return exitcode.Usage
 	}
 	if *kills < 1 || *timeout <= 0 {
 		fmt.Fprintln(stderr, "supervise chaos: --kills must be at least 1 and --timeout positive")
-		return exitUsage
+		return exitcode.Usage
 	}
-	if rf.resumeMode == "off" {
-		fmt.Fprintf(stderr, "supervise chaos: %s is off: chaos checks automatic resumes; unset it\n", source("resume", set))
-		return exitUsage
+	if rf.ResumeOff() {
+		fmt.Fprintf(stderr, "supervise chaos: %s is off: chaos checks automatic resumes; unset it\n", runflags.Source("resume", set))
+		return exitcode.Usage
 	}
 	// The run flags must be valid for the supervise run chaos starts.
-	if _, _, err := rf.config(set, argv, os.Stdin, io.Discard); err != nil {
+	if _, _, err := rf.Config(set, argv, os.Stdin, io.Discard); err != nil {
 		fmt.Fprintf(stderr, "supervise chaos: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		fmt.Fprintf(stderr, "supervise chaos: cannot run the agent: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise chaos: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	// Run flags given on the command line go to supervise run as given;
 	// those from SUPERVISE_* it reads from the environment itself.
@@ -140,7 +148,7 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			fmt.Fprintf(stderr, "supervise chaos: --log: %v\n", err)
-			return exitUsage
+			return exitcode.Usage
 		}
 		defer f.Close()
 		cfg.Output = f
@@ -150,9 +158,9 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise chaos: %v\n", err)
 		if errors.Is(err, chaos.ErrUsage) {
-			return exitUsage
+			return exitcode.Usage
 		}
-		return exitInternal
+		return exitcode.Internal
 	}
 	if *logPath != "" && *logPath != "-" {
 		rep.Log = *logPath
@@ -161,13 +169,13 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			return exitInternal
+			return exitcode.Internal
 		}
 	} else {
 		rep.WriteTable(stdout)
 	}
 	if !rep.OK {
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }

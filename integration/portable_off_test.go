@@ -1,0 +1,5 @@
+//go:build !supervise_portable
+
+package integration
+
+const portableBackend = false

@@ -1,0 +1,86 @@
+// Package runflags holds supervise's command-line flags that carry
+// meaning: the flags of `supervise run` (also accepted by `supervise unit`),
+// the --state-dir/--name pair every command that touches state takes, the
+// SUPERVISE_<FLAG> environment overlay, and the checks that turn the run
+// flags into a supervisor.Config. Each command makes its own FlagSet and
+// registers these flags on it; Parse is how every command but `unit` (whose
+// unit must not depend on the shell that generated it) parses its flags.
+//
+// Errors from Parse are already printed; every other error is returned for
+// the caller to print, and means exit status 2 (usage).
+package runflags
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/supervise-dev/supervise/internal/exitcode"
+)
+
+// ErrUsage marks a command-line error (exit code 2); the message has been
+// printed already.
+var ErrUsage = errors.New("usage error")
+
+// ExitCode maps an error from Parse to supervise's exit status: 0 after
+// -h (flag.ErrHelp), else 2 (usage).
+func ExitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitcode.OK
+	}
+	return exitcode.Usage
+}
+
+// EnvName is the environment variable that sets a flag: --stop-timeout
+// reads SUPERVISE_STOP_TIMEOUT.
+func EnvName(flagName string) string {
+	return "SUPERVISE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Parse parses the command line, then fills every flag it did not set
+// from SUPERVISE_<FLAG> in the environment, so the command line wins. It
+// returns the names of the flags set on the command line. -h prints the
+// FlagSet's usage on stdout (once); a bad flag gets the flag package's error
+// and a one-line hint on stderr. fs.Usage is the full usage again when
+// Parse returns.
+func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[string]bool, error) {
+	full := fs.Usage
+	fs.Usage = func() {}               // the flag package calls it for -h and for errors alike
+	defer func() { fs.Usage = full }() // for the caller's own usage errors
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			full()
+			return nil, flag.ErrHelp
+		}
+		fmt.Fprintf(stderr, "Run '%s -h' for help.\n", fs.Name())
+		return nil, ErrUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(EnvName(f.Name)); ok && !set[f.Name] && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("invalid value %q for %s: %v", v, EnvName(f.Name), err)
+			}
+		}
+	})
+	if envErr != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", envErr)
+		return nil, ErrUsage
+	}
+	return set, nil
+}
+
+// Source names where a flag's value came from, for error messages: the
+// command line, else its environment variable.
+func Source(name string, set map[string]bool) string {
+	if _, ok := os.LookupEnv(EnvName(name)); ok && !set[name] {
+		return EnvName(name)
+	}
+	return "--" + name
+}

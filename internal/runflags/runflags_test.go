@@ -1,0 +1,287 @@
+package runflags
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// parse registers the run flags on a fresh FlagSet and parses args with the
+// environment overlay, as `supervise run` does.
+func parse(t *testing.T, args ...string) (*Flags, map[string]bool, string, string, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
+	var stdout, stderr bytes.Buffer
+	fs.SetOutput(&stderr)
+	var f Flags
+	f.Register(fs)
+	fs.Usage = func() { io.WriteString(fs.Output(), "USAGE\n") }
+	set, err := Parse(fs, args, &stdout, &stderr)
+	return &f, set, stdout.String(), stderr.String(), err
+}
+
+func TestEnvName(t *testing.T) {
+	for flag, want := range map[string]string{"stop-timeout": "SUPERVISE_STOP_TIMEOUT", "name": "SUPERVISE_NAME",
+		"resume-exec": "SUPERVISE_RESUME_EXEC", "max-rss": "SUPERVISE_MAX_RSS"} {
+		if got := EnvName(flag); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", flag, got, want)
+		}
+	}
+}
+
+// SUPERVISE_<FLAG> fills the flags the command line did not set; the
+// command line wins; Source names where a value came from.
+func TestParseEnvOverlay(t *testing.T) {
+	t.Setenv("SUPERVISE_STOP_TIMEOUT", "3s")
+	t.Setenv("SUPERVISE_RESTART", "never")
+	t.Setenv("SUPERVISE_GIVE_UP", "7")
+	f, set, out, errs, err := parse(t, "--restart", "always", "--", "agent", "--restart")
+	if err != nil || out != "" || errs != "" {
+		t.Fatalf("Parse: %v, stdout %q, stderr %q", err, out, errs)
+	}
+	if f.stopTimeout != 3*time.Second || f.giveUp != 7 || f.restart != "always" {
+		t.Errorf("stop-timeout %v, give-up %d, restart %q; want 3s (env), 7 (env), always (command line)", f.stopTimeout, f.giveUp, f.restart)
+	}
+	if !set["restart"] || set["stop-timeout"] || set["give-up"] {
+		t.Errorf("set = %v: only the command line's flags belong in it", set)
+	}
+	for name, want := range map[string]string{"restart": "--restart", "stop-timeout": "SUPERVISE_STOP_TIMEOUT", "watchdog": "--watchdog"} {
+		if got := Source(name, set); got != want {
+			t.Errorf("Source(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// Parse's errors: -h prints the usage once on stdout (flag.ErrHelp); a bad
+// flag or a bad environment value is ErrUsage with its message on stderr.
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		env            string // NAME=VALUE
+		err            error
+		stdout, stderr string
+	}{
+		{args: []string{"-h"}, err: flag.ErrHelp, stdout: "USAGE\n"},
+		{args: []string{"--help"}, err: flag.ErrHelp, stdout: "USAGE\n"},
+		{args: []string{"--bogus"}, err: ErrUsage, stderr: "flag provided but not defined: -bogus\nRun 'supervise run -h' for help.\n"},
+		{args: []string{"--stop-timeout", "zz"}, err: ErrUsage, stderr: "invalid value \"zz\" for flag -stop-timeout: parse error\nRun 'supervise run -h' for help.\n"},
+		{env: "SUPERVISE_STOP_TIMEOUT=zz", err: ErrUsage, stderr: "supervise: invalid value \"zz\" for SUPERVISE_STOP_TIMEOUT: parse error\n"},
+		{env: "SUPERVISE_GIVE_UP=many", err: ErrUsage, stderr: "supervise: invalid value \"many\" for SUPERVISE_GIVE_UP: parse error\n"},
+		{env: "SUPERVISE_FINGERPRINT=", err: ErrUsage, stderr: "supervise: invalid value \"\" for SUPERVISE_FINGERPRINT: empty file name\n"},
+		// A bad value in the environment is not read when the command line sets the flag.
+		{args: []string{"--stop-timeout", "1s"}, env: "SUPERVISE_STOP_TIMEOUT=zz"},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		_, _, out, errs, err := parse(t, c.args...)
+		if !errors.Is(err, c.err) || (c.err == nil && err != nil) || out != c.stdout || errs != c.stderr {
+			t.Errorf("%v %s: %v, stdout %q, stderr %q; want %v, %q, %q", c.args, c.env, err, out, errs, c.err, c.stdout, c.stderr)
+		}
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// After Parse, fs.Usage prints the full usage again, for the caller's own
+// usage errors (`supervise resume` without a SESSION printed nothing).
+func TestParseKeepsUsage(t *testing.T) {
+	fs := flag.NewFlagSet("supervise resume", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	fs.Usage = func() { io.WriteString(fs.Output(), "USAGE\n") }
+	for _, args := range [][]string{nil, {"-h"}, {"--bogus"}} {
+		out.Reset()
+		Parse(fs, args, &out, &out)
+		out.Reset()
+		fs.SetOutput(&out)
+		fs.Usage()
+		if out.String() != "USAGE\n" {
+			t.Errorf("after Parse(%q), fs.Usage printed %q", args, out.String())
+		}
+	}
+}
+
+// Config's checks: each bad value is an error naming its source (the flag,
+// or its environment variable) in the words supervise prints before exit 2.
+func TestConfigErrors(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--restart=bad"}, "", `--restart: "bad": restart mode must be on-failure, always or never`},
+		{nil, "SUPERVISE_RESTART=bad", `SUPERVISE_RESTART: "bad": restart mode must be on-failure, always or never`},
+		{[]string{"--stop-signal=FOO"}, "", `--stop-signal: unknown signal "FOO"`},
+		{[]string{"--resume-signal=NOPE"}, "", `--resume-signal: unknown signal "NOPE"`},
+		{[]string{"--stop-timeout=-1s"}, "", "--stop-timeout must not be negative"},
+		{nil, "SUPERVISE_TURN_TIMEOUT=-1m", "SUPERVISE_TURN_TIMEOUT must not be negative"},
+		{[]string{"--give-up=-1"}, "", "--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1"},
+		{[]string{"--keep-sessions=-1"}, "", "--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1"},
+		{[]string{"--keep-runs=0"}, "", "--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1"},
+		{[]string{"--cgroup=x"}, "", `--cgroup must be auto or off, not "x"`},
+		{nil, "SUPERVISE_CGROUP=x", `SUPERVISE_CGROUP must be auto or off, not "x"`},
+		{[]string{"--resume=x"}, "", `--resume must be auto or off, not "x"`},
+		{[]string{"--resume-exec={bogus}"}, "", "--resume-exec: bad --resume-exec template"},
+		{[]string{"--phase-timeout=gpu=1m"}, "", `--phase-timeout: unknown phase "gpu": the phases with deadlines are model and tool`},
+		{nil, "SUPERVISE_PHASE_TIMEOUT=x", `SUPERVISE_PHASE_TIMEOUT: "x" is not PHASE=DURATION (e.g. model=10m,tool=30m)`},
+		{[]string{"--max-rss=abc"}, "", `--max-rss: bad size "abc": want bytes or a number with K, M, G or T`},
+		{nil, "SUPERVISE_MAX_RSS=-1", `SUPERVISE_MAX_RSS: bad size "-1": want bytes or a number with K, M, G or T`},
+		{[]string{"--fingerprint=/nonexistent/fp"}, "", "--fingerprint: stat /nonexistent/fp: no such file or directory"},
+		{[]string{"--log-level=loud"}, "", "--log-level: slog: level string \"loud\": unknown name"},
+		{[]string{"--log-format=xml"}, "", `--log-format must be text or json, not "xml"`},
+		{[]string{"--foreground=x"}, "", `--foreground must be auto, always or never, not "x"`},
+		{[]string{"--name=a/b"}, "", `invalid --name "a/b": it names a directory, so no slashes`},
+		{[]string{"--name=.."}, "", `invalid --name "..": it names a directory, so no slashes`},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		f, set, _, errs, err := parse(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v %s: Parse: %v (%s)", c.args, c.env, err, errs)
+		}
+		_, _, err = f.Config(set, []string{"agent"}, nil, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%v %s: Config error %v; want %q", c.args, c.env, err, c.want)
+		}
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// Config turns valid flags into the supervisor configuration they mean.
+func TestConfigValues(t *testing.T) {
+	state := t.TempDir()
+	fp := filepath.Join(state, "pin")
+	if err := os.WriteFile(fp, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SUPERVISE_WATCHDOG", "20s")
+	f, set, _, _, err := parse(t, "--state-dir", state, "--restart=never", "--stop-signal=INT", "--resume-signal=SIGUSR1",
+		"--max-rss=1.5G", "--phase-timeout=tool=30m", "--turn-timeout=1h", "--fingerprint", fp, "--resume=off",
+		"--resume-exec=claude -p -r {session} {message}", "--cgroup=off", "--foreground=never", "--guard-trip=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, log, err := f.Config(set, []string{"/bin/agent", "x"}, nil, io.Discard)
+	if err != nil || log == nil {
+		t.Fatalf("Config: %v", err)
+	}
+	abs, _ := filepath.Abs(state)
+	if cfg.StateDir != abs || cfg.Name != filepath.Base(abs) {
+		t.Errorf("state dir %q, name %q; want %q, %q", cfg.StateDir, cfg.Name, abs, filepath.Base(abs))
+	}
+	if cfg.StopSignal != syscall.SIGINT || cfg.ResumeSignal != syscall.SIGUSR1 || cfg.Watchdog != 20*time.Second {
+		t.Errorf("stop signal %v, resume signal %v, watchdog %v", cfg.StopSignal, cfg.ResumeSignal, cfg.Watchdog)
+	}
+	if cfg.MaxRSS != 3<<29 || cfg.Deadlines.Tool != 30*time.Minute || cfg.Deadlines.Turn != time.Hour || cfg.Deadlines.Model != 0 {
+		t.Errorf("max rss %d, deadlines %+v", cfg.MaxRSS, cfg.Deadlines)
+	}
+	if len(cfg.Fingerprint) != 1 || cfg.Fingerprint[0] != fp || !cfg.ResumeOff || !cfg.NoCgroups || cfg.Foreground {
+		t.Errorf("fingerprint %v, resume off %v, no cgroups %v, foreground %v", cfg.Fingerprint, cfg.ResumeOff, cfg.NoCgroups, cfg.Foreground)
+	}
+	if strings.Join(cfg.ResumeExec, " ") != "claude -p -r {session} {message}" || cfg.Guard.Trip != 0 {
+		t.Errorf("resume exec %q, guard %+v", cfg.ResumeExec, cfg.Guard)
+	}
+	if strings.Join(cfg.Argv, " ") != "/bin/agent x" {
+		t.Errorf("argv %q", cfg.Argv)
+	}
+}
+
+// Resolve's order: --state-dir, then --name, then SUPERVISE_STATE_DIR, then
+// SUPERVISE_NAME, then the default name; with none, the one existing state
+// dir under the base.
+func TestResolve(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", base)
+	sup := filepath.Join(base, "supervise")
+	for _, c := range []struct {
+		args      []string
+		env       string
+		def       string
+		dir, name string
+		err       string
+	}{
+		{args: []string{"--state-dir", "/tmp/x/y"}, dir: "/tmp/x/y", name: "y"},
+		{args: []string{"--state-dir", "/tmp/x/y", "--name", "n"}, dir: "/tmp/x/y", name: "n"},
+		{args: []string{"--name", "n"}, env: "SUPERVISE_STATE_DIR=/tmp/e", dir: filepath.Join(sup, "n"), name: "n"},
+		{env: "SUPERVISE_STATE_DIR=/tmp/e", def: "agent", dir: "/tmp/e", name: "e"},
+		{env: "SUPERVISE_NAME=m", def: "agent", dir: filepath.Join(sup, "m"), name: "m"},
+		{def: "agent", dir: filepath.Join(sup, "agent"), name: "agent"},
+		{err: "no supervise state found under " + sup + ": pass --state-dir or --name"},
+		{args: []string{"--name", "a/b"}, err: `invalid --name "a/b": it names a directory, so no slashes`},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
+		var s State
+		s.Register(fs)
+		set, err := Parse(fs, c.args, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, name, err := s.Resolve(set, c.def)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%v %s: error %v, want %q", c.args, c.env, err, c.err)
+			}
+		} else if err != nil || dir != c.dir || name != c.name {
+			t.Errorf("%v %s: %q, %q, %v; want %q, %q", c.args, c.env, dir, name, err, c.dir, c.name)
+		}
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+	}
+	// One existing state dir is picked without a name; two need one.
+	for _, n := range []string{"one", "two"} {
+		if err := os.MkdirAll(filepath.Join(sup, n), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sup, n, "journal.db"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var s State
+		dir, name, err := s.Resolve(map[string]bool{}, "")
+		switch n {
+		case "one":
+			if err != nil || dir != filepath.Join(sup, "one") || name != "one" {
+				t.Errorf("one state dir: %q, %q, %v", dir, name, err)
+			}
+		case "two":
+			if want := "several supervised agents under " + sup + " (one, two): pick one with --name"; err == nil || err.Error() != want {
+				t.Errorf("two state dirs: %v, want %q", err, want)
+			}
+		}
+	}
+}
+
+// ExitCode: -h is success, every other parse error is a usage error (2).
+func TestExitCode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{[]string{"-h"}, 0}, {[]string{"--bogus"}, 2}, {[]string{"--stop-timeout", "x"}, 2}} {
+		_, _, _, _, err := parse(t, c.args...)
+		if got := ExitCode(err); got != c.want {
+			t.Errorf("%q: ExitCode(%v) = %d, want %d", c.args, err, got, c.want)
+		}
+	}
+}

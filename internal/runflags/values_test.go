@@ -1,0 +1,57 @@
+package runflags
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]uint64{"": 0, "1024": 1024, "64M": 64 << 20, "2G": 2 << 30,
+		"512MiB": 512 << 20, "1.5g": 3 << 29, "10kb": 10 << 10} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1M", "0", "1X"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}
+
+// Under systemd (stderr is the stream JOURNAL_STREAM names) log lines carry
+// no timestamp of their own; elsewhere they do; --log-format json works.
+func TestLoggerUnderJournal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	unix.Fstat(int(f.Fd()), &st)
+	read := func() string { b, _ := os.ReadFile(f.Name()); f.Truncate(0); f.Seek(0, 0); return string(b) }
+
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	for _, format := range []string{"text", "json"} {
+		log, err := newLogger("info", format, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("child started", "pid", 42)
+		if out := read(); strings.Contains(out, "time") || !strings.Contains(out, "child started") {
+			t.Errorf("%s under the journal: %q", format, out)
+		}
+	}
+	t.Setenv("JOURNAL_STREAM", "1:2")
+	log, _ := newLogger("info", "json", f)
+	log.Info("child started")
+	if out := read(); !strings.Contains(out, `"time"`) || !strings.HasPrefix(out, "{") {
+		t.Errorf("json elsewhere: %q", out)
+	}
+}
