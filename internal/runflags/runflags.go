@@ -110,6 +110,12 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 			return cfg, nil, fmt.Errorf("%s must not be negative", Source(name, set))
 		}
 	}
+	if f.watchdog > 0 && f.watchdog < minWatchdog {
+		return cfg, nil, fmt.Errorf("%s must be 0 (off) or at least %s, not %s: an agent cannot ping that often", Source("watchdog", set), minWatchdog, f.watchdog)
+	}
+	if f.backoffMax < f.backoffInit {
+		return cfg, nil, fmt.Errorf("%s (%s) is below %s (%s)", Source("backoff-max", set), f.backoffMax, Source("backoff-initial", set), f.backoffInit)
+	}
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
 	}
@@ -286,3 +292,8 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
+
+// minWatchdog is the shortest --watchdog period: supervise tells the agent
+// its period in WATCHDOG_USEC, and libsystemd-style clients ping at half
+// of it.
+const minWatchdog = 100 * time.Millisecond

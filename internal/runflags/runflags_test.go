@@ -131,6 +131,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--keep-sessions=-1"}, "", "--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1"},
 		{[]string{"--keep-runs=0"}, "", "--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1"},
 		{[]string{"--cgroup=x"}, "", `--cgroup must be auto or off, not "x"`},
+		{[]string{"--watchdog=1ns"}, "", "--watchdog must be 0 (off) or at least 100ms, not 1ns: an agent cannot ping that often"},
+		{[]string{"--backoff-max=1ms", "--backoff-initial=1s"}, "", "--backoff-max (1ms) is below --backoff-initial (1s)"},
 		{nil, "SUPERVISE_CGROUP=x", `SUPERVISE_CGROUP must be auto or off, not "x"`},
 		{[]string{"--resume=x"}, "", `--resume must be auto or off, not "x"`},
 		{[]string{"--resume-exec={bogus}"}, "", "--resume-exec: bad --resume-exec template"},
