@@ -218,7 +218,8 @@ func TestFault34MainPIDIgnored(t *testing.T) {
 	sv := e.run("--stop-timeout", "300ms")
 	e.waitLog(1, "sent")
 	gc := e.waitEvent(1, "groupchild")
-	e.tell("raw MAINPID=" + strconv.Itoa(sv.cmd.Process.Pid) + "; raw MAINPID=" + gc.arg + "; barrier; trigger")
+	// post, not tell: the trigger can kill the agent before it logs "ran".
+	e.post("raw MAINPID=" + strconv.Itoa(sv.cmd.Process.Pid) + "; raw MAINPID=" + gc.arg + "; barrier; trigger")
 	// WATCHDOG=trigger: the watchdog action hits the agent's tree.
 	e.waitLog(2, "sent")
 	if !alive(stranger.Process.Pid) || !sv.running() {
