@@ -480,7 +480,9 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer conn.Close()
-	args := append([]string{"run", "--state-dir", h.stateDir}, h.cfg.RunFlags...)
+	// --rerun-task: each invocation after a park is a fresh run of the
+	// task on purpose (a new session to kill), not a rerun by mistake.
+	args := append([]string{"run", "--state-dir", h.stateDir, "--rerun-task"}, h.cfg.RunFlags...)
 	args = append(append(args, "--"), h.cfg.Argv...)
 	cmd := exec.Command(h.bin, args...)
 	cmd.Dir = h.cfg.Dir

@@ -392,3 +392,28 @@ func TestToolDetailNamedInContinuation(t *testing.T) {
 		}
 	}
 }
+
+// --rerun-task starts the same task again beside its parked session, as
+// asked: a new session, the task argv launched a second time.
+func TestTaskRerunTaskFlag(t *testing.T) {
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1 fix the tests; barrier; hang",
+		"TESTAGENT_SCRIPT_2=resumed s1 t1; barrier; hang",
+		"TESTAGENT_SCRIPT_3=turn-begin s2 t1 fix the tests; turn-end s2 t1 completed; barrier; exit 0")
+	sv := e.task()
+	e.killChildOf(1, "barrier-ok")
+	syscall.Kill(e.waitEvent(2, "barrier-ok").pid, syscall.SIGKILL)
+	if code := sv.wait(30 * time.Second); code != 5 {
+		t.Fatalf("exit code %d after two kills, want 5\n%s", code, sv.stderr())
+	}
+	again := e.task("--rerun-task")
+	if code := again.wait(30 * time.Second); code != 0 {
+		t.Fatalf("the rerun with --rerun-task exited %d, want 0\n%s", code, again.stderr())
+	}
+	if task, _ := e.launches("s1"); task != 2 {
+		t.Errorf("task argv launched %d times, want 2 (the rerun was asked for)", task)
+	}
+	if s, _ := e.status().session("s1"); s.State != "parked" {
+		t.Errorf("s1 = %+v, want still parked", s)
+	}
+}

@@ -101,6 +101,9 @@ type Config struct {
 	// ResumeExec is a parsed --resume-exec template: a pending session is
 	// resumed by relaunching the agent in that form. nil: the resume file.
 	ResumeExec []string
+	// RerunTask starts the task (task mode) even when an earlier run of
+	// the same command left its session parked or stopped.
+	RerunTask bool
 	// Rerun is supervise's own command line, quoted into the message that
 	// ends a task with a parked session (task mode): the exact command that
 	// resumes it. nil: "supervise" and the agent argv.
@@ -351,7 +354,7 @@ func (s *Supervisor) loop(ctx context.Context) (int, error) {
 			s.log.Info("waiting for the journal check before the first launch: resumes are owed")
 			s.verified(<-s.verifyc)
 		}
-		if first && s.taskMode() && len(s.pendingIgnoringHold()) == 0 && s.taskBlocked() > 0 {
+		if first && s.taskMode() && !s.cfg.RerunTask && len(s.pendingIgnoringHold()) == 0 && s.taskBlocked() > 0 {
 			return ExitParked, nil
 		}
 		exit := s.runOnce()

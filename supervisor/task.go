@@ -92,7 +92,7 @@ func (s *Supervisor) taskBlocked() int {
 		fmt.Fprintf(w, "supervise: session %s of this task %s\n", id, what)
 		fmt.Fprintf(w, "supervise: to resume it: %s\n", s.rerunCommand(id))
 	}
-	fmt.Fprintf(w, "supervise: not starting the task again: it would open a new session and repeat what the parked one may already have done. To start it afresh anyway, use another --state-dir.\n")
+	fmt.Fprintf(w, "supervise: not starting the task again: it would open a new session and repeat what the parked one may already have done. To start it afresh anyway, add --rerun-task.\n")
 	s.log.Warn("task not started: an earlier run of the same task left a session parked or stopped",
 		"sessions", ids, "exit_code", ExitParked)
 	return len(ids)
