@@ -438,7 +438,9 @@ func TestFault27BackgroundTerminalRead(t *testing.T) {
 	if alive(ev.pid) {
 		t.Errorf("the stopped agent %d is still there", ev.pid)
 	}
-	screen, _ := exec.Command("tmux", "-L", ts.server, "capture-pane", "-p", "-J", "-t", "main", "-S", "-200").Output()
+	// The whole scrollback: the agent's SIGABRT goroutine dump (longer
+	// under -race) follows supervise's line and can push it past a window.
+	screen, _ := exec.Command("tmux", "-L", ts.server, "capture-pane", "-p", "-J", "-t", "main", "-S", "-").Output()
 	if !strings.Contains(string(screen), "the agent is stopped") {
 		t.Errorf("supervise's log does not say the agent was stopped:\n%s", screen)
 	}
