@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 )
@@ -23,7 +24,8 @@ func TestMain(m *testing.M) {
 func helper(name string) int {
 	switch name {
 	case "closed-after-stdin":
-		// Wait for the parent to learn our pid, then report a session closed.
+		// Wait for the parent to learn our pid, report a session closed,
+		// and exit when stdin closes.
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -36,6 +38,9 @@ func helper(name string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		// Stay alive until the parent has seen the datagram handled: a
+		// sender that is gone by then is dropped (SO_PASSPIDFD).
+		io.Copy(io.Discard, os.Stdin)
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)

@@ -494,11 +494,22 @@ func TestServeAccept(t *testing.T) {
 		}
 		helperPID.Store(int32(cmd.Process.Pid))
 		io.WriteString(stdin, "go\n")
+		// The helper stays alive until its datagram was handled (stdin
+		// closed): one whose sender is gone is dropped, whatever Accept says.
+		var m Message
+		if accept {
+			m = next(t, ch)
+		} else {
+			deadline := time.Now().Add(10 * time.Second)
+			for s.Stats().Dropped.Sender == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		stdin.Close()
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("helper: %v: %s", err, stderr.Bytes())
 		}
 		if accept {
-			m := next(t, ch)
 			if m.PID != int32(cmd.Process.Pid) || m.Event != EventClosed || m.Session != "helper" {
 				t.Errorf("got %+v, want closed from pid %d", m, cmd.Process.Pid)
 			}
