@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"github.com/supervise-dev/supervise/child"
-	"github.com/supervise-dev/supervise/journal"
 )
 
 // cgroupState is the agent's cgroup subtree (nil: none) and the current
@@ -20,7 +19,7 @@ func (s *Supervisor) openCgroups() {
 		s.log.Info("cgroups off (--cgroup off): the agent's tree is killed by process group and descendants; an OOM kill is not named")
 		return
 	}
-	cg, why := child.OpenCgroups(s.cfg.Name, s.treeID)
+	cg, why := child.OpenCgroups(s.cfg.Name, s.id.treeID)
 	s.cg.all = cg
 	switch {
 	case cg == nil:
@@ -66,19 +65,6 @@ func (s *Supervisor) endRunCgroup() {
 	s.cg.ooms, _ = s.cg.run.OOMKills()
 	s.cg.run.Close()
 	s.cg.run = nil
-}
-
-// namedOOM renames a dirty death the kernel's OOM killer had a hand in.
-func (s *Supervisor) namedOOM(reason string, dirty bool) string {
-	if !dirty || s.cg.ooms == 0 {
-		return reason
-	}
-	switch reason {
-	case journal.ReasonSignal, journal.ReasonExit, journal.ReasonTurnOpen:
-		s.log.Warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", s.cg.ooms)
-		return journal.ReasonOOM
-	}
-	return reason
 }
 
 // closeCgroups removes the agent's cgroup at the end (best effort).

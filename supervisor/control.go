@@ -45,24 +45,6 @@ func (s *Supervisor) serve(req request) {
 	req.reply <- resp
 }
 
-// ask sends a request to the loop and waits for its answer.
-func (s *Supervisor) ask(ctx context.Context, req request) (response, error) {
-	req.reply = make(chan response, 1)
-	select {
-	case s.reqc <- req:
-	case <-s.done:
-		return response{}, ErrNotRunning
-	case <-ctx.Done():
-		return response{}, ctx.Err()
-	}
-	select {
-	case r := <-req.reply:
-		return r, r.err
-	case <-ctx.Done():
-		return response{}, ctx.Err()
-	}
-}
-
 // Control serves the control socket: a small HTTP API on a unix socket in
 // the state dir (mode 0600, inside the 0700 state dir), so status works while
 // the supervisor holds the journal lock.

@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/resume"
 )
 
 // fingerprinter computes the agent's fingerprint: the resolved agent binary
@@ -112,87 +110,6 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
-}
-
-// stampBreakerParks records the agent's fingerprint on the sessions the
-// breaker just parked, and drops a stale one from any other park.
-func (s *Supervisor) stampBreakerParks(decs []resume.Decision) {
-	if s.fprint == nil {
-		return
-	}
-	var fp *journal.Fingerprint
-	for i := range decs {
-		if decs[i].Action != resume.Park {
-			continue
-		}
-		sess := s.sessions[decs[i].Session.ID]
-		if sess == nil {
-			continue
-		}
-		sess.Fingerprint = nil
-		if sess.ParkedBy == journal.ParkedByBreaker {
-			if fp == nil {
-				fp = s.fprint.get()
-			}
-			sess.Fingerprint = fp
-		}
-		decs[i].Session = *sess
-	}
-}
-
-// warmFingerprint starts hashing the agent in the background when the
-// next death may park a session at the breaker (a resume at the limit was
-// just decided), so that park finds the fingerprint cached instead of
-// hashing a large binary between a death and the next launch.
-func (s *Supervisor) warmFingerprint(decs []resume.Decision) {
-	if s.fprint == nil {
-		return
-	}
-	for _, d := range decs {
-		if d.Action == resume.Resume && d.Session.CrashCount >= s.cfg.Resume.Limit {
-			s.fprint.warm()
-			return
-		}
-	}
-}
-
-// liftParks runs before each launch: a session parked by the breaker under
-// an agent whose fingerprint differs from the one about to run becomes
-// resume_pending, once. Nothing is hashed unless such a park exists.
-func (s *Supervisor) liftParks() {
-	if s.fprint == nil {
-		return
-	}
-	var parked []*journal.Session
-	for _, sess := range s.sessions {
-		if sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker && sess.Fingerprint != nil {
-			parked = append(parked, sess)
-		}
-	}
-	if len(parked) == 0 {
-		return
-	}
-	fp := s.fprint.get()
-	now := time.Now()
-	lifted := 0
-	for _, sess := range parked {
-		if !resume.Liftable(*sess, fp.Sum) {
-			continue
-		}
-		was := sess.Fingerprint
-		*sess = resume.Lift(*sess, now, s.cfg.Resume)
-		s.markDirty(sess.ID)
-		lifted++
-		s.log.Warn("session's park lifted: the agent changed since it was parked; resuming it once",
-			"session", sess.ID, "turn", sess.Turn, "crash_count", sess.CrashCount,
-			"parked_fingerprint", short(was.Sum), "fingerprint", short(fp.Sum))
-	}
-	if lifted == 0 {
-		return
-	}
-	if err := s.commitSync(func(tx *journal.Tx) error { return nil }); err != nil {
-		s.log.Error("journal: recording lifted parks failed", "err", err)
-	}
 }
 
 func short(sum string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // treeRoot is the child whose tree may talk to the notify socket.
@@ -19,6 +20,9 @@ type treeRoot struct {
 	pid int
 	run uint64
 	tag string // SUPERVISE_TREE=... entry of this run
+	// ready, when set, marks a tree being started: its pid is not known
+	// yet; it is closed once the started root replaces this one.
+	ready chan struct{}
 	// heard counts datagrams accepted from this tree (Serve goroutine).
 	heard atomic.Uint64
 }
@@ -85,7 +89,7 @@ func (in *intake) lastPingTime() time.Time {
 
 func (in *intake) beat(session string, now time.Time) {
 	in.mu.Lock()
-	if len(in.beats) < maxSessions {
+	if len(in.beats) < machine.MaxSessions {
 		in.beats[session] = now
 	}
 	in.mu.Unlock()
@@ -111,10 +115,24 @@ func (in *intake) take() map[string]time.Time {
 // tree's while there is one, and dropped between runs.
 func (s *Supervisor) accept(pid int32) bool {
 	s.in.accepted = 0
-	if int(pid) == s.self {
+	if int(pid) == s.id.self {
 		return true
 	}
 	r := s.root.Load()
+	if r != nil && r.ready != nil {
+		// The child was forked but its start is not recorded yet: a fast
+		// agent's first datagram waits for it, rather than being taken for
+		// a stranger's. The wait is on supervise's own fork, never on the
+		// agent.
+		select {
+		case <-r.ready:
+		case <-time.After(startWait):
+		}
+		r = s.root.Load()
+		if r != nil && r.ready != nil {
+			return false
+		}
+	}
 	if r == nil {
 		return false
 	}
@@ -146,6 +164,10 @@ func (s *Supervisor) accept(pid int32) bool {
 	return ok
 }
 
+// startWait bounds how long a datagram from a tree being started waits for
+// its start to be recorded (a fork and exec: milliseconds).
+const startWait = 5 * time.Second
+
 // handle receives every accepted datagram, on the Serve goroutine.
 func (s *Supervisor) handle(m notify.Message) {
 	now := time.Now()
@@ -168,8 +190,8 @@ func (s *Supervisor) handle(m notify.Message) {
 		}
 	}
 	select {
-	case s.msgc <- x:
-	case <-s.done:
+	case s.ch.msgc <- x:
+	case <-s.ch.done:
 		// The loop is gone and will commit nothing more.
 		closeBare(m)
 	}
@@ -189,19 +211,6 @@ func closeBare(m notify.Message) {
 	}
 }
 
-// take applies a datagram handed to the loop, unless it came from a tree
-// that died after the datagram was accepted: the death was decided without
-// it, and the next run must not be charged with it. Fences (supervise's own
-// datagrams) are the caller's.
-func (s *Supervisor) take(x inMsg, now time.Time) {
-	if x.run != 0 && !s.current(x.run) {
-		s.lateLogs.debug(s.log, now, "notify: dropped a datagram from a run that has died", "run", x.run, "pid", x.PID)
-		closeBare(x.Message)
-		return
-	}
-	s.apply(x.Message, now)
-}
-
 // fencePrefix marks the STATUS= of a fence datagram supervise sends itself.
 const fencePrefix = "supervise-fence-"
 
@@ -209,7 +218,7 @@ const fencePrefix = "supervise-fence-"
 // pid, or, where datagrams carry no pid, carrying this instance's nonce.
 func (s *Supervisor) isFence(m notify.Message) bool {
 	if m.PID != 0 {
-		return int(m.PID) == s.self
+		return int(m.PID) == s.id.self
 	}
 	return !notify.Credentials && strings.HasPrefix(m.Status, s.in.fence)
 }
@@ -220,14 +229,14 @@ func (s *Supervisor) isFence(m notify.Message) bool {
 // Called when a child dies, before the sender check forgets its tree, so a
 // marker sent just before a kill -9 is never lost.
 func (s *Supervisor) drain() {
-	if r := s.root.Load(); r != nil && r.heard.Load() == 0 && len(s.msgc) == 0 && !s.notify.Pending() {
+	if r := s.root.Load(); r != nil && r.heard.Load() == 0 && len(s.ch.msgc) == 0 && !s.notify.Pending() {
 		// The tree never said a word and nothing is queued: there is
 		// nothing to drain (the one datagram that could be between recvmsg
 		// and the sender check would be unacknowledged anyway).
 		return
 	}
-	s.fenceSeq++
-	want := s.in.fence + strconv.FormatUint(s.fenceSeq, 10)
+	s.run.fenceSeq++
+	want := s.in.fence + strconv.FormatUint(s.run.fenceSeq, 10)
 	c := &notify.Client{Socket: s.notify.Path(), Timeout: time.Second}
 	// Send from a goroutine while reading: under a flood the socket queue
 	// may be full, and it only empties as this loop takes messages.
@@ -247,14 +256,14 @@ func (s *Supervisor) drain() {
 				return
 			}
 			sent = nil
-		case m := <-s.msgc:
+		case m := <-s.ch.msgc:
 			if m.fence {
 				if m.Status == want {
 					return
 				}
 				continue // a late fence from an earlier drain
 			}
-			s.take(m, time.Now())
+			s.take(m)
 		case <-deadline.C:
 			s.log.Warn("notify: fence did not come back in time; some late messages may be dropped")
 			return
@@ -266,9 +275,9 @@ func (s *Supervisor) drain() {
 func (s *Supervisor) applyQueued() {
 	for {
 		select {
-		case m := <-s.msgc:
+		case m := <-s.ch.msgc:
 			if !m.fence {
-				s.take(m, time.Now())
+				s.take(m)
 			}
 		default:
 			return

@@ -11,6 +11,7 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // metrics are supervise's Prometheus metrics, on a set of their own (no
@@ -78,16 +79,27 @@ func newMetrics(s *Supervisor) *metrics {
 	return m
 }
 
-// death counts a dirty death by reason.
-func (m *metrics) death(reason string) {
-	m.set.GetOrCreateCounter(`supervise_dirty_deaths_total{reason="` + reason + `"}`).Inc()
+// count applies a machine.Count.
+func (m *metrics) count(c machine.Count) {
+	switch c.Metric {
+	case "death":
+		m.set.GetOrCreateCounter(`supervise_dirty_deaths_total{reason="` + c.Label + `"}`).Inc()
+	case "watchdog":
+		m.watchdogKills.Inc()
+	case "park":
+		m.parks.Inc()
+	case "restart":
+		m.restarts.Inc()
+	case "resume":
+		m.resumes.Add(c.N)
+	}
 }
 
 // WriteMetrics writes every metric of this supervisor in the Prometheus
 // text exposition format (version 0.0.4), each family with HELP and TYPE.
 func (s *Supervisor) WriteMetrics(w io.Writer) {
 	var b bytes.Buffer
-	s.m.set.WritePrometheus(&b)
+	s.met.set.WritePrometheus(&b)
 	addHelp(w, b.Bytes())
 }
 
@@ -144,20 +156,21 @@ func (m *metrics) load() *snapshot { return m.snap.Load() }
 
 // publish stores a fresh snapshot of the loop state; loop goroutine only.
 func (s *Supervisor) publish() {
-	snap := &snapshot{sessions: map[journal.SessionState]int{}, childUp: s.proc != nil, guardOpen: s.guard.Open,
-		commits: s.cs.commits, commitErrs: s.cs.errors, stopping: s.stop != nil && !s.stop.fromTTY}
-	if s.proc != nil {
-		snap.childPID, snap.run = s.proc.PID(), s.run.Run
+	m := s.m
+	snap := &snapshot{sessions: map[journal.SessionState]int{}, childUp: s.run.proc != nil, guardOpen: m.Guard.Open,
+		commits: s.cs.commits, commitErrs: s.cs.errors, stopping: m.Stop != nil && !m.Stop.FromTTY}
+	if p := s.run.proc; p != nil {
+		snap.childPID, snap.run = p.PID(), m.Run.Run
 	}
-	if s.grace.timer != nil {
-		snap.graceUntil = s.grace.deadline
+	if m.Grace.Armed {
+		snap.graceUntil = m.Grace.Deadline
 	}
-	for _, sess := range s.sessions {
+	for _, sess := range m.Sessions {
 		snap.sessions[sess.State]++
 	}
-	s.m.snap.Store(snap)
+	s.met.snap.Store(snap)
 	select {
-	case s.m.changed <- struct{}{}:
+	case s.met.changed <- struct{}{}:
 	default:
 	}
 }

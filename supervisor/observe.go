@@ -1,10 +1,7 @@
 package supervisor
 
 import (
-	"sort"
-
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // Observer is told about the loop's steps once each is durable in the
@@ -66,14 +63,14 @@ type Marker struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// observeMarker queues m's session event for the observer; it is told once
-// the batch holding it commits.
-func (s *Supervisor) observeMarker(m notify.Message) {
-	if s.cfg.Observe == nil || m.Event == notify.EventNone || m.Event == notify.EventHeartbeat {
+// observeMarker queues a marker for the observer; it is told once the
+// batch holding it commits.
+func (s *Supervisor) observeMarker(e machine.ObserveMarker) {
+	if s.cfg.Observe == nil {
 		return
 	}
-	s.cs.markers = append(s.cs.markers, Marker{Run: s.run.Run, Session: m.Session, Event: string(m.Event),
-		Turn: m.Turn, Phase: string(m.Phase), Tool: m.Tool, Outcome: string(m.Outcome)})
+	s.cs.markers = append(s.cs.markers, Marker{Run: e.Run, Session: e.Session, Event: e.Event,
+		Turn: e.Turn, Phase: e.Phase, Tool: e.Tool, Outcome: e.Outcome})
 }
 
 // observeBatch tells the observer about a committed batch's markers, before
@@ -82,39 +79,30 @@ func (s *Supervisor) observeBatch(b *batch) {
 	if s.cfg.Observe == nil || len(b.markers) == 0 {
 		return
 	}
-	s.cfg.Observe(Event{Kind: EventMarkers, Run: s.run.Run, Markers: b.markers})
+	s.cfg.Observe(Event{Kind: EventMarkers, Run: s.m.Run.Run, Markers: b.markers})
 }
 
-// observeStart tells the observer that run n started.
-func (s *Supervisor) observeStart(n uint64, argv []string) {
-	if s.cfg.Observe == nil || s.proc == nil {
+// observeStart tells the observer that a run started.
+func (s *Supervisor) observeStart(e machine.ObserveStart) {
+	p := s.run.proc
+	if s.cfg.Observe == nil || p == nil {
 		return
 	}
-	var ids []string
-	for _, sess := range s.sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && sess.Resume.Run == n {
-			ids = append(ids, sess.ID)
-		}
-	}
-	sort.Strings(ids)
-	held := ""
-	if len(s.heldSessions()) > 0 {
-		held = s.held()
-	}
-	s.cfg.Observe(Event{Kind: EventStart, Run: n, PID: s.proc.PID(), StartTime: s.proc.StartTime(), Tag: s.tag(n),
-		Argv: argv, Delivered: ids, Held: held})
+	s.cfg.Observe(Event{Kind: EventStart, Run: e.Run, PID: p.PID(), StartTime: p.StartTime(), Tag: s.tag(e.Run),
+		Argv: e.Argv, Delivered: e.Delivered, Held: e.Held})
 }
 
-// observeDeath tells the observer that run r's death and the decisions
+// observeDeath tells the observer that a run's death and the decisions
 // for its sessions are committed.
-func (s *Supervisor) observeDeath(r journal.Run, changed []string) {
+func (s *Supervisor) observeDeath(e machine.ObserveDeath) {
 	if s.cfg.Observe == nil {
 		return
 	}
+	r := e.Run
 	ev := Event{Kind: EventDeath, Run: r.Run, PID: r.PID, StartTime: r.StartTime, ExitCode: r.ExitCode,
 		Signal: r.Signal, Reason: r.Reason, Dirty: r.Dirty}
-	for _, id := range changed {
-		if sess, ok := s.sessions[id]; ok {
+	for _, id := range e.Changed {
+		if sess, ok := s.m.Sessions[id]; ok {
 			ev.Decisions = append(ev.Decisions, sessionStatus(*sess, s.cfg.StateDir, ""))
 		}
 	}

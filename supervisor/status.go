@@ -10,6 +10,7 @@ import (
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // Status is what `supervise status --json` prints. Field names are a public
@@ -189,16 +190,7 @@ func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 }
 
 // ResumeCommand is the exact command that resumes session id.
-func ResumeCommand(stateDir, id string) string {
-	return "supervise resume --state-dir " + shellQuote(stateDir) + " " + shellQuote(id)
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func ResumeCommand(stateDir, id string) string { return machine.ResumeCommand(stateDir, id) }
 
 func sortSessions(ss []SessionStatus) {
 	sort.Slice(ss, func(i, j int) bool { return ss[i].ID < ss[j].ID })
@@ -297,46 +289,43 @@ func (s *Supervisor) status() (statusSnap, error) {
 	if err != nil {
 		return statusSnap{}, err
 	}
-	st.Supervisor = SupervisorStatus{Running: true, PID: osGetpid(), Started: s.started}
-	st.Child.State = s.state
-	st.Child.Restarts = s.restarts
+	m, p := s.m, s.run.proc
+	st.Supervisor = SupervisorStatus{Running: true, PID: osGetpid(), Started: s.id.started}
+	st.Child.State, st.Child.Restarts = m.Child, m.Restarts
 	st.Child.PID, st.Child.Run, st.Child.Started = 0, 0, nil
-	if s.proc != nil {
-		st.Child.PID = s.proc.PID()
-		st.Child.Run = s.run.Run
-		st.Child.Started = timePtr(s.proc.Started())
+	if p != nil {
+		st.Child.PID, st.Child.Run, st.Child.Started = p.PID(), m.Run.Run, timePtr(p.Started())
 	}
-	if s.lastExit != nil {
-		last := runStatus(*s.lastExit)
+	st.Child.LastExit = nil
+	if m.LastExit != nil {
+		last := runStatus(*m.LastExit)
 		st.Child.LastExit = &last
-	} else {
-		st.Child.LastExit = nil
 	}
-	st.Child.Ready, st.Child.StatusText = s.ready, s.statusText
-	if s.wd.period > 0 && s.proc != nil {
-		st.Child.Watchdog = s.wd.period.String()
+	st.Child.Ready, st.Child.StatusText = m.Ready, m.StatusText
+	if m.Watchdog.Period > 0 && p != nil {
+		st.Child.Watchdog = m.Watchdog.Period.String()
 	}
-	if s.cg.run != nil && s.proc != nil {
+	if s.cg.run != nil && p != nil {
 		st.Child.Cgroup = s.cg.run.Dir()
 		st.Child.OOMNamed = s.cg.all.Memory()
 	}
-	st.Guard = s.guard
+	st.Guard = m.Guard
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
-		Dropped: map[string]uint64{}, OutOfSequence: s.seq.count}
+		Dropped: map[string]uint64{}, OutOfSequence: m.OutOfSequence}
 	for reason, n := range ns.Dropped.All() {
 		st.Notify.Dropped[reason] = n
 	}
 	st.Journal = &JournalStatus{Path: s.db.Path(), Commits: s.cs.commits, CommitErrors: s.cs.errors}
-	mem := make(map[string]journal.Session, len(s.sessions))
+	mem := make(map[string]journal.Session, len(m.Sessions))
 	deadlines := map[string]*DeadlineStatus{}
-	for id, sess := range s.sessions {
+	for id, sess := range m.Sessions {
 		mem[id] = *sess
-		if dl, ok := sessionDeadline(sess, s.cfg.Deadlines); ok && s.proc != nil {
+		if dl, ok := machine.SessionDeadline(sess, s.cfg.Deadlines); ok && p != nil {
 			deadlines[id] = &DeadlineStatus{Kind: dl.Kind, Limit: dl.Limit.String(), At: dl.At.Round(0), Since: dl.From.Round(0), Extended: dl.Extended}
 		}
 	}
-	return statusSnap{st: st, mem: mem, held: s.held(), deadlines: deadlines}, nil
+	return statusSnap{st: st, mem: mem, held: m.Hold(), deadlines: deadlines}, nil
 }
 
 // WriteText prints st for a person.

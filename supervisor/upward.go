@@ -64,7 +64,7 @@ func (s *Supervisor) RunUpward(ctx context.Context, up UpwardConfig) error {
 		}
 	}
 	for {
-		snap := s.m.load()
+		snap := s.met.load()
 		if !ready && snap.childUp {
 			ready = true
 			send("READY=1")
@@ -99,7 +99,7 @@ func (s *Supervisor) RunUpward(ctx context.Context, up UpwardConfig) error {
 			}
 			return nil
 		case <-t.C:
-		case <-s.m.changed:
+		case <-s.met.changed:
 		}
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 )
@@ -123,9 +125,9 @@ type commitState struct {
 	// retried (a full disk), nil once one succeeds: markers for sessions
 	// the journal does not hold yet are refused meanwhile.
 	failing error
+	// policyDirty: the backoff or guard changed since last committed.
+	policyDirty bool
 }
-
-func (s *Supervisor) markDirty(id string) { s.cs.dirty[id] = true }
 
 // barrier handles a BARRIER=1: its fd is acked once everything received
 // before it is durable.
@@ -155,17 +157,17 @@ func (s *Supervisor) takeBatch() *batch {
 	b := &batch{fds: cs.fds, markers: cs.markers}
 	cs.markers = nil
 	for id := range cs.dirty {
-		if sess, ok := s.sessions[id]; ok {
+		if sess, ok := s.m.Sessions[id]; ok {
 			b.sessions = append(b.sessions, *sess)
 		}
 	}
-	if cs.runDirty && s.run.Run != 0 {
-		r := s.run
+	if cs.runDirty && s.m.Run.Run != 0 {
+		r := s.m.Run
 		b.run = &r
 	}
-	if s.policyDirty {
-		b.policy = &policy{backoff: s.backoff, guard: s.guard}
-		s.policyDirty = false
+	if cs.policyDirty {
+		b.policy = &policy{backoff: s.m.Backoff, guard: s.m.Guard}
+		cs.policyDirty = false
 	}
 	clear(cs.dirty)
 	cs.runDirty = false
@@ -175,7 +177,7 @@ func (s *Supervisor) takeBatch() *batch {
 
 func (s *Supervisor) pendingWork() bool {
 	cs := &s.cs
-	return len(cs.dirty) > 0 || cs.runDirty || len(cs.fds) > 0 || s.policyDirty
+	return len(cs.dirty) > 0 || cs.runDirty || len(cs.fds) > 0 || cs.policyDirty
 }
 
 // flushAsync starts a commit of what is pending, unless one is in flight
@@ -232,7 +234,7 @@ func (s *Supervisor) requeue(b *batch, err error) {
 		cs.runDirty = true
 	}
 	if b.policy != nil {
-		s.policyDirty = true
+		cs.policyDirty = true
 	}
 	cs.fds = append(b.fds, cs.fds...)
 	cs.markers = append(b.markers, cs.markers...)
@@ -285,7 +287,7 @@ func (s *Supervisor) failClosed(b *batch, err error) {
 		return
 	}
 	cs.failed = err
-	os.WriteFile(VerifyFailedPath(s.cfg.StateDir), []byte("journal write failed: "+err.Error()+"\n"), 0o600)
+	s.markVerifyFailed("journal write failed: " + err.Error())
 	s.log.Error("journal: the disk failed a write or fsync; failing closed: no marker is acknowledged from now on, "+
 		"stopping the agent and exiting 1; the next start checks the journal", "err", err)
 	if s.fatalErr == nil {
@@ -326,7 +328,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 		return fmt.Errorf("journal failed closed earlier: %w", cs.failed)
 	}
 	b := s.takeBatch()
-	time.Sleep(s.fp.CommitDelay) // failpoint: a slow disk (0 in production)
+	time.Sleep(s.cfg.Failpoints.CommitDelay) // failpoint: a slow disk (0 in production)
 	err := s.db.Update(func(tx *journal.Tx) error {
 		if err := b.write(tx); err != nil {
 			return err
@@ -358,4 +360,13 @@ func (s *Supervisor) stopWriter() {
 		a.fd.Close()
 	}
 	cs.fds = nil
+}
+
+// markVerifyFailed leaves the marker that makes the next start check the
+// journal (and move it aside if damaged), through statedir: never through
+// a link planted in the state dir.
+func (s *Supervisor) markVerifyFailed(why string) {
+	if err := statedir.WriteFile(s.cfg.StateDir, filepath.Base(VerifyFailedPath(s.cfg.StateDir)), []byte(why+"\n")); err != nil {
+		s.log.Error("could not leave the marker that makes the next start check the journal", "err", err)
+	}
 }

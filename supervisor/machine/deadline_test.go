@@ -1,4 +1,4 @@
-package supervisor
+package machine
 
 import (
 	"testing"
@@ -25,13 +25,13 @@ func TestSessionDeadline(t *testing.T) {
 		{name: "idle has none", sess: journal.Session{State: journal.Idle, ClockFrom: t0}, d: all},
 		{name: "parked has none", sess: journal.Session{State: journal.Parked, ClockFrom: t0}, d: all},
 		{name: "turn only", sess: journal.Session{State: journal.InTurn, ClockFrom: t0}, d: all,
-			ok: true, kind: deadlineTurn, at: at(30)},
+			ok: true, kind: DeadlineTurn, at: at(30)},
 		{name: "tool phase is sooner", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "tool", PhaseStarted: at(20)},
-			d: all, ok: true, kind: deadlineTool, at: at(25)},
+			d: all, ok: true, kind: DeadlineTool, at: at(25)},
 		{name: "model phase later than turn", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(25)},
-			d: all, ok: true, kind: deadlineTurn, at: at(30)},
+			d: all, ok: true, kind: DeadlineTurn, at: at(30)},
 		{name: "phase deadline without turn deadline", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(1)},
-			d: Deadlines{Model: min(10)}, ok: true, kind: deadlineModel, at: at(11)},
+			d: Deadlines{Model: min(10)}, ok: true, kind: DeadlineModel, at: at(11)},
 		{name: "tool flag does not apply to a model phase", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(1)},
 			d: Deadlines{Tool: min(1)}},
 		{name: "idle phase has no phase deadline", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "idle", PhaseStarted: at(1)},
@@ -41,19 +41,19 @@ func TestSessionDeadline(t *testing.T) {
 		{name: "waiting for a person pauses", sess: journal.Session{State: journal.Waiting, Wait: "approval", ClockFrom: t0}, d: all},
 		{name: "waiting for input pauses", sess: journal.Session{State: journal.Waiting, Wait: "input", ClockFrom: t0}, d: all},
 		{name: "waiting for reconnect runs", sess: journal.Session{State: journal.Waiting, Wait: "reconnect", ClockFrom: t0}, d: all,
-			ok: true, kind: deadlineTurn, at: at(30)},
+			ok: true, kind: DeadlineTurn, at: at(30)},
 		{name: "extension moves it", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, TurnExtended: at(40)}, d: all,
-			ok: true, kind: deadlineTurn, at: at(40), extended: true},
+			ok: true, kind: DeadlineTurn, at: at(40), extended: true},
 		{name: "extension capped at twice the flag", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, TurnExtended: at(90)}, d: all,
-			ok: true, kind: deadlineTurn, at: at(60), extended: true},
+			ok: true, kind: DeadlineTurn, at: at(60), extended: true},
 		{name: "extension inside the flag changes nothing", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, TurnExtended: at(10)}, d: all,
-			ok: true, kind: deadlineTurn, at: at(30)},
+			ok: true, kind: DeadlineTurn, at: at(30)},
 		{name: "phase extension capped", sess: journal.Session{State: journal.InTurn, Phase: "tool", PhaseStarted: t0, PhaseExtended: at(100)},
-			d: Deadlines{Tool: min(5)}, ok: true, kind: deadlineTool, at: at(10), extended: true},
+			d: Deadlines{Tool: min(5)}, ok: true, kind: DeadlineTool, at: at(10), extended: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dl, ok := sessionDeadline(&tt.sess, tt.d)
+			dl, ok := SessionDeadline(&tt.sess, tt.d)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v (%+v)", ok, tt.ok, dl)
 			}
@@ -91,12 +91,12 @@ func TestExtendDeadlines(t *testing.T) {
 	for i := range 10 {
 		extendDeadlines(&sess, d, time.Hour, t0.Add(time.Duration(6+i)*time.Second))
 	}
-	dl, _ := sessionDeadline(&sess, d)
-	if want := t0.Add(10 * time.Second); !dl.At.Equal(want) || dl.Kind != deadlineTool {
+	dl, _ := SessionDeadline(&sess, d)
+	if want := t0.Add(10 * time.Second); !dl.At.Equal(want) || dl.Kind != DeadlineTool {
 		t.Errorf("after repeated extensions the deadline is %s %s, want tool phase at %s", dl.Kind, dl.At, want)
 	}
 	sess.Phase = "model"
-	dl, _ = sessionDeadline(&sess, d)
+	dl, _ = SessionDeadline(&sess, d)
 	if want := t0.Add(20 * time.Second); !dl.At.Equal(want) {
 		t.Errorf("turn deadline %s, want its cap %s", dl.At, want)
 	}
@@ -111,14 +111,14 @@ func TestExtendDeadlines(t *testing.T) {
 // clock only, no monotonic reading) keeps its deadline: the time left is
 // computed from the journaled start.
 func TestDeadlineAfterRestart(t *testing.T) {
-	start := time.Now().Add(-7 * time.Second).Round(0) // Round(0) strips the monotonic reading, as JSON does
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	start := now.Add(-7 * time.Second) // journaled: no monotonic reading, as JSON has none
 	sess := journal.Session{State: journal.InTurn, ClockFrom: start}
-	dl, ok := sessionDeadline(&sess, Deadlines{Turn: 10 * time.Second})
+	dl, ok := SessionDeadline(&sess, Deadlines{Turn: 10 * time.Second})
 	if !ok {
 		t.Fatal("no deadline")
 	}
-	left := time.Until(dl.At)
-	if left <= 0 || left > 3*time.Second {
+	if left := dl.At.Sub(now); left != 3*time.Second {
 		t.Errorf("time left %s, want about 3s (10s from a start 7s ago)", left)
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package machine
 
 import (
 	"testing"
@@ -10,24 +10,24 @@ import (
 func TestWatchdogLook(t *testing.T) {
 	const period = 700 * time.Millisecond
 	now := time.Now()
-	busy := func() bool { return true }
-	idle := func() bool { return false }
+	busy := true
+	idle := false
 
 	t.Run("pinged in time", func(t *testing.T) {
-		w := watchdogState{period: period, due: now, deferred: 3, graced: true}
+		w := WatchdogState{Period: period, due: now, deferred: 3, graced: true}
 		v, next := w.look(now, 200*time.Millisecond, busy)
 		if v != wdWait || next != 500*time.Millisecond || w.deferred != 0 || w.graced {
 			t.Errorf("got %v %v %+v, want a look again in 500ms with the deferrals and grace reset", v, next, w)
 		}
 	})
 	t.Run("silent, nothing queued", func(t *testing.T) {
-		w := watchdogState{period: period, due: now}
+		w := WatchdogState{Period: period, due: now}
 		if v, _ := w.look(now, period, idle); v != wdKill {
 			t.Errorf("got %v, want kill", v)
 		}
 	})
 	t.Run("silent under a flood that never empties the socket", func(t *testing.T) {
-		w := watchdogState{period: period, due: now}
+		w := WatchdogState{Period: period, due: now}
 		looks := 0
 		for {
 			v, next := w.look(now, period+time.Duration(looks)*watchdogDeferral, busy)
@@ -49,7 +49,7 @@ func TestWatchdogLook(t *testing.T) {
 		}
 	})
 	t.Run("a ping found in the queue resets the deferrals", func(t *testing.T) {
-		w := watchdogState{period: period, due: now}
+		w := WatchdogState{Period: period, due: now}
 		for range maxWatchdogDeferrals - 1 {
 			w.look(now, period, busy)
 		}
@@ -59,7 +59,7 @@ func TestWatchdogLook(t *testing.T) {
 		}
 	})
 	t.Run("supervise was frozen", func(t *testing.T) {
-		w := watchdogState{period: period, due: now.Add(-3 * time.Second)}
+		w := WatchdogState{Period: period, due: now.Add(-3 * time.Second)}
 		v, next := w.look(now, 4*time.Second, idle)
 		if v != wdFrozen || next != period {
 			t.Errorf("got %v %v, want one more period", v, next)

@@ -1,0 +1,114 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+)
+
+// Deadlines are the turn-level watchdogs (--turn-timeout, --phase-timeout):
+// a process that keeps heartbeating can still be stuck in a turn that never
+// ends (a model stream that hangs, a tool that never returns). Zero turns a
+// deadline off.
+type Deadlines struct {
+	Turn  time.Duration // a turn's attempt, from its turn-begin or resumed
+	Model time.Duration // one model phase
+	Tool  time.Duration // one tool phase
+}
+
+// On reports whether any deadline is set.
+func (d Deadlines) On() bool { return d.Turn > 0 || d.Model > 0 || d.Tool > 0 }
+
+// Deadline kinds, as logs and status name them.
+const (
+	DeadlineTurn  = "turn"
+	DeadlineModel = "model phase"
+	DeadlineTool  = "tool phase"
+)
+
+// Deadline is one deadline of one session.
+type Deadline struct {
+	At    time.Time     // when it fires
+	Kind  string        // DeadlineTurn, DeadlineModel, DeadlineTool
+	Limit time.Duration // the flag's value
+	From  time.Time     // when the clock started
+	// Extended is true when EXTEND_TIMEOUT_USEC moved At past From+Limit.
+	Extended bool
+}
+
+// clocked reports whether the deadlines of sess run: mid-turn, or waiting
+// for the model API (reconnect). A wait for a person stops the clock: a
+// human who takes an hour to approve is not a hung turn.
+func clocked(sess *journal.Session) bool {
+	return sess.State == journal.InTurn ||
+		(sess.State == journal.Waiting && sess.Wait == WaitReconnect)
+}
+
+// WaitReconnect is notify.WaitReconnect as journal.Session.Wait holds it.
+const WaitReconnect = "reconnect"
+
+// SessionDeadline returns the earliest deadline of sess under d; ok is
+// false when none applies. It is pure: the times come from the session,
+// which holds monotonic readings while this supervise recorded them and
+// wall-clock ones after a restart (then the time left is computed from the
+// journaled start).
+func SessionDeadline(sess *journal.Session, d Deadlines) (dl Deadline, ok bool) {
+	if !clocked(sess) {
+		return dl, false
+	}
+	consider := func(kind string, limit time.Duration, from, ext time.Time) {
+		if limit <= 0 || from.IsZero() {
+			return
+		}
+		c := Deadline{At: from.Add(limit), Kind: kind, Limit: limit, From: from}
+		if ext.After(c.At) {
+			c.At, c.Extended = earliest(ext, from.Add(2*limit)), true
+		}
+		if !ok || c.At.Before(dl.At) {
+			dl, ok = c, true
+		}
+	}
+	consider(DeadlineTurn, d.Turn, sess.ClockFrom, sess.TurnExtended)
+	switch sess.Phase {
+	case "model":
+		consider(DeadlineModel, d.Model, sess.PhaseStarted, sess.PhaseExtended)
+	case "tool":
+		consider(DeadlineTool, d.Tool, sess.PhaseStarted, sess.PhaseExtended)
+	}
+	return dl, ok
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// extendDeadlines applies EXTEND_TIMEOUT_USEC=by, received at now, to sess
+// (as systemd does: the deadline becomes at least now+by), capped at twice
+// each deadline's flag counted from its start. It reports whether a deadline
+// moved. A session whose clock does not run is left alone.
+func extendDeadlines(sess *journal.Session, d Deadlines, by time.Duration, now time.Time) bool {
+	if !clocked(sess) || by <= 0 {
+		return false
+	}
+	moved := false
+	ext := func(limit time.Duration, from time.Time, cur *time.Time) {
+		if limit <= 0 || from.IsZero() {
+			return
+		}
+		at := earliest(now.Add(by), from.Add(2*limit))
+		if at.After(from.Add(limit)) && at.After(*cur) {
+			*cur, moved = at, true
+		}
+	}
+	ext(d.Turn, sess.ClockFrom, &sess.TurnExtended)
+	switch sess.Phase {
+	case "model":
+		ext(d.Model, sess.PhaseStarted, &sess.PhaseExtended)
+	case "tool":
+		ext(d.Tool, sess.PhaseStarted, &sess.PhaseExtended)
+	}
+	return moved
+}

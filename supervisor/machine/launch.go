@@ -1,0 +1,347 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
+)
+
+// launchDue prepares the next launch: the checks before the first one,
+// lifted parks, and what the run delivers.
+func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
+	if m.Stop != nil {
+		m.endStopped(o)
+		return
+	}
+	first := m.launches == 0
+	if first && m.Verifying && len(m.pendingIgnoringHold()) > 0 {
+		// Nothing is resumed from state not yet verified.
+		o.info("waiting for the journal check before the first launch: resumes are owed")
+		o.add(AwaitVerify{})
+		return
+	}
+	if first && m.Config.Task.On && !m.Config.Task.Rerun && len(m.pendingIgnoringHold()) == 0 && m.taskBlocked(o) > 0 {
+		o.add(End{Code: ExitParked})
+		return
+	}
+	n := m.nextRun
+	m.nextRun++
+	m.launches++
+	m.launching = n
+	m.Child, m.Ready, m.StatusText, m.TurnDone = "starting", false, "", false
+	m.liftParks(o, e.Fingerprint, now)
+	m.prepareDelivery(o, n)
+}
+
+// NeedFingerprint reports whether the next LaunchDue needs the agent's
+// fingerprint: a park by the breaker records one, which a changed agent
+// lifts.
+func (m *Machine) NeedFingerprint() bool {
+	if !m.Config.Fingerprint {
+		return false
+	}
+	for _, sess := range m.Sessions {
+		if sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker && sess.Fingerprint != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// liftParks: a session parked by the breaker under an agent whose
+// fingerprint differs from the one about to run becomes resume_pending,
+// once.
+func (m *Machine) liftParks(o *out, fp *journal.Fingerprint, now time.Time) {
+	if fp == nil {
+		return
+	}
+	var ids []string
+	for _, sess := range m.Sessions {
+		if !resume.Liftable(*sess, fp.Sum) {
+			continue
+		}
+		was := sess.Fingerprint
+		*sess = resume.Lift(*sess, now, m.Config.Resume)
+		ids = append(ids, sess.ID)
+		o.warn("session's park lifted: the agent changed since it was parked; resuming it once",
+			"session", sess.ID, "turn", sess.Turn, "crash_count", sess.CrashCount,
+			"parked_fingerprint", short(was.Sum), "fingerprint", short(fp.Sum))
+	}
+	if len(ids) > 0 {
+		o.save(ids...)
+		o.add(Commit{Kind: CommitPending, Why: "recording lifted parks"})
+	}
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
+
+// prepareDelivery decides what run n delivers: with --resume-exec, the
+// oldest pending session in the relaunch's argv; otherwise every pending
+// session in the resume file. The runner writes the file and answers
+// Delivered, whose commit precedes the fork, so a resume counts against its
+// session if run n dies.
+func (m *Machine) prepareDelivery(o *out, n uint64) {
+	pending := m.pending()
+	if ids := m.heldSessions(); len(ids) > 0 {
+		o.warn("automatic resumes held", "why", m.held(), "sessions", ids)
+	}
+	if len(pending) == 0 {
+		m.Task.Ran = true
+		o.add(Launch{Run: n, Argv: m.Config.Argv, Stale: true})
+		return
+	}
+	argv, via := m.Config.Argv, "resume file"
+	if m.Config.Task.On {
+		if !m.Task.Ran && m.launches == 1 {
+			o.warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
+				"session", pending[0].ID)
+		}
+		if argv, pending = m.execArgv(o, pending); pending == nil {
+			m.prepareDelivery(o, n) // every one was refused and parked
+			return
+		}
+		via = "--resume-exec"
+	}
+	ids := make([]string, len(pending))
+	for i, sess := range pending {
+		ids[i] = sess.ID
+	}
+	o.add(Launch{Run: n, Argv: argv, Items: resume.Items(copies(pending)), IDs: ids, Via: via, Task: m.Config.Task.On})
+}
+
+// execArgv builds the --resume-exec argv of the oldest pending session.
+// A session whose id cannot go into an argv is parked instead, with its
+// reason, and the next one is tried; nil when none is left.
+func (m *Machine) execArgv(o *out, pending []*journal.Session) ([]string, []*journal.Session) {
+	for _, sess := range pending {
+		if argv, ok := m.templated(o, sess); ok {
+			return argv, []*journal.Session{sess}
+		}
+	}
+	return nil, nil
+}
+
+// templated fills the --resume-exec template for sess; a session whose id
+// cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
+func (m *Machine) templated(o *out, sess *journal.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(m.Config.Task.Exec, resume.Items(copies([]*journal.Session{sess}))[0])
+	if err == nil {
+		return argv, true
+	}
+	sess.State, sess.Resume = journal.Parked, nil
+	sess.Reason = "not resumed with --resume-exec: " + err.Error()
+	o.save(sess.ID)
+	o.error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
+	return nil, false
+}
+
+func copies(ss []*journal.Session) []journal.Session {
+	out := make([]journal.Session, len(ss))
+	for i, s := range ss {
+		out[i] = *s
+	}
+	return out
+}
+
+// delivered records that run e.Run got the resumes of e.IDs; the commit
+// follows before the fork (or, live, before the signal).
+func (m *Machine) delivered(o *out, e Delivered) {
+	for _, id := range e.IDs {
+		sess := m.Sessions[id]
+		if sess == nil || sess.Resume == nil {
+			continue
+		}
+		r := *sess.Resume
+		r.Delivered++
+		r.Run = e.Run
+		sess.Resume = &r
+		m.touch(id)
+	}
+	o.save(e.IDs...)
+	o.add(Count{Metric: "resume", N: len(e.IDs)}, Commit{Kind: CommitPending, Why: "recording the deliveries"})
+	if e.Live {
+		return
+	}
+	o.info("delivering resumes", "run", e.Run, "via", e.Via, "sessions", e.IDs)
+}
+
+// started records that run e.Run's child runs.
+func (m *Machine) started(o *out, e Started) {
+	relaunch := m.LastExit != nil
+	m.Child = "running"
+	m.Run = journal.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
+		Reason: journal.ReasonRunning, Argv: e.Argv}
+	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}
+	if m.Watchdog.Period > 0 {
+		m.armWatchdog(o, m.Watchdog.Period, e.At)
+	}
+	if relaunch {
+		m.Restarts++
+		o.add(Count{Metric: "restart"})
+	}
+	o.add(Commit{Kind: CommitLaunch, Run: m.Run, Relaunch: relaunch, Why: "recording the child's start"})
+	o.info("child started", "run", e.Run, "pid", e.PID, "cmd", e.Argv[0])
+	o.add(Publish{})
+	var ids []string
+	for _, sess := range m.Sessions {
+		if sess.State == journal.ResumePending && sess.Resume != nil && sess.Resume.Run == e.Run {
+			ids = append(ids, sess.ID)
+		}
+	}
+	sort.Strings(ids)
+	held := ""
+	if len(m.heldSessions()) > 0 {
+		held = m.held()
+	}
+	o.add(ObserveStart{Run: e.Run, Argv: e.Argv, Delivered: ids, Held: held})
+}
+
+// Hold says why automatic resumes are not dispatched now, "" if they are.
+func (m *Machine) Hold() string {
+	switch {
+	case m.VerifyFailed:
+		return "the journal failed its consistency check"
+	case m.Verifying:
+		return "checking the journal after an unclean stop"
+	case m.Config.ResumeOff:
+		return "--resume off"
+	case m.Guard.Open:
+		return "crash-loop guard open"
+	}
+	return ""
+}
+
+func (m *Machine) held() string { return m.Hold() }
+
+// pending returns the sessions owed a resume that may be dispatched now:
+// automatic ones unless held, manual ones always. Oldest first.
+func (m *Machine) pending() []*journal.Session {
+	held := m.held() != ""
+	var out []*journal.Session
+	for _, sess := range m.Sessions {
+		if sess.State == journal.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
+			out = append(out, sess)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Resume.Since.Equal(out[j].Resume.Since) {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].Resume.Since.Before(out[j].Resume.Since)
+	})
+	return out
+}
+
+// pendingIgnoringHold lists the sessions owed a resume, held or not.
+func (m *Machine) pendingIgnoringHold() []*journal.Session {
+	var out []*journal.Session
+	for _, sess := range m.Sessions {
+		if sess.State == journal.ResumePending && sess.Resume != nil {
+			out = append(out, sess)
+		}
+	}
+	return out
+}
+
+// heldSessions lists the sessions whose resume is held back.
+func (m *Machine) heldSessions() []string {
+	if m.held() == "" {
+		return nil
+	}
+	var ids []string
+	for _, sess := range m.Sessions {
+		if sess.State == journal.ResumePending && sess.Resume != nil && !sess.Resume.Manual {
+			ids = append(ids, sess.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// deliverLive hands resumes that became dispatchable while the child runs
+// (a manual resume, the guard clearing) to that child: the resume file is
+// rewritten and the child gets --resume-signal. Without that flag they
+// wait for the next start.
+func (m *Machine) deliverLive(o *out) {
+	if !m.Running() || !m.Config.LiveResume || m.Config.Task.On {
+		return
+	}
+	all := m.pending()
+	var fresh []string
+	for _, sess := range all {
+		if sess.Resume.Run != m.Run.Run {
+			fresh = append(fresh, sess.ID)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	o.add(DeliverLive{Items: resume.Items(copies(all)), Fresh: fresh})
+}
+
+// clearGuard records that the agent proved healthy, and delivers what the
+// guard held.
+func (m *Machine) clearGuard(o *out, why string) {
+	if !m.Guard.Open && m.Guard.Chain == 0 {
+		return
+	}
+	if m.Guard.Open {
+		o.info("the agent proved healthy: crash-loop guard cleared", "why", why)
+	}
+	m.Guard = m.Config.Guard.Healthy(m.Guard)
+	o.savePolicy()
+	m.deliverLive(o)
+}
+
+// verified applies the background journal check's result.
+func (m *Machine) verified(o *out, e Verified) {
+	m.Verifying = false
+	if e.Err != "" {
+		m.VerifyFailed = true
+		o.add(Fatal{Err: e.Err})
+		return
+	}
+	o.info("journal checked: consistent")
+	m.deliverLive(o)
+}
+
+// ErrUnknownSession is returned by a manual resume of a session the
+// journal has never seen.
+var ErrUnknownSession = errors.New("unknown session")
+
+// Reply answers a control request (ManualResume): Err, or nil.
+type Reply struct{ Err error }
+
+func (Reply) effect() {}
+
+// manualResume applies `supervise resume ID`.
+func (m *Machine) manualResume(o *out, e ManualResume, now time.Time) {
+	sess, ok := m.Sessions[e.ID]
+	if !ok {
+		if e.Stored == nil {
+			o.add(Reply{Err: fmt.Errorf("%w %q", ErrUnknownSession, e.ID)})
+			return
+		}
+		sess = e.Stored
+	}
+	updated, err := resume.Manual(*sess, now, m.Config.Resume.Template)
+	if err != nil {
+		o.add(Reply{Err: err})
+		return
+	}
+	m.Sessions[e.ID] = &updated
+	o.save(e.ID)
+	o.add(Commit{Kind: CommitPending, Why: "recording a manual resume"})
+	o.info("session resumed by hand", "session", e.ID, "was", string(sess.State))
+	m.deliverLive(o)
+	o.add(Reply{})
+}

@@ -1,0 +1,188 @@
+// Package machine is the run loop of supervise as a pure transition
+// function: Machine.Step takes one event (the child started or exited, a
+// marker arrived, a timer fired, a stop or a control request) and the time,
+// changes the loop state, and returns the effects the runner must perform,
+// in order: commit, launch, signal, arm a timer, reply, log, publish, end.
+//
+// Step does no I/O, reads no clock, starts no goroutine and logs nothing
+// itself (the shape of etcd-io/raft's Step and Ready). The runner
+// (package supervisor) owns the journal, the child, the sockets and the
+// timers; it feeds events in and performs what comes out. Commit before
+// launch is an ordering of effects: every effect list that holds a Launch
+// holds the Commit it depends on before it.
+package machine
+
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/resume"
+)
+
+// Config is what Step needs to know of the run flags. It never changes
+// while the machine runs.
+type Config struct {
+	Policy crashloop.Policy
+	Guard  crashloop.Guard
+	Resume resume.Policy
+	// ResumeOff computes and shows decisions but dispatches no automatic
+	// resume (--resume off).
+	ResumeOff bool
+	// StopSignal asks the child to stop; StopTimeout is the grace period.
+	StopSignal  int
+	StopTimeout time.Duration
+	// Watchdog is the period within which the agent must ping; 0: off.
+	Watchdog  time.Duration
+	Deadlines Deadlines
+	// Foreground: the child shares supervise's process group, so a
+	// terminal's Ctrl-C reaches it directly.
+	Foreground bool
+	// LiveResume: resumes that become dispatchable while the child runs
+	// are delivered to it (--resume-signal).
+	LiveResume bool
+	// Argv is the agent command line; Task, when Task.On, makes it a task.
+	Argv []string
+	Task TaskConfig
+	// StateDir names the state dir in the commands a person is told.
+	StateDir string
+	// Fingerprint: the agent's fingerprint is recorded on breaker parks,
+	// and a changed agent lifts them once.
+	Fingerprint bool
+	// StopSignalName names StopSignal in the log.
+	StopSignalName string
+}
+
+// Exit codes Step ends with (the values of internal/exitcode).
+const (
+	ExitOK     = exitcode.OK
+	ExitGaveUp = exitcode.GaveUp
+	ExitParked = exitcode.Parked
+)
+
+// State is everything the loop remembers. The runner reads it (status,
+// metrics, the commit batches) and never writes it: only Step does.
+type State struct {
+	// Sessions are the sessions held in memory: every open one, and
+	// settled ones until evicted.
+	Sessions map[string]*journal.Session
+	// Run is the current run, or the last one once it ended.
+	Run journal.Run
+	// LastExit is the last run that ended, nil before the first.
+	LastExit *journal.Run
+	// Child is the child's state as status names it.
+	Child    string
+	Restarts uint64
+	// Ready and StatusText are what the agent sent (READY=1, STATUS=).
+	Ready      bool
+	StatusText string
+	Backoff    crashloop.State
+	Guard      crashloop.GuardState
+	// Stop is a stop asked of supervise; Abort a kill supervise started
+	// on its own (watchdog, memory guard, deadline).
+	Stop  *Stop
+	Abort *Abort
+	// Grace is the SIGKILL deadline of a stop or an abort.
+	Grace Grace
+	// Watchdog is the hang detector's state.
+	Watchdog WatchdogState
+	// DeadlineDeferred counts deadline looks postponed for queued datagrams.
+	DeadlineDeferred int
+	// TurnDone: a turn completed during the current run.
+	TurnDone bool
+	// Verifying: the background journal check runs; VerifyFailed: it failed.
+	Verifying    bool
+	VerifyFailed bool
+	// OutOfSequence counts markers that contradicted their session's turn.
+	OutOfSequence uint64
+	seqLog        rateLimit
+	refusedLog    rateLimit
+	lastInterrupt time.Time
+	Task          TaskState
+	nextRun       uint64
+	launching     uint64 // the run number of the launch under way
+	launches      int    // launches by this supervise
+	deadlineArmed bool
+	deadlineDue   time.Time
+}
+
+// Stop is a stop asked of supervise.
+type Stop struct {
+	Signal  int // what asked for it; 0 for Shutdown
+	At      time.Time
+	Forced  bool // a second signal: kill at once, exit 128+N
+	FromTTY bool // a terminal Ctrl-C the child received itself
+}
+
+// Abort is a kill supervise started on its own.
+type Abort struct {
+	Reason string
+	At     time.Time
+}
+
+// Grace is the SIGKILL deadline of an ending that began at Start.
+type Grace struct {
+	Armed           bool
+	Start, Deadline time.Time
+}
+
+// Machine is the loop state with its configuration.
+type Machine struct {
+	Config Config
+	State
+}
+
+// New returns a machine in its boot state.
+func New(cfg Config) *Machine {
+	if cfg.StopSignal == 0 {
+		cfg.StopSignal = sigTERM
+	}
+	return &Machine{Config: cfg, State: State{Sessions: map[string]*journal.Session{}, Child: "starting"}}
+}
+
+// Signal numbers Step needs, as Linux and macOS number them.
+const (
+	sigINT  = 2
+	sigKILL = 9
+	sigABRT = 6
+	sigTERM = 15
+)
+
+// Step applies ev, which happened at now, and returns what the runner
+// must do, in order.
+func (m *Machine) Step(ev Event, now time.Time) []Effect {
+	var o out
+	switch e := ev.(type) {
+	case Booted:
+		m.booted(&o, e, now)
+	case LaunchDue:
+		m.launchDue(&o, e, now)
+	case Delivered:
+		m.delivered(&o, e)
+	case Started:
+		m.started(&o, e)
+	case Exited:
+		m.exited(&o, e, now)
+	case Marker:
+		m.marker(&o, e, now)
+	case Beats:
+		m.beats(&o, e, now)
+	case StopRequested:
+		m.stopAsked(&o, e, now)
+	case TimerFired:
+		m.timerFired(&o, e, now)
+	case Fingerprinted:
+		m.fingerprinted(&o, e)
+	case Verified:
+		m.verified(&o, e)
+	case ManualResume:
+		m.manualResume(&o, e, now)
+	case Evict:
+		m.evict(e)
+	}
+	return o.fx
+}
+
+// Running reports whether a child runs.
+func (m *Machine) Running() bool { return m.Child == "running" || m.Child == "stopping" }

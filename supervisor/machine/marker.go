@@ -1,0 +1,306 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// MaxSessions bounds the sessions held in memory and the heartbeats
+// buffered for them, so a misbehaving agent cannot grow the supervisor
+// without bound. Settled sessions are evicted long before (KeptSettled),
+// and pruned from the journal by --keep-sessions, so only open sessions
+// count towards it in practice. Past it a new session's marker is refused,
+// logged (rate-limited) and its sender's next barrier answers '0'.
+const MaxSessions = 100_000
+
+// KeptSettled is how many sessions memory holds before settled ones (idle
+// or closed, committed) are evicted; the journal has them, and a marker
+// reloads one.
+const KeptSettled = 10_000
+
+// rateLimit lets one line through per second and counts the rest.
+type rateLimit struct {
+	last       time.Time
+	suppressed uint64
+}
+
+func (r *rateLimit) allow(now time.Time) (suppressed uint64, ok bool) {
+	if !r.last.IsZero() && now.Sub(r.last) < time.Second {
+		r.suppressed++
+		return 0, false
+	}
+	n := r.suppressed
+	r.last, r.suppressed = now, 0
+	return n, true
+}
+
+// Held reports whether the machine holds session id in memory.
+func (m *Machine) Held(id string) bool { _, ok := m.Sessions[id]; return ok }
+
+// marker applies one datagram from the child's tree.
+func (m *Machine) marker(o *out, e Marker, now time.Time) {
+	msg := e.Msg
+	m.standard(o, msg, now)
+	if msg.Session == "" {
+		return
+	}
+	sess := m.sessionFor(o, e, now)
+	if sess == nil {
+		o.add(Refuse{PID: msg.PID})
+		return
+	}
+	if why, ignore := outOfSequence(sess, msg); why != "" {
+		m.outOfSequence(o, sess, msg, why, ignore, now)
+		if ignore {
+			sess.LastHeartbeat = now
+			o.save(sess.ID)
+			return
+		}
+	}
+	sess.LastHeartbeat = now
+	sess.Updated = now
+	m.taskMarker(msg)
+	if m.Run.Run != 0 {
+		sess.Run = m.Run.Run
+	}
+	m.transition(o, sess, msg, now)
+	if msg.Event != notify.EventWaiting && sess.State != journal.Waiting {
+		sess.Wait = ""
+	}
+	if m.Config.Task.On && sess.Task == "" {
+		sess.Task = m.Config.Task.ID
+	}
+	o.save(sess.ID)
+	m.noteDeadline(o, sess)
+	if msg.Event != notify.EventNone && msg.Event != notify.EventHeartbeat {
+		o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn,
+			Phase: string(msg.Phase), Tool: msg.Tool, Outcome: string(msg.Outcome)})
+	}
+}
+
+// standard applies the sd_notify keys of msg.
+func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
+	if msg.Ready && !m.Ready {
+		m.Ready = true
+		o.info("agent is ready", "run", m.Run.Run, "pid", msg.PID)
+	}
+	if msg.HasStatus {
+		m.StatusText = msg.Status
+	}
+	if msg.Stopping {
+		o.info("agent says it is stopping", "run", m.Run.Run, "pid", msg.PID)
+	}
+	if msg.WatchdogUSec > 0 {
+		m.setWatchdog(o, time.Duration(msg.WatchdogUSec)*time.Microsecond, now)
+	}
+	if msg.WatchdogTrigger && m.Running() && m.Stop == nil && m.Abort == nil {
+		m.abort(o, journal.ReasonWatchdog, "the agent sent WATCHDOG=trigger", sigABRT, now)
+	}
+	if msg.ExtendTimeoutUSec > 0 {
+		m.extendTimeout(o, msg, time.Duration(msg.ExtendTimeoutUSec)*time.Microsecond, now)
+	}
+}
+
+// sessionFor returns the session a marker names: held, loaded from the
+// journal (e.Stored) or new; nil when it is refused (too many sessions, or
+// a new session while commits fail).
+func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
+	id := e.Msg.Session
+	if sess, ok := m.Sessions[id]; ok {
+		return sess
+	}
+	if e.Failing != "" && e.Stored == nil {
+		if n, ok := m.refusedLog.allow(now); ok {
+			o.warn("the journal cannot commit: marker for a new session refused",
+				"session", id, "pid", e.Msg.PID, "err", e.Failing, "suppressed", n)
+		}
+		return nil
+	}
+	if len(m.Sessions) >= MaxSessions {
+		if n, ok := m.refusedLog.allow(now); ok {
+			o.warn("too many sessions in memory: marker for a new session refused",
+				"session", id, "pid", e.Msg.PID, "limit", MaxSessions, "suppressed", n)
+		}
+		return nil
+	}
+	sess := journal.Session{ID: id, State: journal.Idle, Updated: now}
+	if e.Stored != nil {
+		sess = *e.Stored
+	}
+	m.Sessions[id] = &sess
+	return &sess
+}
+
+// transition moves sess by the marker's event.
+func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, now time.Time) {
+	switch msg.Event {
+	case notify.EventTurnBegin:
+		if sess.State == journal.ResumePending || sess.State == journal.Parked {
+			o.info("a new turn supersedes the session's pending resume or park",
+				"session", sess.ID, "was", string(sess.State), "crash_count", sess.CrashCount)
+		}
+		sess.State = journal.InTurn
+		sess.Turn, sess.Prompt, sess.TurnStarted = msg.Turn, msg.Prompt, now
+		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
+		newAttempt(sess, now)
+		sess.ParkedBy, sess.Fingerprint = "", nil
+	case notify.EventTurnEnd:
+		if msg.Turn != "" {
+			sess.Turn = msg.Turn
+		}
+		sess.State = journal.Idle
+		sess.Outcome = string(msg.Outcome)
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
+		if msg.Outcome == notify.OutcomeCompleted {
+			m.turnCompleted(o, sess)
+		}
+	case notify.EventWaiting:
+		if msg.Turn != "" {
+			sess.Turn = msg.Turn
+		}
+		sess.State = journal.Waiting
+		sess.Wait = string(msg.Wait)
+	case notify.EventPhase:
+		sess.Phase, sess.Tool, sess.Detail = string(msg.Phase), msg.Tool, msg.Detail
+		sess.PhaseStarted, sess.PhaseExtended = now, time.Time{}
+		if sess.State == journal.Waiting {
+			sess.State = journal.InTurn // the turn goes on: the wait is over
+			if sess.Wait != WaitReconnect {
+				// A person answered: the turn's clock starts again.
+				sess.ClockFrom, sess.TurnExtended = now, time.Time{}
+			}
+			sess.Wait = ""
+		}
+	case notify.EventResumed:
+		if msg.Turn != "" {
+			sess.Turn = msg.Turn
+		}
+		if sess.Resume != nil {
+			o.info("agent took the resume", "session", sess.ID, "turn", sess.Turn, "attempt", sess.Resume.Attempt)
+		}
+		sess.State = journal.InTurn
+		sess.Resume, sess.Reason = nil, ""
+		if sess.TurnStarted.IsZero() {
+			sess.TurnStarted = now
+		}
+		newAttempt(sess, now) // the phase clock starts at the next phase marker
+	case notify.EventClosed:
+		sess.State = journal.Closed
+		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
+	}
+}
+
+// outOfSequence says why marker msg contradicts the session's turn (""
+// when it does not), and whether it is ignored. Ignored, so that the state
+// machine never goes back: a turn-begin repeated for the open turn, or
+// replayed for a turn that already ended (an agent replaying its log after
+// a restart must not reopen, and so later resume, a finished turn); a
+// turn-end repeated for a turn already ended (it must not prove health
+// twice, nor change the outcome). Applied but recorded: a turn-end naming
+// another turn than the open one, since the agent's hooks may number the
+// continuation of a resumed turn afresh. Markers without a turn id are
+// never contradicted.
+func outOfSequence(sess *journal.Session, msg notify.Message) (why string, ignore bool) {
+	if msg.Turn == "" || sess.Turn == "" {
+		return "", false
+	}
+	same := msg.Turn == sess.Turn
+	open := sess.State == journal.InTurn || sess.State == journal.Waiting
+	ended := sess.State == journal.Idle && sess.Outcome != ""
+	switch msg.Event {
+	case notify.EventTurnBegin:
+		switch {
+		case same && open:
+			return "turn-begin repeated for the open turn", true
+		case same && ended:
+			return "turn-begin for a turn that already ended", true
+		}
+	case notify.EventTurnEnd:
+		switch {
+		case !same && open:
+			return "turn-end names another turn than the open one; the open turn ends", false
+		case same && ended:
+			return "turn-end repeated", true
+		}
+	}
+	return "", false
+}
+
+func (m *Machine) outOfSequence(o *out, sess *journal.Session, msg notify.Message, why string, ignored bool, now time.Time) {
+	m.OutOfSequence++
+	n, ok := m.seqLog.allow(now)
+	if !ok {
+		return
+	}
+	text := "turn marker out of sequence: applied"
+	if ignored {
+		text = "turn marker out of sequence: ignored"
+	}
+	o.warn(text, "session", sess.ID, "event", string(msg.Event), "turn", msg.Turn,
+		"session_turn", sess.Turn, "state", string(sess.State), "why", why, "suppressed", n)
+}
+
+// newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
+// resumed) at now.
+func newAttempt(sess *journal.Session, now time.Time) {
+	sess.ClockFrom, sess.PhaseStarted = now, time.Time{}
+	sess.TurnExtended, sess.PhaseExtended = time.Time{}, time.Time{}
+	sess.Wait = ""
+}
+
+// turnCompleted resets what a completed turn proves: the session's crash
+// count, and the process-level backoff and crash-loop guard.
+func (m *Machine) turnCompleted(o *out, sess *journal.Session) {
+	sess.CrashCount = 0
+	m.TurnDone = true
+	m.Backoff = m.Backoff.Reset()
+	o.savePolicy()
+	m.clearGuard(o, "a turn completed (session "+sess.ID+")")
+}
+
+// beats applies the heartbeats gathered off the loop.
+func (m *Machine) beats(o *out, e Beats, now time.Time) {
+	var ids []string
+	for id, at := range e.Sessions {
+		if m.Config.Task.On {
+			m.Task.Markers = true
+			m.touch(id)
+		}
+		sess, ok := m.Sessions[id]
+		if !ok {
+			if len(m.Sessions) >= MaxSessions {
+				continue
+			}
+			sess = &journal.Session{ID: id, State: journal.Idle, Updated: now}
+			if st, found := e.Stored[id]; found {
+				*sess = st
+			}
+			m.Sessions[id] = sess
+		}
+		if at.After(sess.LastHeartbeat) {
+			sess.LastHeartbeat = at
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
+		o.save(ids...)
+	}
+	if m.Run.Run != 0 && e.Ping.After(m.Run.LastHeartbeat) && !e.Ping.Before(m.Run.Started) {
+		m.Run.LastHeartbeat = e.Ping
+		o.add(Save{Run: true})
+	}
+}
+
+// evict drops settled sessions whose last change is committed.
+func (m *Machine) evict(e Evict) {
+	if len(m.Sessions) <= e.Keep {
+		return
+	}
+	for id, sess := range m.Sessions {
+		if !sess.State.Open() && !e.Busy(id) {
+			delete(m.Sessions, id)
+		}
+	}
+}

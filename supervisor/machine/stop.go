@@ -1,0 +1,161 @@
+package machine
+
+import "time"
+
+// forceQuitWindow is how soon a second terminal Ctrl-C must follow the
+// first to force-quit.
+const forceQuitWindow = 2 * time.Second
+
+// duplicateSignalWindow: the same stop signal again this soon after the
+// first is the same request delivered twice, not a force-quit: timeout(1)
+// signals its child and then its process group, and `kill -- -PGID` of a
+// group that holds supervise reaches it next to a direct kill.
+const duplicateSignalWindow = 100 * time.Millisecond
+
+// maxExtend caps how far EXTEND_TIMEOUT_USEC can push a grace period
+// beyond --stop-timeout.
+const maxExtend = 5 * time.Minute
+
+// stopAsked applies a signal to supervise, or Shutdown (Signal 0).
+func (m *Machine) stopAsked(o *out, e StopRequested, now time.Time) {
+	if !m.Running() {
+		if m.Stop != nil {
+			return
+		}
+		// Between runs (backoff) or before the first: nothing to stop.
+		if e.Signal != 0 {
+			o.info("stop requested during backoff", "signal", e.Name)
+		}
+		m.Stop = &Stop{Signal: e.Signal, At: now}
+		if m.Child == "backoff" {
+			m.endStopped(o)
+		}
+		return
+	}
+	if e.Signal == sigINT && m.Config.Foreground && (m.Stop == nil || m.Stop.FromTTY) {
+		m.ctrlC(o, now)
+		return
+	}
+	m.requestStop(o, e.Signal, e.Name, now)
+}
+
+// ctrlC applies a terminal Ctrl-C: the kernel delivered it to the agent
+// too (same process group), so it is not forwarded.
+func (m *Machine) ctrlC(o *out, now time.Time) {
+	if !m.lastInterrupt.IsZero() && now.Sub(m.lastInterrupt) <= forceQuitWindow {
+		o.warn("second Ctrl-C: force-quitting", "pid", m.Run.PID)
+		m.Stop = &Stop{Signal: sigINT, At: now, Forced: true}
+		o.add(Signal{Kill: true})
+		return
+	}
+	m.lastInterrupt = now
+	m.Stop = &Stop{Signal: sigINT, At: now, FromTTY: true}
+	m.armGrace(o, now, now.Add(m.Config.StopTimeout))
+	o.info("Ctrl-C reached the agent; if it exits now that is a stop, not a crash; Ctrl-C again within 2s force-quits",
+		"pid", m.Run.PID)
+}
+
+// requestStop starts a graceful stop, or forces one already under way.
+func (m *Machine) requestStop(o *out, sig int, name string, now time.Time) {
+	if m.Stop != nil && !m.Stop.FromTTY {
+		if sig == 0 {
+			return // Shutdown during a stop: nothing more to do
+		}
+		if sig == m.Stop.Signal && now.Sub(m.Stop.At) < duplicateSignalWindow {
+			o.info("the same signal again at once: one stop request delivered twice (as timeout(1) does); send it again to force the stop",
+				"signal", name, "pid", m.Run.PID)
+			return
+		}
+		o.warn("second signal during the stop: killing the process tree at once", "signal", name, "pid", m.Run.PID)
+		m.Stop.Forced, m.Stop.Signal = true, sig
+		o.add(Signal{Kill: true})
+		return
+	}
+	m.Stop = &Stop{Signal: sig, At: now}
+	m.Child = "stopping"
+	o.disarm(TimerWatchdog)
+	if sig == 0 {
+		name = "shutdown"
+	}
+	o.info("stopping the child", "reason", name, "pid", m.Run.PID,
+		"stop_signal", m.Config.StopSignalName, "stop_timeout", m.Config.StopTimeout)
+	o.add(Publish{}, Signal{Sig: m.Config.StopSignal})
+	if m.Abort == nil {
+		m.armGrace(o, now, now.Add(m.Config.StopTimeout))
+	}
+}
+
+// armGrace starts the grace period of an ending that began at start.
+func (m *Machine) armGrace(o *out, start, deadline time.Time) {
+	m.Grace = Grace{Armed: true, Start: start, Deadline: deadline}
+	o.arm(TimerGrace, deadline)
+}
+
+// graceFired: SIGKILL, unless the agent extended its deadline meanwhile;
+// after a terminal Ctrl-C, a look at whether the agent carries on.
+func (m *Machine) graceFired(o *out, e TimerFired, now time.Time) {
+	if !m.Running() || !m.Grace.Armed {
+		return
+	}
+	if now.Before(m.Grace.Deadline) {
+		o.arm(TimerGrace, m.Grace.Deadline)
+		return
+	}
+	m.Grace.Armed = false
+	if m.Stop != nil && m.Stop.FromTTY {
+		m.ctrlCExpired(o, e, now)
+		return
+	}
+	o.warn("child did not stop within the grace period: killing its process tree",
+		"pid", m.Run.PID, "stop_timeout", m.Config.StopTimeout)
+	o.add(Signal{Kill: true})
+}
+
+// A terminal Ctrl-C reaches the agent directly (it shares supervise's
+// process group), once. An agent that handles SIGINT decides for itself:
+// an interactive agent cancels its turn and carries on, and that is not a
+// stop. An agent that ignores (or blocks) SIGINT never saw the Ctrl-C at
+// all; when it is still running --stop-timeout after it, supervise stops
+// it as for any requested stop: stop signal, SIGCONT, grace, SIGKILL to the
+// tree. The death is then a requested stop, not a crash.
+func (m *Machine) ctrlCExpired(o *out, e TimerFired, now time.Time) {
+	if !e.IgnoresSIGINT {
+		o.info("the agent handled Ctrl-C and carries on; Ctrl-C twice within 2s force-quits", "pid", m.Run.PID)
+		return
+	}
+	o.warn("the agent ignores SIGINT and did not exit within --stop-timeout of Ctrl-C: stopping it",
+		"pid", m.Run.PID, "stop_timeout", m.Config.StopTimeout)
+	m.requestStop(o, sigINT, "interrupt", now)
+}
+
+// extendGrace applies EXTEND_TIMEOUT_USEC= while the agent is being
+// stopped: it may take until now+d to exit, within --stop-timeout plus
+// maxExtend of the start of the stop.
+func (m *Machine) extendGrace(o *out, d time.Duration, now time.Time) {
+	at := now.Add(d)
+	if limit := m.Grace.Start.Add(m.Config.StopTimeout + maxExtend); at.After(limit) {
+		at = limit
+	}
+	if at.After(m.Grace.Deadline) {
+		o.info("agent extended its stop deadline", "pid", m.Run.PID, "by", d, "deadline", at.Sub(now).Round(time.Millisecond))
+		m.Grace.Deadline = at
+		o.add(Publish{}) // the upward notifier extends supervise's own stop timeout
+	}
+}
+
+// abort ends the child on supervise's own initiative: the watchdog
+// (SIGABRT, so the agent can dump its state, as systemd does), the memory
+// guard or a deadline (the stop signal); SIGKILL to the tree after the
+// grace period. The death is dirty, with reason.
+func (m *Machine) abort(o *out, reason, msg string, sig int, now time.Time, args ...any) {
+	m.Abort = &Abort{Reason: reason, At: now}
+	o.disarm(TimerWatchdog)
+	name := m.Config.StopSignalName
+	if sig == sigABRT {
+		name = "SIGABRT"
+	}
+	o.warn(msg, append([]any{"reason", reason, "pid", m.Run.PID, "signal", name,
+		"sigkill_after", m.Config.StopTimeout}, args...)...)
+	o.add(Signal{Sig: sig})
+	m.armGrace(o, now, now.Add(m.Config.StopTimeout))
+}

@@ -1,0 +1,298 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// Stops as event tables: signals to supervise, Ctrl-C in a terminal, the
+// grace period, a stop between runs.
+func TestRuleStops(t *testing.T) {
+	term := StopRequested{Signal: sigTERM, Name: "terminated"}
+	intr := StopRequested{Signal: sigINT, Name: "interrupt"}
+	for _, c := range []struct {
+		name       string
+		foreground bool
+		run        func(r *rig) []Effect // after a launch and a turn-begin of s1
+		code       int
+		reason     string
+		state      journal.SessionState
+	}{
+		{name: "SIGTERM: stop signal, grace, a clean stop, exit 0", code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				fx := r.step(term)
+				if s, ok := find[Signal](fx); !ok || s.Sig != sigTERM || s.Kill {
+					r.t.Errorf("SIGTERM sent %+v, want the stop signal", s)
+				}
+				if a, ok := armed(fx, TimerGrace); !ok || !a.At.Equal(r.now.Add(10*time.Second)) {
+					r.t.Errorf("grace armed %+v, want at now+10s", a)
+				}
+				return r.killed(sigTERM)
+			}},
+		{name: "the same signal twice at once is one request", code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				r.step(term)
+				r.advance(50 * time.Millisecond)
+				if s, ok := find[Signal](r.step(term)); ok {
+					r.t.Errorf("a duplicate signal sent %+v", s)
+				}
+				return r.killed(sigTERM)
+			}},
+		{name: "a second signal later forces: SIGKILL, 128+N", code: 128 + sigTERM, reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				r.step(term)
+				r.advance(time.Second)
+				if s, _ := find[Signal](r.step(term)); !s.Kill {
+					r.t.Errorf("the second signal sent %+v, want a kill", s)
+				}
+				return r.killed(sigKILL)
+			}},
+		{name: "the grace period runs out: SIGKILL to the tree", code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				r.step(term)
+				r.advance(10 * time.Second)
+				if s, _ := find[Signal](r.step(TimerFired{Timer: TimerGrace})); !s.Kill {
+					r.t.Errorf("grace expiry sent %+v, want a kill", s)
+				}
+				return r.killed(sigKILL)
+			}},
+		{name: "Ctrl-C reaches the agent, which exits: a stop", foreground: true, code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				if s, ok := find[Signal](r.step(intr)); ok {
+					r.t.Errorf("Ctrl-C forwarded %+v: the terminal delivered it", s)
+				}
+				r.advance(time.Second)
+				return r.killed(sigINT)
+			}},
+		{name: "Ctrl-C twice within 2s force-quits: 130", foreground: true, code: 130, reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				r.step(intr)
+				r.advance(time.Second)
+				if s, _ := find[Signal](r.step(intr)); !s.Kill {
+					r.t.Errorf("second Ctrl-C sent %+v, want a kill", s)
+				}
+				return r.killed(sigKILL)
+			}},
+		{name: "Ctrl-C handled, the agent carries on; a later crash is a crash", foreground: true, code: -1,
+			reason: journal.ReasonSignal, state: journal.ResumePending,
+			run: func(r *rig) []Effect {
+				r.step(intr)
+				r.advance(10 * time.Second)
+				fx := r.step(TimerFired{Timer: TimerGrace})
+				if _, ok := find[Signal](fx); ok || !logged(fx, "handled Ctrl-C") {
+					r.t.Errorf("grace after a handled Ctrl-C: %#v", fx)
+				}
+				r.advance(time.Minute)
+				return r.killed(sigKILL)
+			}},
+		{name: "Ctrl-C ignored: stopped as any stop after --stop-timeout", foreground: true, code: 0,
+			reason: journal.ReasonStopped, state: journal.Stopped,
+			run: func(r *rig) []Effect {
+				r.step(intr)
+				r.advance(10 * time.Second)
+				if s, _ := find[Signal](r.step(TimerFired{Timer: TimerGrace, IgnoresSIGINT: true})); s.Sig != sigTERM {
+					r.t.Errorf("an agent that ignores SIGINT got %+v, want the stop signal", s)
+				}
+				return r.killed(sigTERM)
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Foreground = c.foreground
+			r := newRig(t, cfg)
+			r.launch()
+			r.begin("s1", "t1")
+			r.advance(time.Second)
+			fx := c.run(r)
+			n := nextOf(t, fx)
+			if c.code >= 0 && (!n.end || n.code != c.code) {
+				t.Errorf("next %+v, want the end with %d", n, c.code)
+			}
+			if c.code < 0 && !n.relaunch {
+				t.Errorf("next %+v, want a relaunch", n)
+			}
+			if got := r.m.LastExit.Reason; got != c.reason {
+				t.Errorf("reason %q, want %q", got, c.reason)
+			}
+			if got := r.sess("s1").State; got != c.state {
+				t.Errorf("s1 %s, want %s", got, c.state)
+			}
+		})
+	}
+}
+
+// A stop during the backoff ends at once, with 0; in task mode it says how
+// to continue the session still owed its resume.
+func TestRuleStopDuringBackoff(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("s1", "t1")
+	r.die(100*time.Millisecond, 1, 0) // quick: a backoff
+	fx := r.step(StopRequested{Signal: sigTERM, Name: "terminated"})
+	if n := nextOf(t, fx); !n.end || n.code != 0 {
+		t.Fatalf("stop during backoff: %+v, want the end with 0", n)
+	}
+	if out := reported(fx); !strings.Contains(out, "session s1 is still owed a resume") {
+		t.Errorf("report %q lacks the session owed a resume", out)
+	}
+}
+
+// Timers: the watchdog, turn and phase deadlines, extensions.
+func TestRuleTimers(t *testing.T) {
+	t.Run("watchdog: silent past the period: SIGABRT, reason watchdog, resumed", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Watchdog = time.Second
+		r := newRig(t, cfg)
+		r.launch()
+		if a, ok := armed(r.fx, TimerWatchdog); !ok || !a.At.Equal(t0.Add(time.Second)) {
+			t.Fatalf("watchdog armed %+v, want at launch+1s", a)
+		}
+		r.begin("s1", "t1")
+		r.advance(500 * time.Millisecond)
+		fx := r.step(TimerFired{Timer: TimerWatchdog, SincePing: 500 * time.Millisecond})
+		if a, _ := armed(fx, TimerWatchdog); !a.At.Equal(r.now.Add(500 * time.Millisecond)) {
+			t.Errorf("pinged in time: re-armed %+v, want when the period runs out", a)
+		}
+		r.advance(time.Second)
+		fx = r.step(TimerFired{Timer: TimerWatchdog, SincePing: 1500 * time.Millisecond, Queued: true})
+		if _, ok := find[Signal](fx); ok {
+			t.Error("killed while datagrams were queued: a ping may be among them")
+		}
+		r.advance(20 * time.Millisecond)
+		fx = r.step(TimerFired{Timer: TimerWatchdog, SincePing: 1520 * time.Millisecond})
+		if s, _ := find[Signal](fx); s.Sig != sigABRT {
+			t.Fatalf("silent agent: %+v, want SIGABRT", s)
+		}
+		n := nextOf(t, r.killed(sigABRT))
+		if r.m.LastExit.Reason != journal.ReasonWatchdog || !n.relaunch || r.sess("s1").State != journal.ResumePending {
+			t.Errorf("after the watchdog kill: %+v %+v %s", r.m.LastExit, n, r.sess("s1").State)
+		}
+	})
+	t.Run("turn deadline: stop signal, reason turn-timeout; paused while a person is awaited", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Deadlines = Deadlines{Turn: time.Minute}
+		r := newRig(t, cfg)
+		r.launch()
+		fx := r.begin("s1", "t1")
+		if a, ok := armed(fx, TimerDeadline); !ok || !a.At.Equal(r.now.Add(time.Minute)) {
+			t.Fatalf("deadline armed %+v, want turn-begin+1m", a)
+		}
+		r.marker(notify.Message{Session: "s1", Event: notify.EventWaiting, Wait: notify.WaitApproval})
+		r.advance(2 * time.Minute)
+		if _, ok := find[Signal](r.step(TimerFired{Timer: TimerDeadline})); ok {
+			t.Fatal("a turn waiting for approval was stopped")
+		}
+		r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseTool, Tool: "Bash"})
+		r.advance(time.Minute)
+		fx = r.step(TimerFired{Timer: TimerDeadline})
+		if s, _ := find[Signal](fx); s.Sig != sigTERM {
+			t.Fatalf("past the deadline: %+v, want the stop signal", s)
+		}
+		r.killed(sigTERM)
+		if r.m.LastExit.Reason != journal.ReasonTurnTimeout || !r.m.LastExit.Dirty {
+			t.Errorf("run %+v, want a dirty turn-timeout", r.m.LastExit)
+		}
+	})
+	t.Run("EXTEND_TIMEOUT_USEC moves a turn deadline, capped at twice the flag", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Deadlines = Deadlines{Turn: time.Minute}
+		r := newRig(t, cfg)
+		r.launch()
+		r.begin("s1", "t1")
+		r.advance(50 * time.Second)
+		r.marker(notify.Message{Session: "s1", ExtendTimeoutUSec: uint64(time.Hour / time.Microsecond)})
+		dl, _ := SessionDeadline(r.sess("s1"), cfg.Deadlines)
+		if !dl.At.Equal(t0.Add(2*time.Minute)) || !dl.Extended {
+			t.Errorf("deadline %+v, want capped at turn-begin+2m", dl)
+		}
+	})
+}
+
+// Task mode before the first launch: the same task command left parked is
+// not started again (exit 5, the resume command said), unless --rerun-task.
+func TestRuleTaskRerun(t *testing.T) {
+	parked := journal.Session{ID: "s1", State: journal.Parked, Task: "task1", Reason: "mid-turn at 2 consecutive dirty deaths"}
+	for _, rerun := range []bool{false, true} {
+		cfg := taskConfig()
+		cfg.Task.Rerun = rerun
+		m := New(cfg)
+		m.Step(Booted{NextRun: 3, Sessions: []journal.Session{parked}}, t0)
+		fx := m.Step(LaunchDue{}, t0)
+		l, launched := find[Launch](fx)
+		switch {
+		case !rerun && (launched || !strings.Contains(reported(fx), "to resume it: supervise resume --state-dir /state s1")):
+			t.Errorf("rerun of a parked task: %#v, want exit 5 and the resume command", fx)
+		case !rerun:
+			if e, _ := find[End](fx); e.Code != ExitParked {
+				t.Errorf("end %+v, want 5", e)
+			}
+		case rerun && (!launched || l.Argv[0] != "agent" || len(l.IDs) != 0):
+			t.Errorf("--rerun-task: %#v, want the task launched", fx)
+		}
+	}
+}
+
+// A park by the breaker lifts once when the agent's fingerprint changed;
+// the lift is committed before the launch.
+func TestRuleFingerprintLift(t *testing.T) {
+	cfg := testConfig()
+	cfg.Fingerprint = true
+	old := &journal.Fingerprint{Sum: "aaaa"}
+	parked := journal.Session{ID: "s1", State: journal.Parked, ParkedBy: journal.ParkedByBreaker, Fingerprint: old,
+		CrashCount: 2, Turn: "t1"}
+	m := New(cfg)
+	m.Step(Booted{NextRun: 1, Sessions: []journal.Session{parked}}, t0)
+	if !m.NeedFingerprint() {
+		t.Fatal("a breaker park with a fingerprint needs the agent's")
+	}
+	fx := m.Step(LaunchDue{Fingerprint: old}, t0)
+	if m.Sessions["s1"].State != journal.Parked {
+		t.Fatalf("the same agent lifted the park: %+v", m.Sessions["s1"])
+	}
+	m2 := New(cfg)
+	m2.Step(Booted{NextRun: 1, Sessions: []journal.Session{parked}}, t0)
+	fx = m2.Step(LaunchDue{Fingerprint: &journal.Fingerprint{Sum: "bbbb"}}, t0)
+	s := m2.Sessions["s1"]
+	if s.State != journal.ResumePending || s.CrashCount != 0 || s.Fingerprint != nil {
+		t.Fatalf("a changed agent: %+v, want resume_pending once", s)
+	}
+	if !savedBeforeCommit(fx, "s1") {
+		t.Errorf("the lift is not committed before the launch: %#v", fx)
+	}
+	if l, _ := find[Launch](fx); len(l.IDs) != 1 || l.IDs[0] != "s1" {
+		t.Errorf("launch %+v, want s1 delivered", l)
+	}
+}
+
+// The first marker of a run is applied like any other; a marker for a
+// new session past the ceiling is refused and its sender's barrier says so.
+func TestRuleMarkerRefused(t *testing.T) {
+	r := newRig(t, testConfig())
+	r.launch()
+	for i := range MaxSessions {
+		id := "open" + string(rune('a'+i%26)) + strings.Repeat("x", i/26%4) + itoa(i)
+		r.m.Sessions[id] = &journal.Session{ID: id, State: journal.InTurn}
+	}
+	fx := r.begin("new", "t1")
+	if ref, ok := find[Refuse](fx); !ok || ref.PID != 100 {
+		t.Errorf("marker past the ceiling: %#v, want refused", fx)
+	}
+	if r.sess("new") != nil {
+		t.Error("a refused session was created")
+	}
+}
+
+func itoa(i int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		i /= 10
+		if i == 0 {
+			return string(b)
+		}
+	}
+}

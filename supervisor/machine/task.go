@@ -1,0 +1,268 @@
+package machine
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// Task mode (--resume-exec): the agent argv is a task, such as
+// `claude -p "fix the tests"`, and runs once. Every later launch is a resume
+// launch for a pending session (the --resume-exec template filled in), and
+// when nothing is pending supervise ends:
+//
+//	a session this invocation saw is parked, or its resume is held   5
+//	the last turn this invocation saw completed                      0
+//	otherwise                                                        the agent's own exit status
+//
+// The task is never run again as a new session, whatever --restart says:
+// that would repeat its side effects and spend API credit. A resume held by
+// the crash-loop guard (or --resume off) is not waited for: supervise ends
+// with 5 and says how to resume it by hand. Resumes owed when supervise
+// starts (a `supervise resume` while it was not running, or a supervise that
+// died mid-task) are delivered first, and the task is then not started: it
+// is the rerun of the same command that the exit-5 message gives.
+
+// TaskConfig is task mode's part of the configuration.
+type TaskConfig struct {
+	On bool
+	// ID identifies the task command (its directory and argv), recorded on
+	// the sessions it opens.
+	ID string
+	// Exec is the parsed --resume-exec template.
+	Exec []string
+	// Rerun starts the task even when an earlier run of the same command
+	// left its session parked or stopped (--rerun-task).
+	Rerun bool
+	// Command is supervise's own command line, quoted into the message
+	// that ends a task with a parked session. nil: "supervise", the flags
+	// that matter and the agent argv.
+	Command []string
+}
+
+// TaskState is task mode's memory of one invocation of supervise.
+type TaskState struct {
+	// Ran is true once the task argv was launched.
+	Ran bool
+	// Markers is true once any session marker or heartbeat arrived.
+	Markers bool
+	// touched holds the sessions this invocation saw or resumed.
+	touched map[string]bool
+	// outcome is the outcome of the last turn-end seen, "" after a
+	// turn-begin or resumed.
+	outcome notify.Outcome
+}
+
+// touch records that session id was seen in this invocation.
+func (m *Machine) touch(id string) {
+	if !m.Config.Task.On {
+		return
+	}
+	if m.Task.touched == nil {
+		m.Task.touched = map[string]bool{}
+	}
+	m.Task.touched[id] = true
+}
+
+// taskMarker records what a marker means for the task's end.
+func (m *Machine) taskMarker(msg notify.Message) {
+	if !m.Config.Task.On {
+		return
+	}
+	m.Task.Markers = true
+	m.touch(msg.Session)
+	switch msg.Event {
+	case notify.EventTurnBegin, notify.EventResumed:
+		m.Task.outcome = ""
+	case notify.EventTurnEnd:
+		m.Task.outcome = msg.Outcome
+	}
+}
+
+// taskBlocked reports, before the task would start, the sessions an
+// earlier run of this same task command left parked or stopped mid-turn.
+// Starting the task again would open a new session beside them and repeat
+// the side effects they may already have had, at API cost (a cron job or a
+// shell loop rerunning the command after exit 5 would do so every time).
+// It reports each with its reason and the command that resumes it, and
+// returns how many there are.
+func (m *Machine) taskBlocked(o *out) int {
+	var ids []string
+	for id, sess := range m.Sessions {
+		if sess.Task == m.Config.Task.ID && (sess.State == journal.Parked || sess.State == journal.Stopped) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return 0
+	}
+	sort.Strings(ids)
+	var lines []string
+	for _, id := range ids {
+		sess := m.Sessions[id]
+		what := "is parked: " + sess.Reason
+		if sess.State == journal.Stopped {
+			what = "was stopped mid-turn"
+		}
+		lines = append(lines, "session "+id+" of this task "+what, "to resume it: "+m.rerunCommand(id))
+	}
+	lines = append(lines, "not starting the task again: it would open a new session and repeat what the parked one may already have done. To start it afresh anyway, add --rerun-task.")
+	o.add(Report{Lines: lines})
+	o.warn("task not started: an earlier run of the same task left a session parked or stopped",
+		"sessions", ids, "exit_code", ExitParked)
+	return len(ids)
+}
+
+// taskNextWords says in the death's log line what follows in task mode.
+func (m *Machine) taskNextWords(dec crashloop.Decision) string {
+	if len(m.pending()) == 0 {
+		return "end of task"
+	}
+	if dec.Action == crashloop.Relaunch && dec.Delay > 0 {
+		return "resume launch in " + dec.Delay.Round(time.Millisecond).String()
+	}
+	return "resume launch now"
+}
+
+// taskNext decides what follows a death in task mode: a resume launch for
+// a pending session, or the end of supervise with its code.
+func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
+	if e.ExecFailed {
+		// A resume launch whose command cannot start: retrying it cannot
+		// help, and the session stays owed its resume.
+		o.error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
+			"err", e.ExecErr)
+		m.taskReport(o)
+		o.add(End{Code: e.Code})
+		return
+	}
+	// Park here, not at the launch, a session whose id the template refuses:
+	// with none left, the launch would be the task itself again.
+	for _, sess := range m.pending() {
+		if _, ok := m.templated(o, sess); ok {
+			o.info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
+			m.backoff(o, dec.Delay)
+			return
+		}
+	}
+	o.add(End{Code: m.taskEnd(o, e)})
+}
+
+// taskEnd returns supervise's exit code at the end of a task and tells the
+// person what they must know.
+func (m *Machine) taskEnd(o *out, e Exited) int {
+	stuck := m.taskReport(o)
+	switch {
+	case stuck > 0:
+		o.warn("task ended with a session that needs a person", "exit_code", ExitParked)
+		return ExitParked
+	case m.Task.outcome == notify.OutcomeCompleted:
+		o.info("task ended: its last turn completed", "exit_code", ExitOK)
+		return ExitOK
+	}
+	o.info("task ended: exiting with the agent's own status", "exit_code", e.Code,
+		"last_outcome", string(m.Task.outcome))
+	return e.Code
+}
+
+// taskStopped tells the person who stopped a task how to continue each
+// session of it the stop left stopped mid-turn, or still owed a resume (a
+// stop during the backoff before a resume launch).
+func (m *Machine) taskStopped(o *out) {
+	if !m.Config.Task.On {
+		return
+	}
+	var lines []string
+	for _, id := range m.touchedIn(journal.Stopped, journal.ResumePending) {
+		what := "was stopped mid-turn"
+		if m.Sessions[id].State == journal.ResumePending {
+			what = "is still owed a resume (the stop came before its resume launch)"
+		}
+		lines = append(lines, "session "+id+" "+what+"; to resume it: "+m.rerunCommand(id))
+	}
+	if len(lines) > 0 {
+		o.add(Report{Lines: lines})
+	}
+}
+
+// touchedIn lists the sessions of this invocation in one of states.
+func (m *Machine) touchedIn(states ...journal.SessionState) []string {
+	var ids []string
+	for id := range m.Task.touched {
+		if sess := m.Sessions[id]; sess != nil {
+			for _, st := range states {
+				if sess.State == st {
+					ids = append(ids, id)
+					break
+				}
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// taskReport reports the no-markers warning, and each session of this
+// invocation that is parked or whose resume is held, with the command that
+// resumes it. It returns how many such sessions there are.
+func (m *Machine) taskReport(o *out) int {
+	var lines []string
+	if !m.Task.Markers {
+		lines = append(lines, "warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.",
+			"the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")
+	}
+	ids := m.touchedIn(journal.Parked, journal.ResumePending)
+	for _, id := range ids {
+		sess := m.Sessions[id]
+		switch held := m.held(); {
+		case sess.State == journal.Parked:
+			lines = append(lines, "session "+id+" is parked: "+sess.Reason)
+		case held != "":
+			lines = append(lines, "session "+id+" is owed a resume that is held ("+held+"): "+sess.Reason)
+		default:
+			lines = append(lines, "session "+id+" is still owed a resume: "+sess.Reason)
+		}
+		lines = append(lines, "to resume it: "+m.rerunCommand(id))
+	}
+	if len(lines) > 0 {
+		o.add(Report{Lines: lines})
+	}
+	return len(ids)
+}
+
+// rerunCommand is the shell command that resumes session id by hand and
+// runs this supervise again, which delivers the resume (and does not start
+// the task again).
+func (m *Machine) rerunCommand(id string) string {
+	argv := m.Config.Task.Command
+	if len(argv) == 0 {
+		argv = append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
+	}
+	return QuoteArgs([]string{argv[0], "resume", "--state-dir", m.Config.StateDir, id}) + " && " + QuoteArgs(argv)
+}
+
+// QuoteArgs quotes argv for a POSIX shell.
+func QuoteArgs(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// ResumeCommand is the exact command that resumes session id.
+func ResumeCommand(stateDir, id string) string {
+	return "supervise resume --state-dir " + ShellQuote(stateDir) + " " + ShellQuote(id)
+}
+
+// ShellQuote quotes s for a POSIX shell, leaving plain words bare.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
