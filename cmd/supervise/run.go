@@ -127,7 +127,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
-	ctl, err := supervisor.ListenControl(supervisor.ControlPath(cfg.StateDir), sup)
+	ctl, err := supervisor.ListenControl(statedir.ControlPath(cfg.StateDir), sup)
 	if err != nil {
 		sup.CloseNotify()
 		fmt.Fprintf(stderr, "supervise: %v\n", err)

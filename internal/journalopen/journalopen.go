@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/supervisor"
 )
 
 // InlineLimit is the journal size up to which the full check after an
@@ -38,8 +38,8 @@ func inlineLimit() int64 {
 // reports that the full check is still due and must run in the background
 // (supervisor.Config.VerifyInBackground). The caller closes db.
 func Open(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
-	path := supervisor.StatePath(stateDir)
-	failed := supervisor.VerifyFailedPath(stateDir)
+	path := statedir.JournalPath(stateDir)
+	failed := statedir.VerifyFailedPath(stateDir)
 	db, err = journal.Open(path, journal.Options{})
 	if err == nil {
 		var clean bool

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/supervisor"
 )
 
 func open(t *testing.T, dir string) (*journal.DB, bool, string) {
@@ -62,7 +62,7 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 		t.Error("an unclean journal over the inline limit was not left for the background check")
 	}
 	// After a failed background check, the next start checks inline.
-	if err := os.WriteFile(supervisor.VerifyFailedPath(dir), nil, 0o600); err != nil {
+	if err := os.WriteFile(statedir.VerifyFailedPath(dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db, later, _ = open(t, dir)
@@ -70,7 +70,7 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 	if later {
 		t.Error("a journal whose background check failed was not checked inline")
 	}
-	if _, err := os.Stat(supervisor.VerifyFailedPath(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(statedir.VerifyFailedPath(dir)); !os.IsNotExist(err) {
 		t.Errorf("the verify-failed marker is still there after a passed check: %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 func TestOpenQuarantines(t *testing.T) {
 	dir := t.TempDir()
 	garbage := bytes.Repeat([]byte("not a journal "), 1000)
-	if err := os.WriteFile(supervisor.StatePath(dir), garbage, 0o600); err != nil {
+	if err := os.WriteFile(statedir.JournalPath(dir), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db, later, log := open(t, dir)
@@ -88,7 +88,7 @@ func TestOpenQuarantines(t *testing.T) {
 	if later || !strings.Contains(log, "journal is damaged") {
 		t.Errorf("verifyLater %v, log %q", later, log)
 	}
-	moved, _ := filepath.Glob(supervisor.StatePath(dir) + ".corrupt-*")
+	moved, _ := filepath.Glob(statedir.JournalPath(dir) + ".corrupt-*")
 	if len(moved) != 1 {
 		t.Fatalf("moved aside: %v, want one file", moved)
 	}
