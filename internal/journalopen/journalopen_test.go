@@ -13,10 +13,10 @@ import (
 	"github.com/supervise-dev/supervise/journal"
 )
 
-func open(t *testing.T, dir string) (*journal.DB, bool, string) {
+func open(t *testing.T, dir string, fp failpoint.Points) (*journal.DB, bool, string) {
 	t.Helper()
 	var logb bytes.Buffer
-	db, later, err := Open(dir, slog.New(slog.NewTextHandler(&logb, nil)))
+	db, later, err := Open(dir, fp, slog.New(slog.NewTextHandler(&logb, nil)))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -27,7 +27,7 @@ func open(t *testing.T, dir string) (*journal.DB, bool, string) {
 // is; one left unclean is checked (inline, being small) and kept.
 func TestOpenTrusts(t *testing.T) {
 	dir := t.TempDir()
-	db, later, log := open(t, dir)
+	db, later, log := open(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("fresh journal: verifyLater %v, log %q", later, log)
 	}
@@ -35,13 +35,13 @@ func TestOpenTrusts(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	db, later, log = open(t, dir)
+	db, later, log = open(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("clean journal: verifyLater %v, log %q", later, log)
 	}
 	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
 	db.Close()
-	db, later, log = open(t, dir)
+	db, later, log = open(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("unclean small journal: verifyLater %v, log %q", later, log)
 	}
@@ -51,12 +51,12 @@ func TestOpenTrusts(t *testing.T) {
 // A journal beyond the inline limit, left unclean, is checked in the
 // background (the failpoint makes every journal large).
 func TestOpenLargeVerifiesLater(t *testing.T) {
-	t.Setenv(failpoint.EnvVerifyInline, "0")
+	large := failpoint.Points{VerifyInline: 0, HasVerifyInline: true}
 	dir := t.TempDir()
-	db, _, _ := open(t, dir)
+	db, _, _ := open(t, dir, large)
 	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
 	db.Close()
-	db, later, _ := open(t, dir)
+	db, later, _ := open(t, dir, large)
 	db.Close()
 	if !later {
 		t.Error("an unclean journal over the inline limit was not left for the background check")
@@ -65,7 +65,7 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 	if err := os.WriteFile(statedir.VerifyFailedPath(dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, later, _ = open(t, dir)
+	db, later, _ = open(t, dir, large)
 	db.Close()
 	if later {
 		t.Error("a journal whose background check failed was not checked inline")
@@ -83,7 +83,7 @@ func TestOpenQuarantines(t *testing.T) {
 	if err := os.WriteFile(statedir.JournalPath(dir), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, later, log := open(t, dir)
+	db, later, log := open(t, dir, failpoint.Points{})
 	defer db.Close()
 	if later || !strings.Contains(log, "journal is damaged") {
 		t.Errorf("verifyLater %v, log %q", later, log)
