@@ -60,6 +60,7 @@ import (
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/internal/observe"
 	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -872,7 +873,7 @@ func (h *harness) onDeath(ev supervisor.Event) {
 	}
 	want := "resume_pending"
 	crashes := h.sessions[k.session].crashes
-	if crashes > h.limit {
+	if (resume.Policy{Limit: h.limit}).Exhausted(crashes) {
 		want = "parked"
 	}
 	switch {
