@@ -44,6 +44,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -51,7 +52,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +59,8 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/internal/observe"
+	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -114,7 +116,9 @@ type Config struct {
 	// after a passing run (Report.StateDir names it after a failing one).
 	StateDir string
 	// RunFlags are extra `supervise run` flags, e.g.
-	// "--resume-exec=claude -p -r {session} {message}".
+	// "--resume-exec=claude -p -r {session} {message}", checked before
+	// anything starts as supervise run checks them (SUPERVISE_<FLAG> in
+	// Env fills those not given).
 	RunFlags []string
 	// Kills is how many kills to make (default 3: a resume that completes,
 	// then a resume killed again, which must park).
@@ -228,18 +232,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() >> 1
 	}
-	limit, err := resumeLimit(cfg.RunFlags)
-	if err != nil {
-		return nil, err
-	}
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "SUPERVISE_RESUME="); ok && v == "off" && !slices.ContainsFunc(cfg.RunFlags, isResumeFlag) {
-			return nil, fmt.Errorf("%w: SUPERVISE_RESUME=off is set: it turns automatic resumes off, which is what chaos checks; unset it", ErrUsage)
-		}
+	limit, err := resumeLimit(cfg, env)
+	if err != nil {
+		return nil, err
 	}
 	bin := cfg.Supervise
 	var cleanBin func()
@@ -303,35 +302,64 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func isResumeFlag(a string) bool {
-	a = strings.TrimLeft(a, "-")
-	return a == "resume" || strings.HasPrefix(a, "resume=")
+// runArgs are the flags of the `supervise run` that Run starts, before its
+// "--" and the agent's argv. --rerun-task: each invocation after a park is
+// a fresh run of the task on purpose (a new session to kill), not a rerun
+// by mistake.
+func runArgs(stateDir string, flags []string) []string {
+	return append([]string{"--state-dir", stateDir, "--rerun-task"}, flags...)
 }
 
-// resumeLimit finds --resume-limit in the run flags (default 1): how many
-// kills of one turn are resumed before the next one parks it.
-func resumeLimit(flags []string) (int, error) {
-	limit := 1
-	for i := 0; i < len(flags); i++ {
-		a := strings.TrimLeft(flags[i], "-")
-		v, ok := strings.CutPrefix(a, "resume-limit=")
-		if a == "resume-limit" && i+1 < len(flags) {
-			v, ok = flags[i+1], true
-			i++
-		}
-		if !ok {
-			if a == "resume=off" || (a == "resume" && i+1 < len(flags) && flags[i+1] == "off") {
-				return 0, fmt.Errorf("%w: --resume off turns automatic resumes off, which is what chaos checks", ErrUsage)
-			}
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%w: bad --resume-limit %q", ErrUsage, v)
-		}
-		limit = n
+// resumeLimit reads the run flags as the `supervise run` that Run starts
+// will: with runflags' flags, defaults and checks, and SUPERVISE_<FLAG>
+// taken from env, the environment supervise gets. It returns the
+// --resume-limit in force: how many kills of one turn are resumed before
+// the next one parks it. --resume off is refused: it turns off what chaos
+// checks.
+func resumeLimit(cfg Config, env []string) (int, error) {
+	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f runflags.Flags
+	f.Register(fs)
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		stateDir = os.TempDir() // the scratch dir is made later; any dir checks alike
 	}
-	return limit, nil
+	if err := fs.Parse(runArgs(stateDir, cfg.RunFlags)); err != nil {
+		return 0, fmt.Errorf("%w: run flags: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return 0, fmt.Errorf("%w: run flags: %q is not a flag", ErrUsage, fs.Arg(0))
+	}
+	set, err := runflags.Overlay(fs, lookupIn(env))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if f.ResumeOff() {
+		src := "--resume off"
+		if !set["resume"] {
+			src = runflags.EnvName("resume") + "=off"
+		}
+		return 0, fmt.Errorf("%w: %s turns automatic resumes off, which is what chaos checks; unset it", ErrUsage, src)
+	}
+	rc, _, err := f.Config(set, cfg.Argv, nil, io.Discard)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return rc.Resume.Limit, nil
+}
+
+// lookupIn looks a variable up in env as a process started with env sees
+// it: the last setting wins.
+func lookupIn(env []string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
 }
 
 // plan says, for each kill, whether it kills again the turn the previous
@@ -480,9 +508,7 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer conn.Close()
-	// --rerun-task: each invocation after a park is a fresh run of the
-	// task on purpose (a new session to kill), not a rerun by mistake.
-	args := append([]string{"run", "--state-dir", h.stateDir, "--rerun-task"}, h.cfg.RunFlags...)
+	args := append([]string{"run"}, runArgs(h.stateDir, h.cfg.RunFlags)...)
 	args = append(append(args, "--"), h.cfg.Argv...)
 	cmd := exec.Command(h.bin, args...)
 	cmd.Dir = h.cfg.Dir
@@ -847,7 +873,7 @@ func (h *harness) onDeath(ev supervisor.Event) {
 	}
 	want := "resume_pending"
 	crashes := h.sessions[k.session].crashes
-	if crashes > h.limit {
+	if (resume.Policy{Limit: h.limit}).Exhausted(crashes) {
 		want = "parked"
 	}
 	switch {

@@ -19,13 +19,13 @@ func Liftable(s journal.Session, sum string) bool {
 }
 
 // Lift lifts the park of a Liftable session once: it becomes
-// resume_pending with crash_count at p.Limit-1 (one more death finds it at
-// the limit, the next parks it again, under the new fingerprint) and the
-// reason LiftReason. The fingerprint that parked it is dropped, so the same
-// park never lifts twice.
+// resume_pending with crash_count at p.Limit-1, so that one more death is
+// resumed and the next parks it again, under the new fingerprint (see
+// liftedCount), with the reason LiftReason. The fingerprint that parked it
+// is dropped, so the same park never lifts twice.
 func Lift(s journal.Session, now time.Time, p Policy) journal.Session {
 	s.State = journal.ResumePending
-	s.CrashCount = max(p.Limit-1, 0)
+	s.CrashCount = liftedCount(p)
 	s.Reason = LiftReason
 	s.ParkedBy, s.Fingerprint = "", nil
 	how := LiftReason + " (it had been parked after repeated dirty deaths mid-turn)"
@@ -38,3 +38,9 @@ func Lift(s journal.Session, now time.Time, p Policy) journal.Session {
 	s.Updated = now
 	return s
 }
+
+// liftedCount is the crash count a lifted session restarts from: Limit-1,
+// the count from which, by Exhausted, one more death (at Limit) is still
+// resumed and the one after (at Limit+1) parks. With Limit 0, where every
+// death mid-turn parks, it is 0 and the next death parks again.
+func liftedCount(p Policy) int { return max(p.Limit-1, 0) }

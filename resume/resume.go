@@ -49,6 +49,13 @@ type Policy struct {
 	Template string
 }
 
+// Exhausted reports whether a session whose crash count, with the death
+// just counted, is crashCount is over the limit: the crash breaker parks it
+// instead of resuming it. It is the breaker's one boundary: at Limit the
+// session is still resumed, at Limit+1 it is parked. A session resumed at
+// crash count c is parked by its next death when Exhausted(c+1).
+func (p Policy) Exhausted(crashCount int) bool { return crashCount > p.Limit }
+
 // DefaultPolicy returns the documented defaults.
 func DefaultPolicy() Policy { return Policy{Limit: 1, MaxAge: time.Hour} }
 
@@ -166,7 +173,7 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 		return park(s, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
 	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
 		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
-	case s.CrashCount > p.Limit:
+	case p.Exhausted(s.CrashCount):
 		dec := park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): it may be what kills the agent")
 		dec.Session.ParkedBy = journal.ParkedByBreaker
 		return dec

@@ -216,3 +216,47 @@ func TestStoppedReasonWording(t *testing.T) {
 		t.Errorf("reason %q", d.Session.Reason)
 	}
 }
+
+// Exhausted is the breaker's boundary, and Decide and Lift keep to it: a
+// death that brings the crash count to Limit is resumed, to Limit+1 parked;
+// a lifted session is resumed once more and parked at the death after.
+func TestExhausted(t *testing.T) {
+	for _, tc := range []struct {
+		limit, count int
+		exhausted    bool
+	}{
+		{0, 0, false},
+		{0, 1, true},
+		{1, 0, false},
+		{1, 1, false},
+		{1, 2, true},
+		{3, 3, false},
+		{3, 4, true},
+		{3, 9, true},
+	} {
+		p := Policy{Limit: tc.limit}
+		if got := p.Exhausted(tc.count); got != tc.exhausted {
+			t.Errorf("limit %d: Exhausted(%d) = %v, want %v", tc.limit, tc.count, got, tc.exhausted)
+		}
+		if tc.count == 0 {
+			continue
+		}
+		// Decide parks exactly when the death it counts exhausts the limit.
+		d := Decide([]journal.Session{sess(journal.InTurn, tc.count-1)}, kill9, now, p)[0]
+		if d.Session.CrashCount != tc.count || (d.Action == Park) != tc.exhausted {
+			t.Errorf("limit %d, death %d in a row: %v at crash_count %d, want parked %v",
+				tc.limit, tc.count, d.Action, d.Session.CrashCount, tc.exhausted)
+		}
+	}
+	for _, limit := range []int{1, 2, 3} {
+		p := Policy{Limit: limit}
+		c := liftedCount(p)
+		if p.Exhausted(c+1) || !p.Exhausted(c+2) {
+			t.Errorf("limit %d: lifted to crash_count %d: next death exhausted %v, the one after %v; want false, true",
+				limit, c, p.Exhausted(c+1), p.Exhausted(c+2))
+		}
+	}
+	if p := (Policy{Limit: 0}); !p.Exhausted(liftedCount(p) + 1) {
+		t.Error("limit 0: a lifted session's next death is not parked")
+	}
+}

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -152,6 +157,99 @@ func TestExitCodesDocumented(t *testing.T) {
 	for _, c := range want {
 		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c) + ` `).MatchString(help) {
 			t.Errorf("--help does not list exit code %s:\n%s", c, help)
+		}
+	}
+}
+
+// conflictMarker reports whether line is one git writes into a file whose
+// merge it could not finish: "<<<<<<< ours", "||||||| base" (diff3 and
+// zdiff3 styles), exactly "=======", or ">>>>>>> theirs". The markers are
+// built, not spelt out, so this file never holds one at the start of a line.
+func conflictMarker(line string) bool {
+	line = strings.TrimSuffix(line, "\r")
+	if line == strings.Repeat("=", 7) {
+		return true
+	}
+	for _, c := range []string{"<", "|", ">"} {
+		m := strings.Repeat(c, 7)
+		if line == m || strings.HasPrefix(line, m+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// trackedFiles lists the repository's files relative to repoRoot: those git
+// tracks when git is at hand, else every file under repoRoot but .git.
+func trackedFiles(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err == nil {
+		cmd := exec.Command("git", "ls-files", "-z")
+		cmd.Dir = repoRoot
+		if out, err := cmd.Output(); err == nil {
+			return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+		}
+	}
+	var files []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			rel, err := filepath.Rel(repoRoot, path)
+			if err != nil {
+				return err
+			}
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// The markers of an unfinished merge are in no file of the repository
+// (a README was once committed with them in a table).
+func TestNoConflictMarkers(t *testing.T) {
+	t.Parallel()
+	files := trackedFiles(t)
+	if len(files) == 0 {
+		t.Fatal("no files found under the repository root")
+	}
+	for _, file := range files {
+		path := filepath.Join(repoRoot, file)
+		info, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // tracked but deleted in the work tree
+		}
+		if err == nil && !info.Mode().IsRegular() {
+			continue // a symlink or a submodule
+		}
+		var b []byte
+		if err == nil {
+			b, err = os.ReadFile(path)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if bytes.IndexByte(b, 0) >= 0 {
+			continue // binary
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(nil, len(b)+1)
+		for n := 1; sc.Scan(); n++ {
+			if conflictMarker(sc.Text()) {
+				t.Errorf("%s:%d: merge-conflict marker %q", file, n, sc.Text())
+			}
 		}
 	}
 }

@@ -77,6 +77,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
+	fp := failpoint.FromEnv() // test failpoints, read once; all off in production
 	// Catch the stop signals before anything else: a SIGTERM during the
 	// boot (journal check, cleaning up after a dead predecessor) must stop
 	// supervise cleanly, not kill it by the default action. Signals that
@@ -104,7 +105,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
 	}
 	cfg.StateDir = dir
-	db, verifyLater, err := journalopen.Open(cfg.StateDir, log)
+	db, verifyLater, err := journalopen.Open(cfg.StateDir, fp, log)
 	cfg.VerifyInBackground = verifyLater
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
@@ -127,7 +128,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
-	ctl, err := supervisor.ListenControl(supervisor.ControlPath(cfg.StateDir), sup)
+	ctl, err := supervisor.ListenControl(statedir.ControlPath(cfg.StateDir), sup)
 	if err != nil {
 		sup.CloseNotify()
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
@@ -222,7 +223,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 			cancel()
 		})
 	}
-	if fp := failpoint.FromEnv(); fp.ActorFail != "" {
+	if fp.ActorFail != "" {
 		// Failpoint (tests only): an actor that fails as a socket actor
 		// does when its socket breaks.
 		stop := make(chan struct{})

@@ -46,7 +46,8 @@ type Points struct {
 }
 
 // FromEnv reads the failpoints from the environment. Unset or invalid
-// values mean off.
+// values mean off. supervise calls it once, at start, and hands the Points
+// to what uses them.
 func FromEnv() Points {
 	var p Points
 	p.Wedge = os.Getenv(EnvWedge)

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/supervisor"
 )
 
 // InlineLimit is the journal size up to which the full check after an
@@ -27,19 +27,20 @@ import (
 const InlineLimit = 64 << 20
 
 // inlineLimit is InlineLimit, or the test failpoint when it is set.
-func inlineLimit() int64 {
-	if fp := failpoint.FromEnv(); fp.HasVerifyInline {
+func inlineLimit(fp failpoint.Points) int64 {
+	if fp.HasVerifyInline {
 		return fp.VerifyInline
 	}
 	return InlineLimit
 }
 
-// Open opens the state dir's journal under the policy above. verifyLater
-// reports that the full check is still due and must run in the background
-// (supervisor.Config.VerifyInBackground). The caller closes db.
-func Open(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
-	path := supervisor.StatePath(stateDir)
-	failed := supervisor.VerifyFailedPath(stateDir)
+// Open opens the state dir's journal under the policy above. fp are the
+// failpoints supervise read at start (the zero value in production).
+// verifyLater reports that the full check is still due and must run in the
+// background (supervisor.Config.VerifyInBackground). The caller closes db.
+func Open(stateDir string, fp failpoint.Points, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
+	path := statedir.JournalPath(stateDir)
+	failed := statedir.VerifyFailedPath(stateDir)
 	db, err = journal.Open(path, journal.Options{})
 	if err == nil {
 		var clean bool
@@ -48,7 +49,7 @@ func Open(stateDir string, log *slog.Logger) (db *journal.DB, verifyLater bool, 
 		fi, _ := os.Stat(path)
 		switch {
 		case clean && mustCheck != nil:
-		case mustCheck == nil || fi == nil || fi.Size() <= inlineLimit():
+		case mustCheck == nil || fi == nil || fi.Size() <= inlineLimit(fp):
 			// The last supervisor died (or a background check failed):
 			// check every page before trusting anything.
 			err = db.Verify()

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/supervisor"
 )
 
-func open(t *testing.T, dir string) (*journal.DB, bool, string) {
+func open(t *testing.T, dir string, fp failpoint.Points) (*journal.DB, bool, string) {
 	t.Helper()
 	var logb bytes.Buffer
-	db, later, err := Open(dir, slog.New(slog.NewTextHandler(&logb, nil)))
+	db, later, err := Open(dir, fp, slog.New(slog.NewTextHandler(&logb, nil)))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -27,7 +27,7 @@ func open(t *testing.T, dir string) (*journal.DB, bool, string) {
 // is; one left unclean is checked (inline, being small) and kept.
 func TestOpenTrusts(t *testing.T) {
 	dir := t.TempDir()
-	db, later, log := open(t, dir)
+	db, later, log := open(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("fresh journal: verifyLater %v, log %q", later, log)
 	}
@@ -35,13 +35,13 @@ func TestOpenTrusts(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	db, later, log = open(t, dir)
+	db, later, log = open(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("clean journal: verifyLater %v, log %q", later, log)
 	}
 	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
 	db.Close()
-	db, later, log = open(t, dir)
+	db, later, log = open(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("unclean small journal: verifyLater %v, log %q", later, log)
 	}
@@ -51,26 +51,26 @@ func TestOpenTrusts(t *testing.T) {
 // A journal beyond the inline limit, left unclean, is checked in the
 // background (the failpoint makes every journal large).
 func TestOpenLargeVerifiesLater(t *testing.T) {
-	t.Setenv(failpoint.EnvVerifyInline, "0")
+	large := failpoint.Points{VerifyInline: 0, HasVerifyInline: true}
 	dir := t.TempDir()
-	db, _, _ := open(t, dir)
+	db, _, _ := open(t, dir, large)
 	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
 	db.Close()
-	db, later, _ := open(t, dir)
+	db, later, _ := open(t, dir, large)
 	db.Close()
 	if !later {
 		t.Error("an unclean journal over the inline limit was not left for the background check")
 	}
 	// After a failed background check, the next start checks inline.
-	if err := os.WriteFile(supervisor.VerifyFailedPath(dir), nil, 0o600); err != nil {
+	if err := os.WriteFile(statedir.VerifyFailedPath(dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, later, _ = open(t, dir)
+	db, later, _ = open(t, dir, large)
 	db.Close()
 	if later {
 		t.Error("a journal whose background check failed was not checked inline")
 	}
-	if _, err := os.Stat(supervisor.VerifyFailedPath(dir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(statedir.VerifyFailedPath(dir)); !os.IsNotExist(err) {
 		t.Errorf("the verify-failed marker is still there after a passed check: %v", err)
 	}
 }
@@ -80,15 +80,15 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 func TestOpenQuarantines(t *testing.T) {
 	dir := t.TempDir()
 	garbage := bytes.Repeat([]byte("not a journal "), 1000)
-	if err := os.WriteFile(supervisor.StatePath(dir), garbage, 0o600); err != nil {
+	if err := os.WriteFile(statedir.JournalPath(dir), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, later, log := open(t, dir)
+	db, later, log := open(t, dir, failpoint.Points{})
 	defer db.Close()
 	if later || !strings.Contains(log, "journal is damaged") {
 		t.Errorf("verifyLater %v, log %q", later, log)
 	}
-	moved, _ := filepath.Glob(supervisor.StatePath(dir) + ".corrupt-*")
+	moved, _ := filepath.Glob(statedir.JournalPath(dir) + ".corrupt-*")
 	if len(moved) != 1 {
 		t.Fatalf("moved aside: %v, want one file", moved)
 	}

@@ -5,6 +5,9 @@
 // flags into a supervisor.Config. Each command makes its own FlagSet and
 // registers these flags on it; Parse is how every command but `unit` (whose
 // unit must not depend on the shell that generated it) parses its flags.
+// The chaos package, which starts `supervise run` with an environment of
+// its own, parses the run flags it forwards with Overlay over that
+// environment.
 //
 // Errors from Parse are already printed; every other error is returned for
 // the caller to print, and means exit status 2 (usage).
@@ -59,21 +62,31 @@ func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[strin
 		fmt.Fprintf(stderr, "Run '%s -h' for help.\n", fs.Name())
 		return nil, ErrUsage
 	}
+	set, err := Overlay(fs, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return nil, ErrUsage
+	}
+	return set, nil
+}
+
+// Overlay fills every flag of fs, already parsed, that its command line did
+// not set from SUPERVISE_<FLAG> as lookup finds it (os.LookupEnv for this
+// process's environment), so the command line wins. It returns the names of
+// the flags set on the command line, as Parse does; an error names the
+// variable with the bad value.
+func Overlay(fs *flag.FlagSet, lookup func(string) (string, bool)) (map[string]bool, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(EnvName(f.Name)); ok && !set[f.Name] && envErr == nil {
+		if v, ok := lookup(EnvName(f.Name)); ok && !set[f.Name] && envErr == nil {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("invalid value %q for %s: %v", v, EnvName(f.Name), err)
 			}
 		}
 	})
-	if envErr != nil {
-		fmt.Fprintf(stderr, "supervise: %v\n", envErr)
-		return nil, ErrUsage
-	}
-	return set, nil
+	return set, envErr
 }
 
 // Source names where a flag's value came from, for error messages: the

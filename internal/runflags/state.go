@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/supervise-dev/supervise/internal/statedir"
 )
 
 // State holds --state-dir and --name, the flags every subcommand that
@@ -88,7 +90,7 @@ func existingNames(base string) ([]string, error) {
 	var names []string
 	for _, e := range ents {
 		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(base, e.Name(), "journal.db")); err == nil {
+			if _, err := os.Stat(statedir.JournalPath(filepath.Join(base, e.Name()))); err == nil {
 				names = append(names, e.Name())
 			}
 		}

@@ -115,3 +115,19 @@ func TestPrepareAncestorGroup(t *testing.T) {
 		t.Errorf("under a dir writable by others: %v, want ErrUnsafe", err)
 	}
 }
+
+// The state dir's names are the ones every supervise so far has used: a
+// state dir written by an older supervise is found by a newer one.
+func TestNames(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{JournalPath("/s"), "/s/journal.db"},
+		{VerifyFailedPath("/s"), "/s/journal.db.verify-failed"},
+		{ControlPath("/s"), "/s/control.sock"},
+		{NotifyDir("/s"), "/s/notify"},
+		{ResumePath("/s"), "/s/resume.json"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
+		}
+	}
+}
