@@ -13,6 +13,7 @@ import (
 
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // barrierAnswer applies a BARRIER=1 from pid and returns the byte the
@@ -24,7 +25,7 @@ func barrierAnswer(t *testing.T, s *Supervisor, pid int32) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s.apply(notify.Message{PID: pid, Barrier: true, Fd: w}, time.Now())
+	s.take(inMsg{Message: notify.Message{PID: pid, Barrier: true, Fd: w}})
 	for s.cs.inflight != nil { // let the batch commit and answer
 		s.committed(<-s.cs.w.out)
 	}
@@ -45,15 +46,15 @@ func TestBarrierAfterSessionCeiling(t *testing.T) {
 	s := newTestSupervisor(t)
 	var logs bytes.Buffer
 	s.log = slog.New(slog.NewJSONHandler(&logs, nil))
-	for i := range maxSessions {
+	for i := range machine.MaxSessions {
 		id := fmt.Sprintf("open%d", i)
-		s.sessions[id] = &journal.Session{ID: id, State: journal.InTurn}
+		s.m.Sessions[id] = &journal.Session{ID: id, State: journal.InTurn}
 	}
 	const pid, other = 4242, 4343
 	begin := time.Now()
 	const refused = 20000
 	for i := range refused {
-		s.apply(notify.Message{PID: pid, Session: fmt.Sprintf("new%d", i), Event: notify.EventTurnBegin}, time.Now())
+		s.take(inMsg{Message: notify.Message{PID: pid, Session: fmt.Sprintf("new%d", i), Event: notify.EventTurnBegin}})
 	}
 	elapsed := time.Since(begin)
 	if got := barrierAnswer(t, s, pid); got != "0" {

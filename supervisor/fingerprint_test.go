@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
@@ -24,9 +23,10 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.fprint = newFingerprinter(bin, nil)
-	play(t, s, time.Now().Add(-time.Minute), []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
+	s.m.Config.Fingerprint = true
+	play(t, s, []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
 		marker("s1", notify.EventResumed, "t1"), killed(syscall.SIGKILL)})
-	sess := s.sessions["s1"]
+	sess := s.m.Sessions["s1"]
 	if sess.State != journal.Parked || sess.ParkedBy != journal.ParkedByBreaker || sess.Fingerprint == nil {
 		t.Fatalf("after two deaths: %+v, want parked by the breaker with a fingerprint", sess)
 	}
@@ -36,22 +36,22 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 		t.Errorf("fingerprint file %+v, want %s with its sha256 and size", f, bin)
 	}
 
-	s.liftParks()
-	if sess := s.sessions["s1"]; sess.State != journal.Parked {
+	s.prepare(t)
+	if sess := s.m.Sessions["s1"]; sess.State != journal.Parked {
 		t.Fatalf("the same agent lifted the park: %+v", sess)
 	}
 
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n# fixed\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.liftParks()
+	s.prepare(t)
 	var got journal.Session
 	s.db.View(func(tx *journal.Tx) error { got, _, _ = tx.Session("s1"); return nil })
 	if got.State != journal.ResumePending || got.CrashCount != 0 || got.Reason != resume.LiftReason || got.Fingerprint != nil {
 		t.Fatalf("journaled after the agent changed: %+v, want resume_pending, crash_count 0, %q", got, resume.LiftReason)
 	}
-	s.liftParks() // nothing parked: nothing to do, nothing hashed
-	if sess := s.sessions["s1"]; sess.State != journal.ResumePending {
+	s.prepare(t) // nothing parked: nothing to do, nothing hashed
+	if sess := s.m.Sessions["s1"]; sess.State != journal.ResumePending {
 		t.Errorf("a second launch changed the lifted session: %+v", sess)
 	}
 }
@@ -60,9 +60,9 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 // never lifts.
 func TestWaitingParkHasNoFingerprint(t *testing.T) {
 	s := newRuleSupervisor(t)
-	play(t, s, time.Now().Add(-time.Minute), []step{marker("s1", notify.EventTurnBegin, "t1"),
+	play(t, s, []step{marker("s1", notify.EventTurnBegin, "t1"),
 		marker("s1", notify.EventWaiting, "t1"), killed(syscall.SIGKILL)})
-	if sess := s.sessions["s1"]; sess.State != journal.Parked || sess.Fingerprint != nil || sess.ParkedBy != "" {
+	if sess := s.m.Sessions["s1"]; sess.State != journal.Parked || sess.Fingerprint != nil || sess.ParkedBy != "" {
 		t.Errorf("a park for a wait: %+v, want no fingerprint", sess)
 	}
 }

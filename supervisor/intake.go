@@ -170,7 +170,7 @@ const startWait = 5 * time.Second
 
 // handle receives every accepted datagram, on the Serve goroutine.
 func (s *Supervisor) handle(m notify.Message) {
-	now := time.Now()
+	now := s.clock.Now()
 	x := inMsg{Message: m, run: s.in.accepted, fence: s.isFence(m)}
 	if x.run != 0 && !s.current(x.run) {
 		// Accepted for a tree that has died since (the datagram was read

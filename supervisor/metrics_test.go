@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // The exposition parses with Prometheus's own text parser (a test-only
@@ -15,11 +16,9 @@ import (
 // right TYPE, and the loop's counters and snapshot show in it.
 func TestMetricsExposition(t *testing.T) {
 	s := newTestSupervisor(t)
-	s.m.restarts.Inc()
-	s.m.death("signal")
-	s.m.death("signal")
-	s.m.death("watchdog")
-	s.sessions["a"] = &journal.Session{ID: "a", State: journal.InTurn}
+	s.perform([]machine.Effect{machine.Count{Metric: "restart"}, machine.Count{Metric: "death", Label: "signal"},
+		machine.Count{Metric: "death", Label: "signal"}, machine.Count{Metric: "death", Label: "watchdog"}})
+	s.m.Sessions["a"] = &journal.Session{ID: "a", State: journal.InTurn}
 	s.publish()
 
 	var b bytes.Buffer

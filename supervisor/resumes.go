@@ -3,13 +3,13 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"path/filepath"
 
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // ResumePath returns the resume file path inside a state dir.
-func ResumePath(stateDir string) string { return filepath.Join(stateDir, "resume.json") }
+func ResumePath(stateDir string) string { return statedir.ResumePath(stateDir) }
 
 // startVerify runs the journal's full check in the background.
 func (s *Supervisor) startVerify() {

@@ -337,38 +337,7 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 		return now.Sub(*t).Round(time.Second).String() + " ago"
 	}
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "supervise %q (state dir %s)\n", st.Name, st.StateDir)
-	switch {
-	case st.Supervisor.Running:
-		fmt.Fprintf(b, "supervisor: running, pid %d, up %s\n", st.Supervisor.PID, now.Sub(st.Supervisor.Started).Round(time.Second))
-	case st.Supervisor.CleanShutdown:
-		fmt.Fprintf(b, "supervisor: not running (last one shut down cleanly)\n")
-	default:
-		fmt.Fprintf(b, "supervisor: not running; the last one (pid %d) died without shutting down\n", st.Supervisor.PID)
-	}
-	c := st.Child
-	switch {
-	case c.PID > 0:
-		fmt.Fprintf(b, "child: %s, pid %d, run %d, started %s, restarts %d\n", c.State, c.PID, c.Run, ago(c.Started), c.Restarts)
-	default:
-		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
-	}
-	if c.Cgroup != "" {
-		oom := "an OOM kill cannot be named (no memory controller)"
-		if c.OOMNamed {
-			oom = "OOM kills are named"
-		}
-		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
-	}
-	if c.StatusText != "" {
-		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)
-	}
-	if l := c.LastExit; l != nil {
-		fmt.Fprintf(b, "last exit: run %d %s (reason %s, %s) %s\n", l.Run, describeExit(*l), l.Reason, dirtyWord(l.Dirty), ago(l.Ended))
-	}
-	if st.Guard.Open {
-		fmt.Fprintf(b, "crash-loop guard: OPEN after %d chained dirty deaths: automatic resumes are held\n", st.Guard.Chain)
-	}
+	writeHeader(b, st, now, ago)
 	tw := tabwriter.NewWriter(b, 0, 2, 2, ' ', 0)
 	if len(st.Sessions) > 0 {
 		fmt.Fprintln(b, "\nsessions:")
@@ -382,31 +351,7 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 		}
 		tw.Flush()
 		for _, s := range st.Sessions {
-			switch {
-			case s.ResumeCommand != "":
-				fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", s.ID, s.State, s.ResumeCommand)
-			case s.Resume != nil && s.Resume.Held != "":
-				fmt.Fprintf(b, "  %s: resume attempt %d held (%s)\n", s.ID, s.Resume.Attempt, s.Resume.Held)
-			case s.Resume != nil && s.Resume.DeliveredToRun > 0:
-				fmt.Fprintf(b, "  %s: resume attempt %d delivered to run %d, not yet taken by the agent\n", s.ID, s.Resume.Attempt, s.Resume.DeliveredToRun)
-			case s.Resume != nil:
-				fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", s.ID, s.Resume.Attempt)
-			}
-			if d := s.Deadline; d != nil {
-				ext := ""
-				if d.Extended {
-					ext = ", extended"
-				}
-				fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", s.ID, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
-			}
-			if s.Wait != "" {
-				fmt.Fprintf(b, "  %s: waiting for %s\n", s.ID, s.Wait)
-			}
-			if f := s.Fingerprint; f != nil && len(f.Files) > 0 {
-				a := f.Files[0]
-				fmt.Fprintf(b, "  %s: parked under agent %s (%d bytes, modified %s, sha256 %s); a changed agent lifts the park once\n",
-					s.ID, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
-			}
+			writeSessionNotes(b, s, now)
 		}
 	}
 	if st.SessionsOmitted > 0 {
@@ -462,4 +407,70 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeSessionNotes adds what the table cannot say of one session: how to
+// resume it, its resume, deadline, wait and fingerprint.
+func writeSessionNotes(b *strings.Builder, s SessionStatus, now time.Time) {
+	switch {
+	case s.ResumeCommand != "":
+		fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", s.ID, s.State, s.ResumeCommand)
+	case s.Resume != nil && s.Resume.Held != "":
+		fmt.Fprintf(b, "  %s: resume attempt %d held (%s)\n", s.ID, s.Resume.Attempt, s.Resume.Held)
+	case s.Resume != nil && s.Resume.DeliveredToRun > 0:
+		fmt.Fprintf(b, "  %s: resume attempt %d delivered to run %d, not yet taken by the agent\n", s.ID, s.Resume.Attempt, s.Resume.DeliveredToRun)
+	case s.Resume != nil:
+		fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", s.ID, s.Resume.Attempt)
+	}
+	if d := s.Deadline; d != nil {
+		ext := ""
+		if d.Extended {
+			ext = ", extended"
+		}
+		fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", s.ID, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
+	}
+	if s.Wait != "" {
+		fmt.Fprintf(b, "  %s: waiting for %s\n", s.ID, s.Wait)
+	}
+	if f := s.Fingerprint; f != nil && len(f.Files) > 0 {
+		a := f.Files[0]
+		fmt.Fprintf(b, "  %s: parked under agent %s (%d bytes, modified %s, sha256 %s); a changed agent lifts the park once\n",
+			s.ID, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
+	}
+}
+
+// writeHeader writes the supervisor, child, cgroup, last exit and guard lines.
+func writeHeader(b *strings.Builder, st Status, now time.Time, ago func(*time.Time) string) {
+	fmt.Fprintf(b, "supervise %q (state dir %s)\n", st.Name, st.StateDir)
+	switch {
+	case st.Supervisor.Running:
+		fmt.Fprintf(b, "supervisor: running, pid %d, up %s\n", st.Supervisor.PID, now.Sub(st.Supervisor.Started).Round(time.Second))
+	case st.Supervisor.CleanShutdown:
+		fmt.Fprintf(b, "supervisor: not running (last one shut down cleanly)\n")
+	default:
+		fmt.Fprintf(b, "supervisor: not running; the last one (pid %d) died without shutting down\n", st.Supervisor.PID)
+	}
+	c := st.Child
+	switch {
+	case c.PID > 0:
+		fmt.Fprintf(b, "child: %s, pid %d, run %d, started %s, restarts %d\n", c.State, c.PID, c.Run, ago(c.Started), c.Restarts)
+	default:
+		fmt.Fprintf(b, "child: %s, restarts %d\n", c.State, c.Restarts)
+	}
+	if c.Cgroup != "" {
+		oom := "an OOM kill cannot be named (no memory controller)"
+		if c.OOMNamed {
+			oom = "OOM kills are named"
+		}
+		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
+	}
+	if c.StatusText != "" {
+		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)
+	}
+	if l := c.LastExit; l != nil {
+		fmt.Fprintf(b, "last exit: run %d %s (reason %s, %s) %s\n", l.Run, describeExit(*l), l.Reason, dirtyWord(l.Dirty), ago(l.Ended))
+	}
+	if st.Guard.Open {
+		fmt.Fprintf(b, "crash-loop guard: OPEN after %d chained dirty deaths: automatic resumes are held\n", st.Guard.Chain)
+	}
 }

@@ -20,7 +20,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,6 +30,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
@@ -504,14 +504,14 @@ var ErrNotRunning = errors.New("supervisor is not running")
 var ErrUnknownSession = machine.ErrUnknownSession
 
 // StatePath returns the journal path inside a state dir.
-func StatePath(stateDir string) string { return filepath.Join(stateDir, "journal.db") }
+func StatePath(stateDir string) string { return statedir.JournalPath(stateDir) }
 
 // ControlPath returns the control socket path inside a state dir.
-func ControlPath(stateDir string) string { return filepath.Join(stateDir, "control.sock") }
+func ControlPath(stateDir string) string { return statedir.ControlPath(stateDir) }
 
 // VerifyFailedPath names the marker left when a background journal check
 // failed: the next start checks synchronously (and quarantines).
-func VerifyFailedPath(stateDir string) string { return StatePath(stateDir) + ".verify-failed" }
+func VerifyFailedPath(stateDir string) string { return statedir.VerifyFailedPath(stateDir) }
 
 // NotifyDir returns the private directory of the notify socket.
-func NotifyDir(stateDir string) string { return filepath.Join(stateDir, "notify") }
+func NotifyDir(stateDir string) string { return statedir.NotifyDir(stateDir) }

@@ -84,7 +84,7 @@ func (s *Supervisor) RunUpward(ctx context.Context, up UpwardConfig) error {
 			usec := (time.Until(extended) + 10*time.Second).Microseconds()
 			send("EXTEND_TIMEOUT_USEC=" + strconv.FormatInt(usec, 10))
 		}
-		now := time.Now()
+		now := s.clock.Now()
 		// Healthy for the manager: the loop ran within half its watchdog
 		// period (at least 2s: an idle loop wakes once a second).
 		healthy := s.loopAge(now) < max(up.Watchdog/2, 2*time.Second)
@@ -143,7 +143,7 @@ func ListenHTTP(addr string, s *Supervisor) (*HTTP, error) {
 		s.WriteMetrics(w)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		age := s.loopAge(time.Now())
+		age := s.loopAge(s.clock.Now())
 		if age >= healthyWithin {
 			http.Error(w, fmt.Sprintf("supervision loop stalled for %s", age.Round(time.Millisecond)), http.StatusServiceUnavailable)
 			return

@@ -75,10 +75,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return chaoscmd.Run(ctx, args, stdout, stderr)
 	case "demo-agent":
 		return demo.AgentCommand(ctx, args, stderr)
-	case "help":
-		fmt.Fprint(stdout, usage())
-		return exitOK
-	case "-h", "--help":
+	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage())
 		return exitOK
 	}

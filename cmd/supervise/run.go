@@ -24,23 +24,13 @@ import (
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
-// runUsage is the help of `supervise run`: the top-level help, then every
-// run flag.
-func runUsage(fs *flag.FlagSet) func() {
-	return func() {
-		fmt.Fprint(fs.Output(), usage())
-		fmt.Fprint(fs.Output(), "\nRun flags:\n")
-		fs.PrintDefaults()
-	}
-}
-
 // runCmd is `supervise run`: flags, the agent's argv, then supervise.
 func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f runflags.Flags
 	f.Register(fs)
-	fs.Usage = runUsage(fs)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage()+"\nRun flags:\n"); fs.PrintDefaults() } // the top-level help, every run flag
 	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
 		return runflags.ExitCode(err)
@@ -106,7 +96,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	}
 	cfg.StateDir = dir
 	db, verifyLater, err := journalopen.Open(cfg.StateDir, fp, log)
-	cfg.VerifyInBackground = verifyLater
+	cfg.VerifyInBackground, cfg.Failpoints = verifyLater, fp
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		if errors.Is(err, journal.ErrLocked) {

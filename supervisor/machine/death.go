@@ -219,7 +219,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 				breaker = append(breaker, sess.ID)
 			}
 		}
-		if dec.Action == resume.Resume && exhausted(m.Config.Resume, sess.CrashCount+1) {
+		if dec.Action == resume.Resume && m.Config.Resume.Exhausted(sess.CrashCount+1) {
 			warm = true // the next death parks it: hash the agent now
 		}
 		m.Sessions[sess.ID] = &sess
@@ -306,7 +306,3 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	}
 	o.add(Commit{Kind: CommitBoot, Orphan: e.Orphan, Reserve: m.nextRun, Why: "recording the boot"})
 }
-
-// exhausted reports whether a session that has seen crashCount consecutive
-// dirty deaths mid-turn is past the resume limit (the breaker parks it).
-func exhausted(p resume.Policy, crashCount int) bool { return crashCount > p.Limit }

@@ -84,7 +84,7 @@ type Beats struct {
 	Sessions map[string]time.Time
 	// Stored holds the journal's record of sessions the machine does not hold.
 	Stored map[string]journal.Session
-	Ping     time.Time
+	Ping   time.Time
 }
 
 // StopRequested: a signal reached supervise (Signal), or Shutdown was

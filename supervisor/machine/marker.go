@@ -43,8 +43,8 @@ func (m *Machine) Held(id string) bool { _, ok := m.Sessions[id]; return ok }
 func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	msg := e.Msg
 	m.standard(o, msg, now)
-	if msg.Session == "" {
-		return
+	if msg.Barrier || msg.Session == "" {
+		return // a barrier is the runner's: answered once what came before it is durable
 	}
 	sess := m.sessionFor(o, e, now)
 	if sess == nil {
