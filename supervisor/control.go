@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -109,6 +110,14 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 		snap.writeJSON(w, s.db, v)
 	})
 	mux.HandleFunc("POST /resume", func(w http.ResponseWriter, r *http.Request) {
+		if pid, _ := r.Context().Value(peerKey{}).(int); s.fromAgentTree(pid) {
+			// The agent is not trusted to lift its own park: a person must.
+			s.log.Warn("control: refused a resume asked from inside the agent's tree", "pid", pid,
+				"session", r.URL.Query().Get("session"))
+			http.Error(w, fmt.Sprintf("refused: supervise resume was run from inside the agent's process tree (pid %d); "+
+				"a parked session is resumed by a person, not by the agent it parked", pid), http.StatusForbidden)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
 		resp, err := s.ask(ctx, request{kind: "resume", session: r.URL.Query().Get("session")})
@@ -124,8 +133,28 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 			json.NewEncoder(w).Encode(map[string]string{"session": r.URL.Query().Get("session"), "delivery": resp.delivery})
 		}
 	})
-	c := &Control{ln: ln, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	c := &Control{ln: ln, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerPID(c))
+		}}}
 	return c, nil
+}
+
+// peerKey keys the pid of a control connection's peer in its context.
+type peerKey struct{}
+
+// fromAgentTree reports whether pid belongs to the agent's live process
+// tree (the same test as the notify socket's sender check).
+func (s *Supervisor) fromAgentTree(pid int) bool {
+	if pid <= 0 || pid == s.id.self {
+		return false
+	}
+	r := s.root.Load()
+	if r == nil || r.ready != nil {
+		return false
+	}
+	_, ok := child.InTree(pid, r.pid, r.tag)
+	return ok
 }
 
 // Serve answers requests until Close.

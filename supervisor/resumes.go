@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/supervisor/machine"
@@ -16,6 +17,21 @@ func (s *Supervisor) startVerify() {
 	s.verifyc = make(chan error, 1)
 	s.log.Info("checking the journal in the background after an unclean stop; automatic resumes wait for it")
 	go func() { s.verifyc <- s.db.Verify() }()
+}
+
+// awaitVerified waits for the background check, ticking: a long check of a
+// large journal is not a stuck loop.
+func (s *Supervisor) awaitVerified() error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		s.tick(s.clock.Now())
+		select {
+		case err := <-s.verifyc:
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // verified hands the background check's result to the machine.

@@ -459,6 +459,12 @@ func (s *Supervisor) reaped() {
 	s.endRunCgroup()
 	s.flushBeats()
 	s.run.proc = nil
+	if s.run.resumeFile {
+		// Its run is over: the next launch writes a fresh one if a resume
+		// is owed, so a large file is never left behind.
+		os.Remove(ResumePath(s.cfg.StateDir))
+		s.run.resumeFile = false
+	}
 	exit := p.Exit()
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), Started: exit.Started,
 		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Random: rand.Float64()})

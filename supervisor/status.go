@@ -45,6 +45,12 @@ type NotifyStatus struct {
 	// turn (a repeated or replayed begin, an end for another turn or a
 	// repeated end) and were applied as no-ops.
 	OutOfSequence uint64 `json:"out_of_sequence"`
+	// RefusedOpenSessions counts turn-begins refused because they would
+	// have opened more than --max-open-sessions sessions.
+	RefusedOpenSessions uint64 `json:"refused_open_sessions"`
+	// AcksUnsent counts barriers answered with no byte because the fd the
+	// agent handed over would have blocked, or was not a pipe or socket.
+	AcksUnsent uint64 `json:"acks_unsent"`
 }
 
 // JournalStatus counts the journal commits of this supervise.
@@ -312,7 +318,8 @@ func (s *Supervisor) status() (statusSnap, error) {
 	st.Guard = m.Guard
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
-		Dropped: map[string]uint64{}, OutOfSequence: m.OutOfSequence}
+		Dropped: map[string]uint64{}, OutOfSequence: m.OutOfSequence, RefusedOpenSessions: m.Refused,
+		AcksUnsent: s.cs.acksUnsent}
 	for reason, n := range ns.Dropped.All() {
 		st.Notify.Dropped[reason] = n
 	}

@@ -107,6 +107,9 @@ type Config struct {
 	// ResumeSignal, when set, delivers resumes to a running agent: the
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
+	// MaxOpenSessions caps the open sessions: a turn-begin that would open
+	// one more is refused (--max-open-sessions); 0: 1000.
+	MaxOpenSessions int
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns int
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
@@ -142,13 +145,11 @@ type Supervisor struct {
 	root   atomic.Pointer[treeRoot]
 	fprint *fingerprinter
 	met    *metrics
-	// loopTick is when the loop last ran, in ns since in.base (monotonic);
-	// health checks and the upward watchdog read it.
-	loopTick atomic.Int64
-	cs       commitState
-	timers   timerSet
-	run      runState
-	cg       cgroupState
+	health health // read by /healthz, the upward watchdog and the last resort
+	cs     commitState
+	timers timerSet
+	run    runState
+	cg     cgroupState
 	// refused remembers senders whose markers the loop refused (session
 	// ceiling) since their last barrier, which then answers '0'.
 	refused  notify.Refusals
@@ -158,6 +159,15 @@ type Supervisor struct {
 	verifyc  chan error
 	// logHold keeps log output off the restart path (see logHold).
 	logHold logHold
+}
+
+// health is what the loop shares with the watchers that judge it: when
+// the loop last ran and when the first stop signal came (ns since in.base,
+// monotonic; 0: none), and whether the loop runs (after boot).
+type health struct {
+	tick      atomic.Int64
+	stopAsked atomic.Int64
+	looping   atomic.Bool
 }
 
 // channels are how the other actors reach the loop.
@@ -251,7 +261,8 @@ func machineConfig(cfg Config) machine.Config {
 	mc := machine.Config{Policy: cfg.Policy, Guard: cfg.Guard, Resume: cfg.Resume, ResumeOff: cfg.ResumeOff,
 		StopSignal: int(cfg.StopSignal), StopSignalName: signalName(cfg.StopSignal), StopTimeout: cfg.StopTimeout,
 		Watchdog: cfg.Watchdog, Deadlines: cfg.Deadlines, Foreground: cfg.Foreground,
-		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0}
+		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0,
+		MaxOpenSessions: cfg.MaxOpenSessions}
 	if cfg.ResumeExec != nil {
 		dir := cfg.Dir
 		if dir == "" {
@@ -329,11 +340,14 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 func (s *Supervisor) loop() (int, error) {
 	defer s.logHold.release()
 	s.run.launchNow = true
+	s.tick(s.clock.Now())
+	s.health.looping.Store(true)
+	defer s.health.looping.Store(false)
 	for s.run.end == nil {
 		switch {
 		case s.run.awaitVerify:
 			s.run.awaitVerify = false
-			s.verified(<-s.verifyc)
+			s.verified(s.awaitVerified())
 			s.run.launchNow = true
 		case s.run.launchNow:
 			s.run.launchNow = false
@@ -481,11 +495,11 @@ func (s *Supervisor) fatal(err error) {
 }
 
 // tick records that the loop is running.
-func (s *Supervisor) tick(now time.Time) { s.loopTick.Store(int64(now.Sub(s.in.base))) }
+func (s *Supervisor) tick(now time.Time) { s.health.tick.Store(int64(now.Sub(s.in.base))) }
 
 // loopAge is how long ago the loop last ran.
 func (s *Supervisor) loopAge(now time.Time) time.Duration {
-	return now.Sub(s.in.base) - time.Duration(s.loopTick.Load())
+	return now.Sub(s.in.base) - time.Duration(s.health.tick.Load())
 }
 
 // healthyWithin is how recently the loop must have run for /healthz and

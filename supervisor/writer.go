@@ -127,6 +127,10 @@ type commitState struct {
 	failing error
 	// policyDirty: the backoff or guard changed since last committed.
 	policyDirty bool
+	// acksUnsent counts barriers whose fd got no byte (it would have
+	// blocked, or was not a pipe or socket); ackLogs rate-limits saying so.
+	acksUnsent uint64
+	ackLogs    rateLog
 }
 
 // barrier handles a BARRIER=1: its fd is acked once everything received

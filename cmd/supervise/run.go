@@ -138,21 +138,12 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	code := exitInternal
 	var g oklog.Group
 	{
-		// Signal handler: every SIGTERM, SIGINT or SIGHUP goes to the loop,
-		// which stops the child on the first and kills it on the second.
+		// Signals and the last resort: every SIGTERM, SIGINT or SIGHUP goes
+		// to the loop (stop on the first, kill on the second); when the loop
+		// cannot act (a journal fault, a stop not acted on in time, a stall),
+		// this kills the agent's tree and exits 1.
 		cancel := make(chan struct{})
-		g.Add(func() error {
-			for {
-				select {
-				case sig := <-sigc:
-					sup.Signal(sig)
-				case <-cancel:
-					return nil
-				}
-			}
-		}, func(error) {
-			close(cancel)
-		})
+		g.Add(func() error { return sup.Watch(sigc, cancel, os.Exit) }, func(error) { close(cancel) })
 	}
 	{
 		// Supervision loop: launch, watch, journal, decide, relaunch. It

@@ -289,6 +289,9 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	for i := range e.Sessions {
 		sess := e.Sessions[i]
 		m.Sessions[sess.ID] = &sess
+		if sess.State.Open() {
+			m.open[sess.ID] = true
+		}
 	}
 	m.nextRun, m.LastExit, m.Restarts = e.NextRun, e.LastExit, e.Restarts
 	m.Backoff, m.Guard, m.Verifying = e.Backoff, e.Guard, e.Verifying

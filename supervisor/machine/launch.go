@@ -223,7 +223,8 @@ func (m *Machine) Hold() string {
 func (m *Machine) held() string { return m.Hold() }
 
 // pending returns the sessions owed a resume that may be dispatched now:
-// automatic ones unless held, manual ones always. Oldest first.
+// automatic ones unless held, manual ones always. Oldest first, at most
+// --max-open-sessions of them (one run is never handed more).
 func (m *Machine) pending() []*journal.Session {
 	held := m.held() != ""
 	var out []*journal.Session
@@ -238,6 +239,9 @@ func (m *Machine) pending() []*journal.Session {
 		}
 		return out[i].Resume.Since.Before(out[j].Resume.Since)
 	})
+	if len(out) > m.Config.MaxOpenSessions {
+		out = out[:m.Config.MaxOpenSessions]
+	}
 	return out
 }
 

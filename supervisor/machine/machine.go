@@ -52,7 +52,14 @@ type Config struct {
 	Fingerprint bool
 	// StopSignalName names StopSignal in the log.
 	StopSignalName string
+	// MaxOpenSessions caps the open sessions (mid-turn, waiting, owed a
+	// resume, parked, stopped): a turn-begin that would open one more is
+	// refused (--max-open-sessions). 0: DefaultMaxOpenSessions.
+	MaxOpenSessions int
 }
+
+// DefaultMaxOpenSessions is --max-open-sessions' default.
+const DefaultMaxOpenSessions = 1000
 
 // Exit codes Step ends with (the values of internal/exitcode).
 const (
@@ -98,6 +105,11 @@ type State struct {
 	OutOfSequence uint64
 	seqLog        rateLimit
 	refusedLog    rateLimit
+	// open holds the ids of the open sessions (State.Open), kept by Step
+	// from the sessions its effects save: every change of a session is saved.
+	open map[string]bool
+	// Refused counts turn-begins refused at --max-open-sessions.
+	Refused       uint64
 	lastInterrupt time.Time
 	Task          TaskState
 	nextRun       uint64
@@ -138,7 +150,11 @@ func New(cfg Config) *Machine {
 	if cfg.StopSignal == 0 {
 		cfg.StopSignal = sigTERM
 	}
-	return &Machine{Config: cfg, State: State{Sessions: map[string]*journal.Session{}, Child: "starting"}}
+	if cfg.MaxOpenSessions <= 0 {
+		cfg.MaxOpenSessions = DefaultMaxOpenSessions
+	}
+	return &Machine{Config: cfg, State: State{Sessions: map[string]*journal.Session{}, Child: "starting",
+		open: map[string]bool{}}}
 }
 
 // Signal numbers Step needs, as Linux and macOS number them.
@@ -181,8 +197,28 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case Evict:
 		m.evict(e)
 	}
+	m.trackOpen(o.fx)
 	return o.fx
 }
+
+// trackOpen keeps the set of open sessions: every session a step changed
+// is among the ones its effects save.
+func (m *Machine) trackOpen(fx []Effect) {
+	for _, e := range fx {
+		if s, ok := e.(Save); ok {
+			for _, id := range s.IDs {
+				if sess := m.Sessions[id]; sess != nil && sess.State.Open() {
+					m.open[id] = true
+				} else {
+					delete(m.open, id)
+				}
+			}
+		}
+	}
+}
+
+// OpenSessions is how many sessions are open.
+func (m *Machine) OpenSessions() int { return len(m.open) }
 
 // Running reports whether a child runs.
 func (m *Machine) Running() bool { return m.Child == "running" || m.Child == "stopping" }

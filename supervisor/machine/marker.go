@@ -46,6 +46,10 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	if msg.Barrier || msg.Session == "" {
 		return // a barrier is the runner's: answered once what came before it is durable
 	}
+	if m.overOpenCap(o, msg, now) {
+		o.add(Refuse{PID: msg.PID})
+		return
+	}
 	sess := m.sessionFor(o, e, now)
 	if sess == nil {
 		o.add(Refuse{PID: msg.PID})
@@ -101,6 +105,25 @@ func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
 	if msg.ExtendTimeoutUSec > 0 {
 		m.extendTimeout(o, msg, time.Duration(msg.ExtendTimeoutUSec)*time.Microsecond, now)
 	}
+}
+
+// overOpenCap reports whether msg would open one session more than
+// --max-open-sessions allows: a turn-begin (or resumed) for a session that
+// is not open. Refused, never ignored: the sender's barrier answers '0'.
+func (m *Machine) overOpenCap(o *out, msg notify.Message, now time.Time) bool {
+	if msg.Event != notify.EventTurnBegin && msg.Event != notify.EventResumed && msg.Event != notify.EventWaiting {
+		return false
+	}
+	if m.open[msg.Session] || len(m.open) < m.Config.MaxOpenSessions {
+		return false
+	}
+	m.Refused++
+	if n, ok := m.refusedLog.allow(now); ok {
+		o.warn("too many open sessions: a turn that would open one more is refused (--max-open-sessions)",
+			"session", msg.Session, "pid", msg.PID, "limit", m.Config.MaxOpenSessions, "suppressed", n)
+	}
+	o.add(Count{Metric: "refused", Label: "open-sessions"})
+	return true
 }
 
 // sessionFor returns the session a marker names: held, loaded from the
