@@ -175,3 +175,35 @@ func TestExecLinePrefixes(t *testing.T) {
 		t.Errorf("ExecLine = %q, %v", line, err)
 	}
 }
+
+// The commands a unit's comments suggest quote the name for a shell.
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"agent": "agent", "-x": "-x", "a b": "'a b'", "x; rm -rf ~": "'x; rm -rf ~'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// The commands in a unit's comments keep a hostile name one quoted word.
+func TestUnitCommentCommandsQuoteTheName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	const name = "x; touch pwned"
+	for kind, want := range map[string][]string{
+		"systemd": {"#          supervise status --state-dir '" + filepath.Join(SystemStateBase, name) + "'"},
+		"launchd": {"  Inspect: supervise status -name 'x; touch pwned'", "bootout gui/$(id -u)/'dev.supervise.x; touch pwned'"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Command([]string{kind, "--name", name, "--", "sh"}, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", kind, code, errb.String())
+		}
+		for _, w := range want {
+			if !strings.Contains(out.String(), w+"\n") {
+				t.Errorf("%s: no line ending %q in\n%s", kind, w, out.String())
+			}
+		}
+	}
+}

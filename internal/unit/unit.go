@@ -12,7 +12,8 @@
 // agent; Systemd and Launchd refuse Args of any other shape, so a --name or
 // --state-dir that begins with '-' stays that flag's value. The agent's
 // arguments after "--" are the person's own command. ExecLine refuses an
-// executable that systemd would read as prefixes of ExecStart=.
+// executable that systemd would read as prefixes of ExecStart=, and the
+// commands the comments suggest quote their values for a shell.
 package unit
 
 import (
@@ -167,8 +168,8 @@ func Systemd(s Spec) (string, error) {
 	}{
 		Intro:          prefixed("# ", s.intro(unit+".service", "systemd", commentText)),
 		Unit:           unit,
-		Name:           commentText(s.Name),
-		StateDir:       commentText(s.StateDir),
+		Name:           commentText(shellWord(s.Name)),
+		StateDir:       commentText(shellWord(s.StateDir)),
 		Description:    specifierSafe("supervise " + s.Name + ": " + filepath.Base(s.Agent)),
 		ExecStart:      cmd,
 		User:           s.User,
@@ -218,8 +219,8 @@ func Launchd(s Spec) (string, error) {
 	}{
 		Intro:        prefixed("  ", s.intro(xmlComment(label), "launchd", xmlComment)),
 		PlistName:    xmlComment(plistName),
-		LabelComment: xmlComment(label),
-		NameComment:  xmlComment(s.Name),
+		LabelComment: xmlComment(shellWord(label)),
+		NameComment:  xmlComment(shellWord(s.Name)),
 		Label:        plistString(label),
 		Throttle:     Throttle,
 		StopSeconds:  StopSeconds(s.StopTimeout),
@@ -374,6 +375,24 @@ func SystemdWord(s string, dollar bool) string {
 // expanded there.
 func specifierSafe(s string) string {
 	return strings.ReplaceAll(s, "%", "%%")
+}
+
+// shellWord quotes s for the commands a unit's comments suggest
+// ("supervise status --name NAME", "launchctl bootout gui/$(id -u)/LABEL"),
+// so that a name with a space or a ';' copied into a shell stays one
+// argument and runs nothing: plain letters, digits and _@%+=:,./- as they
+// are, anything else in single quotes.
+func shellWord(s string) string {
+	plain := s != ""
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("_@%+=:,./-", c) >= 0
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // commentText keeps a value on its comment line.
