@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/supervise-dev/supervise/internal/statedir"
@@ -93,6 +94,12 @@ var ErrTemplate = errors.New("bad --resume-exec template")
 // never runs a shell: each word is one argument, and a placeholder inside a
 // word is replaced by the value as it is, spaces and all. Placeholders:
 // {session} {message} {turn}. {session} is required.
+//
+// A template whose placeholder begins a word, as {message} does in
+// 'claude -p -r {session} {message}', is valid: most agents take the
+// message as a positional argument. But ExecArgv refuses to fill such a
+// word with a value that begins with '-' unless a word "--" comes before
+// it ('claude -p -r {session} -- {message}' never refuses one).
 func ParseTemplate(t string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
@@ -147,26 +154,105 @@ func ParseTemplate(t string) ([]string, error) {
 	return words, nil
 }
 
-// ErrUnsafeSession reports a session or turn id that ExecArgv will not place
-// in an argv: one beginning with '-', which the agent would read as an
-// option ("codex exec resume --evil").
-var ErrUnsafeSession = errors.New("id begins with '-': it would be read as an option")
+// ErrOptionValue reports a value that ExecArgv will not place at the start
+// of an argv word: one beginning with '-', which the agent would read as an
+// option of its own ("agent -p -r s1 --dangerously-skip-permissions").
+var ErrOptionValue = errors.New("a value that begins with '-' is read as an option unless the template puts -- before it")
 
-// ExecArgv substitutes item into a parsed template. It refuses (with
-// ErrUnsafeSession) a session id, or a turn id the template uses, that
-// begins with '-': the notify parser already refuses such session ids, and
-// this check holds even for a journal written before it did.
+// placeholder is one value ExecArgv fills in.
+type placeholder struct{ name, value string }
+
+// ExecArgv fills a parsed template with item: {session}, {message} and
+// {turn} are replaced by its Session, Message and Turn.
+//
+// No value becomes an option: a word whose filled text begins with '-'
+// because of a value (the word starts with a placeholder, or with
+// placeholders whose values are empty and then one whose value begins with
+// '-') is refused with an error wrapping ErrOptionValue, unless an earlier
+// word of the template is exactly "--", after which an agent reads no
+// options. The error names the placeholder and quotes the start of its
+// value; the message is a value as a whole, so a --resume-message of
+// '{prompt}' with a prompt "--dangerously-skip-permissions" is refused as
+// {message} (which starts with {prompt}). A '-' the template itself wrote
+// is the template's own option and is kept ("-p", "--id={session}"), and
+// so is a value with '-' anywhere but at the start of its word. The notify
+// parser already refuses session ids that begin with '-'; this check holds
+// for every value, and for a journal written before that parser did.
 func ExecArgv(template []string, item Item) ([]string, error) {
-	if strings.HasPrefix(item.Session, "-") {
-		return nil, fmt.Errorf("session %q: %w", item.Session, ErrUnsafeSession)
-	}
-	if strings.HasPrefix(item.Turn, "-") && strings.Contains(strings.Join(template, " "), "{turn}") {
-		return nil, fmt.Errorf("session %q: turn %q: %w", item.Session, item.Turn, ErrUnsafeSession)
-	}
-	r := strings.NewReplacer("{session}", item.Session, "{message}", item.Message, "{turn}", item.Turn)
+	values := []placeholder{{"{session}", item.Session}, {"{message}", item.Message}, {"{turn}", item.Turn}}
 	argv := make([]string, len(template))
+	options := true // until a "--" word of the template
 	for i, w := range template {
-		argv[i] = r.Replace(w)
+		text, lead := fillWord(w, values)
+		if options && lead != nil && strings.HasPrefix(text, "-") {
+			return nil, fmt.Errorf("argument %d would begin with %s %s%s, and %w",
+				i, lead.name, excerpt(lead.value), source(*lead, item), ErrOptionValue)
+		}
+		if w == "--" {
+			options = false
+		}
+		argv[i] = text
 	}
 	return argv, nil
+}
+
+// fillWord replaces each placeholder of word by its value, left to right; a
+// value is never scanned again for placeholders. lead is the placeholder
+// whose value is the start of the filled text, nil when the text is empty
+// or starts with the template's own characters.
+func fillWord(word string, values []placeholder) (text string, lead *placeholder) {
+	var b strings.Builder
+	decided := false
+next:
+	for i := 0; i < len(word); {
+		if word[i] == '{' {
+			for j := range values {
+				p := &values[j]
+				if strings.HasPrefix(word[i:], p.name) {
+					if !decided && p.value != "" {
+						lead, decided = p, true
+					}
+					b.WriteString(p.value)
+					i += len(p.name)
+					continue next
+				}
+			}
+		}
+		decided = true
+		b.WriteByte(word[i])
+		i++
+	}
+	return b.String(), lead
+}
+
+// source names the field of item a message value starts with, when that
+// field begins with '-' and so put it there: " (which starts with
+// {prompt})". It is "" for any other value, or when none does.
+func source(p placeholder, item Item) string {
+	if p.name != "{message}" {
+		return ""
+	}
+	for _, f := range []placeholder{{"{prompt}", item.Prompt}, {"{detail}", item.Detail},
+		{"{tool}", item.Tool}, {"{session}", item.Session}, {"{turn}", item.Turn}} {
+		if strings.HasPrefix(f.value, "-") && strings.HasPrefix(p.value, f.value) {
+			return " (which starts with " + f.name + ")"
+		}
+	}
+	return ""
+}
+
+// excerptRunes bounds how much of a refused value an error quotes.
+const excerptRunes = 40
+
+// excerpt quotes the start of a value for an error: at most excerptRunes
+// runes, with "..." after the quote when there was more.
+func excerpt(v string) string {
+	n := 0
+	for i := range v {
+		if n == excerptRunes {
+			return strconv.Quote(v[:i]) + "..."
+		}
+		n++
+	}
+	return strconv.Quote(v)
 }

@@ -22,7 +22,10 @@
 // parked rather than handed to every later run.
 //
 // The delivery half (WriteFile, ExecArgv) writes the resume file and builds
-// the argv of a --resume-exec relaunch.
+// the argv of a --resume-exec relaunch. No value becomes an option there:
+// ExecArgv refuses (ErrOptionValue) a value, the message included, that
+// would begin an argv word with '-' before a "--" word of the template, and
+// the caller parks that session with the error as its reason.
 package resume
 
 import (

@@ -6,6 +6,14 @@
 // ErrValue. Command is the `supervise unit` command line around them: it
 // checks the run flags as `supervise run` does (internal/runflags) and
 // writes only the ones given into the unit.
+//
+// No value becomes an option. supervise's own arguments in a unit are run
+// and --flag=value words, each value joined to its flag, then "--" and the
+// agent; Systemd and Launchd refuse Args of any other shape, so a --name or
+// --state-dir that begins with '-' stays that flag's value. The agent's
+// arguments after "--" are the person's own command. ExecLine refuses an
+// executable that systemd would read as prefixes of ExecStart=, and the
+// commands the comments suggest quote their values for a shell.
 package unit
 
 import (
@@ -52,7 +60,7 @@ type Spec struct {
 	Name        string   // --name of the supervised agent
 	Exe         string   // supervise itself
 	TempExe     bool     // Exe looks like a go run / go test build that will vanish
-	Args        []string // supervise's arguments: run, flags, --, agent, agent args
+	Args        []string // supervise's arguments: run, --flag=value words, --, agent, agent args
 	Agent       string   // the agent's absolute path (also in Args)
 	StateDir    string   // passed as --state-dir (in Args); "" when the default is used
 	StateDirRel string   // systemd StateDirectory= relative to /var/lib; "" for none
@@ -101,8 +109,50 @@ func prefixed(prefix string, lines []string) []string {
 	return out
 }
 
+// checkArgs holds Args to the shape Spec documents, so that no value
+// becomes a word of supervise's command line of its own: before "--" only
+// the word run and --flag=value words, each value joined to its flag; then
+// "--" and the agent, whose arguments are the person's own and are read by
+// the agent, not by supervise. A word such as "-x" alone, "--name" then
+// "-x", or a missing "--" is refused.
+func checkArgs(args []string) error {
+	if len(args) == 0 || args[0] != "run" {
+		return fmt.Errorf("supervise arguments %q: they must start with run: %w", args, ErrValue)
+	}
+	for i, a := range args[1:] {
+		if a == "--" {
+			if i+2 >= len(args) {
+				return fmt.Errorf("supervise arguments %q: no agent after --: %w", args, ErrValue)
+			}
+			return nil
+		}
+		name, _, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || !ok || !flagName(name) {
+			return fmt.Errorf("supervise argument %q: before -- every argument must be one --flag=value word, or a value could be read as a flag: %w", a, ErrValue)
+		}
+	}
+	return fmt.Errorf("supervise arguments %q: no -- before the agent, so its arguments would be read as supervise's: %w", args, ErrValue)
+}
+
+// flagName reports whether s is a flag name of supervise: lowercase
+// letters and digits in words joined by '-'.
+func flagName(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Systemd renders a systemd service unit.
 func Systemd(s Spec) (string, error) {
+	if err := checkArgs(s.Args); err != nil {
+		return "", err
+	}
 	unit := "supervise-" + FileName(s.Name)
 	cmd, err := ExecLine(append([]string{s.Exe}, s.Args...))
 	if err != nil {
@@ -118,8 +168,8 @@ func Systemd(s Spec) (string, error) {
 	}{
 		Intro:          prefixed("# ", s.intro(unit+".service", "systemd", commentText)),
 		Unit:           unit,
-		Name:           commentText(s.Name),
-		StateDir:       commentText(s.StateDir),
+		Name:           commentText(shellWord(s.Name)),
+		StateDir:       commentText(shellWord(s.StateDir)),
 		Description:    specifierSafe("supervise " + s.Name + ": " + filepath.Base(s.Agent)),
 		ExecStart:      cmd,
 		User:           s.User,
@@ -148,6 +198,9 @@ func Launchd(s Spec) (string, error) {
 	if s.LogFile == "" {
 		return "", errors.New("cannot find the home directory for the log file")
 	}
+	if err := checkArgs(s.Args); err != nil {
+		return "", err
+	}
 	label := LabelPrefix + s.Name
 	argv := append([]string{s.Exe}, s.Args...)
 	for _, v := range append([]string{label, s.WorkDir, s.Path, s.LogFile}, argv...) {
@@ -166,8 +219,8 @@ func Launchd(s Spec) (string, error) {
 	}{
 		Intro:        prefixed("  ", s.intro(xmlComment(label), "launchd", xmlComment)),
 		PlistName:    xmlComment(plistName),
-		LabelComment: xmlComment(label),
-		NameComment:  xmlComment(s.Name),
+		LabelComment: xmlComment(shellWord(label)),
+		NameComment:  xmlComment(shellWord(s.Name)),
 		Label:        plistString(label),
 		Throttle:     Throttle,
 		StopSeconds:  StopSeconds(s.StopTimeout),
@@ -245,8 +298,18 @@ func StopSeconds(stopTimeout time.Duration) int64 {
 }
 
 // ExecLine renders a systemd command line (systemd.service(5), "Command
-// lines"). The executable is never subject to $ substitution.
+// lines"). The executable is never subject to $ substitution. It refuses
+// an executable that begins with one of the prefix characters -@:+! that
+// systemd reads off the first word after unquoting it (ignore failure,
+// argv[0] from the next word, full privileges...): quoting cannot keep such
+// a path from becoming an option of ExecStart=.
 func ExecLine(argv []string) (string, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return "", fmt.Errorf("no executable: %w", ErrValue)
+	}
+	if strings.IndexByte(execPrefixes, argv[0][0]) >= 0 {
+		return "", fmt.Errorf("executable %q: it begins with %q, which systemd reads as a prefix of the command line, not as part of the path: %w", argv[0], argv[0][:1], ErrValue)
+	}
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
@@ -256,6 +319,10 @@ func ExecLine(argv []string) (string, error) {
 	}
 	return strings.Join(words, " "), nil
 }
+
+// execPrefixes are the characters systemd reads as prefixes of a command
+// line's first word (systemd.service(5), "Command lines").
+const execPrefixes = "-@:+!"
 
 // SystemdWord quotes one word of a systemd command line or list setting.
 // systemd first expands specifiers on the whole line, so % is written %%;
@@ -308,6 +375,24 @@ func SystemdWord(s string, dollar bool) string {
 // expanded there.
 func specifierSafe(s string) string {
 	return strings.ReplaceAll(s, "%", "%%")
+}
+
+// shellWord quotes s for the commands a unit's comments suggest
+// ("supervise status --name NAME", "launchctl bootout gui/$(id -u)/LABEL"),
+// so that a name with a space or a ';' copied into a shell stays one
+// argument and runs nothing: plain letters, digits and _@%+=:,./- as they
+// are, anything else in single quotes.
+func shellWord(s string) string {
+	plain := s != ""
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("_@%+=:,./-", c) >= 0
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // commentText keeps a value on its comment line.
