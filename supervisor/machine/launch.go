@@ -140,7 +140,7 @@ func (m *Machine) templated(o *out, sess *journal.Session) ([]string, bool) {
 	sess.State, sess.Resume = journal.Parked, nil
 	sess.Reason = "not resumed with --resume-exec: " + err.Error()
 	o.save(sess.ID)
-	o.error("session parked: its id cannot be passed to --resume-exec", "session", sess.ID, "err", err)
+	o.error("session parked: a value of it cannot be passed to --resume-exec", "session", sess.ID, "err", err)
 	return nil, false
 }
 

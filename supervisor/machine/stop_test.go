@@ -296,3 +296,49 @@ func itoa(i int) string {
 		}
 	}
 }
+
+// --max-open-sessions: a turn that would open one session more is refused
+// (the sender's barrier says so), nothing is created; once one closes, a
+// new one opens; one run is handed at most that many resumes.
+func TestRuleOpenSessionCap(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxOpenSessions = 3
+	r := newRig(t, cfg)
+	r.launch()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, refused := find[Refuse](r.begin(id, "t1")); refused {
+			t.Fatalf("session %s refused under the cap", id)
+		}
+	}
+	fx := r.begin("d", "t1")
+	if ref, ok := find[Refuse](fx); !ok || ref.PID != 100 || r.sess("d") != nil {
+		t.Fatalf("the fourth open session: %#v, want refused and not created", fx)
+	}
+	if _, again := find[Refuse](r.begin("a", "t2")); again {
+		t.Error("a new turn of an open session was refused: it opens nothing")
+	}
+	r.end("a", "t2", notify.OutcomeCompleted)
+	if _, refused := find[Refuse](r.begin("d", "t1")); refused || r.sess("d") == nil {
+		t.Error("with a session closed, a new one was still refused")
+	}
+	if r.m.Refused != 1 || r.m.OpenSessions() != 3 {
+		t.Errorf("refused %d open %d, want 1 and 3", r.m.Refused, r.m.OpenSessions())
+	}
+	r.killed(sigKILL)
+	r.advance(time.Second)
+	if l := r.launch(); len(l.IDs) != 3 {
+		t.Errorf("the relaunch was handed %d resumes, want the 3 open sessions", len(l.IDs))
+	}
+	// Booted with more owed than the cap (the flag lowered): one run is
+	// handed at most the cap.
+	cfg.MaxOpenSessions = 2
+	m := New(cfg)
+	var owed []journal.Session
+	for _, id := range []string{"x1", "x2", "x3", "x4"} {
+		owed = append(owed, journal.Session{ID: id, State: journal.ResumePending, Resume: &journal.Resume{Attempt: 1, Since: t0}})
+	}
+	m.Step(Booted{NextRun: 1, Sessions: owed}, t0)
+	if l, _ := find[Launch](m.Step(LaunchDue{}, t0)); len(l.IDs) != 2 {
+		t.Errorf("a run was handed %d resumes, want at most --max-open-sessions (2)", len(l.IDs))
+	}
+}
