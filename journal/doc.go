@@ -37,6 +37,25 @@
 // ErrNotJournal. Open never modifies such a file; Quarantine renames it
 // aside so that a fresh journal can start without destroying evidence.
 //
+// Faults: the file can change under an open journal (the agent, at the
+// same uid, truncated it while supervise ran), and a read of a page past
+// its new end faults. The journal reads with SetPanicOnFault and turns the
+// fault, like any panic of bbolt on a damaged page, into ErrFault (which
+// matches ErrCorrupt). A fault can leave one of bbolt's locks held for
+// good, so the first one poisons the DB:
+//
+//   - the call that faulted returns ErrFault, and Faulted's channel closes;
+//   - every later call (View, Update, Verify, CheckRecords, PruneSessions)
+//     returns ErrFault at once, from any goroutine, without touching bbolt;
+//   - a call already waiting inside bbolt returns ErrFault too (its
+//     function, if it was running, first returns); its transaction's
+//     goroutine may stay blocked on the lock until the process exits;
+//   - Close returns at once and releases nothing (see DB.Close).
+//
+// Nothing recovers a poisoned DB: its owner must stop. supervise watches
+// Faulted apart from its loop, kills the agent's tree and exits 1; at the
+// next start, the full check finds the damage and moves the file aside.
+//
 // The caller must Close the DB. Records returned by a Tx are copies and stay
 // valid after the transaction.
 package journal

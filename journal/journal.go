@@ -40,6 +40,14 @@ var (
 	ErrSchema = errors.New("journal schema is newer than this supervise")
 	// ErrReadOnly is returned by Update on a journal opened read-only.
 	ErrReadOnly = errors.New("journal is open read-only")
+	// ErrFault means a call faulted after the journal was opened: a read
+	// of a page beyond the end of a file cut short while it was open (the
+	// SIGBUS is made a panic and recovered), or a panic of bbolt on a
+	// damaged page. The DB is then poisoned: every later call returns an
+	// error wrapping ErrFault at once, without touching bbolt, and
+	// DB.Faulted is closed. ErrFault matches ErrCorrupt too
+	// (errors.Is(ErrFault, ErrCorrupt) is true).
+	ErrFault error = &faultError{}
 )
 
 // LockedError is returned when another process holds the journal. It
@@ -85,11 +93,14 @@ type Options struct {
 	ReadOnly bool
 }
 
-// DB is an open journal.
+// DB is an open journal. Its methods may be called from several
+// goroutines at once, as bbolt's: one Update at a time runs, the others
+// wait; Views run beside each other and beside an Update.
 type DB struct {
 	b        *bolt.DB
 	path     string
 	readOnly bool
+	faults   faults
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -107,14 +118,13 @@ func Open(path string, opt Options) (db *DB, err error) {
 	case err != nil && opt.ReadOnly:
 		return nil, err
 	}
-	// A damaged file can make bbolt panic or fault on a bad page; turn
-	// that into ErrCorrupt instead of a crash loop.
+	// A damaged file can make bbolt panic or fault on a bad page while it
+	// opens; turn that into ErrCorrupt instead of a crash loop. (bbolt's
+	// handle, if it made one, is lost with its file lock: the file is
+	// damaged, and the caller moves it aside.)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if db != nil {
-				db.b.Close()
-			}
 			db, err = nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
@@ -135,9 +145,9 @@ func Open(path string, opt Options) (db *DB, err error) {
 		// ErrChecksum, "file size too small", ...
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
 	}
-	db = &DB{b: b, path: path, readOnly: opt.ReadOnly}
+	db = &DB{b: b, path: path, readOnly: opt.ReadOnly, faults: faults{ch: make(chan struct{})}}
 	if err := db.init(); err != nil {
-		b.Close()
+		db.Close()
 		return nil, err
 	}
 	if !opt.ReadOnly {
@@ -191,14 +201,14 @@ func (db *DB) init() error {
 		}
 		return nil
 	}
-	err := db.b.View(check)
+	err := db.run(false, check)
 	if !errors.Is(err, errEmpty) {
 		return err
 	}
 	if db.readOnly {
 		return fmt.Errorf("%s: %w: the file is empty", db.path, ErrNotJournal)
 	}
-	return db.b.Update(func(tx *bolt.Tx) error {
+	return db.run(true, func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucket(bucketRoot)
 		if err != nil {
 			return err
@@ -221,56 +231,48 @@ var errEmpty = errors.New("empty bolt file")
 // Path returns the journal's file path.
 func (db *DB) Path() string { return db.path }
 
-// Close releases the journal and its lock.
+// Close releases the journal and its lock. All calls must have returned.
+//
+// Close of a faulted journal (see Faulted) returns nil at once and
+// releases nothing: bbolt's Close takes the locks the fault may have left
+// held and would wait for ever. The file descriptor, the mapping and the
+// file lock are left to the end of the process, which is right: a journal
+// that faulted after open makes supervise exit, and one that faulted while
+// it was being checked at start is moved aside (Quarantine) before a fresh
+// one is created under its name, so nothing waits for that lock.
 func (db *DB) Close() error {
 	if !db.readOnly {
 		os.Remove(ownerPath(db.path))
+	}
+	if db.Fault() != nil {
+		return nil
 	}
 	return db.b.Close()
 }
 
 // Update runs fn in one read-write transaction and commits it durably. An
 // error from fn rolls everything back and is returned. A damaged page met
-// on the way (bbolt asserts, or the mapping faults) rolls back too and
-// returns ErrCorrupt instead of crashing the process.
-func (db *DB) Update(fn func(*Tx) error) (err error) {
+// on the way (bbolt panics, or the mapping faults) returns ErrFault instead
+// of crashing the process, and poisons the journal: see Faulted. fn runs on
+// a goroutine of the journal's, never after Update returned.
+func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer db.corrupt(&err)
-	return db.b.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+	return db.run(true, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
 }
 
 // View runs fn in a read-only transaction; like Update, a damaged page is
-// ErrCorrupt.
-func (db *DB) View(fn func(*Tx) error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer db.corrupt(&err)
-	return db.b.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
-}
-
-// corrupt turns a panic raised by bbolt on damaged data, or a memory fault
-// on a page beyond a truncated file, into ErrCorrupt. bbolt's own deferred
-// rollback has run by then, so the transaction is undone and its lock
-// released. It must be deferred directly, after SetPanicOnFault(true).
-func (db *DB) corrupt(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
-	}
+// ErrFault.
+func (db *DB) View(fn func(*Tx) error) error {
+	return db.run(false, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
 }
 
 // Verify runs bbolt's full consistency check (every page reachable or free,
 // none referenced twice) and returns ErrCorrupt with the first problems.
-func (db *DB) Verify() (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
-		}
-	}()
+func (db *DB) Verify() error {
 	var problems []string
-	err = db.b.View(func(tx *bolt.Tx) error {
+	err := db.run(false, func(tx *bolt.Tx) error {
 		// bbolt checks on a goroutine of its own, where a read of a page
 		// past the end of a truncated file is a SIGBUS that nothing can
 		// recover (SetPanicOnFault is per goroutine): a crash at every
@@ -304,13 +306,7 @@ func (db *DB) Verify() (err error) {
 // last runs, the open sessions) and returns ErrCorrupt if one does not
 // decode: a damaged record must be caught before it is acted on, not crash
 // the supervisor at every start.
-func (db *DB) CheckRecords() (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
-		}
-	}()
+func (db *DB) CheckRecords() error {
 	return db.View(func(tx *Tx) error {
 		if _, _, err := tx.Owner(); err != nil {
 			return err
