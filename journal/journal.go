@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,18 +26,32 @@ import (
 // Schema is the additive schema version inside the v1 root bucket.
 const Schema = 1
 
+// schemaReach bounds the schema values Open takes for a newer release's:
+// a journal whose schema n has Schema < n <= Schema+schemaReach, and whose
+// schema record passes its check (see doc.go), is refused with ErrSchema
+// and left alone. Any other value no release could have written: it is
+// damage (ErrCorrupt), and the file is moved aside instead of refusing to
+// start for ever. Releases raise the schema by one per additive change, so
+// 16 covers any downgrade this project supports; a downgrade across more
+// than 16 schema changes would see the newer journal as damaged, moved
+// aside byte for byte, not lost.
+const schemaReach = 16
+
 // Errors returned by Open and Update.
 var (
 	// ErrLocked means another process holds the journal.
 	ErrLocked = errors.New("journal is in use by another supervise")
 	// ErrCorrupt means the file is damaged: not a bbolt file, bad
-	// checksums, or inconsistent pages.
+	// checksums, inconsistent pages, or a record that fails its own check
+	// (a schema value no release wrote among them).
 	ErrCorrupt = errors.New("journal is corrupt")
 	// ErrNotJournal means the path holds something that is not a
 	// supervise journal: a directory, a symlink, another program's bbolt
 	// file.
 	ErrNotJournal = errors.New("not a supervise journal")
-	// ErrSchema means the journal was written by a newer supervise.
+	// ErrSchema means the journal was written by a newer supervise: its
+	// schema is above Schema by at most 16 and its schema record passes
+	// its check. Open refuses it and leaves it as it is.
 	ErrSchema = errors.New("journal schema is newer than this supervise")
 	// ErrReadOnly is returned by Update on a journal opened read-only.
 	ErrReadOnly = errors.New("journal is open read-only")
@@ -77,6 +92,7 @@ var (
 	bucketOpen     = []byte("open")
 
 	keySchema   = []byte("schema")
+	keySchemaCk = []byte("schema.crc")
 	keyClean    = []byte("clean")
 	keyOwner    = []byte("owner")
 	keyChild    = []byte("child")
@@ -192,12 +208,9 @@ func (db *DB) init() error {
 				return fmt.Errorf("%s: %w: bucket %s/%s is missing", db.path, ErrCorrupt, bucketRoot, name)
 			}
 		}
-		v := root.Bucket(bucketMeta).Get(keySchema)
-		if len(v) != 8 {
-			return fmt.Errorf("%s: %w: bad schema record", db.path, ErrCorrupt)
-		}
-		if n := binary.BigEndian.Uint64(v); n > Schema {
-			return fmt.Errorf("%s: %w (schema %d, this build reads up to %d)", db.path, ErrSchema, n, Schema)
+		meta := root.Bucket(bucketMeta)
+		if err := checkSchema(meta.Get(keySchema), meta.Get(keySchemaCk)); err != nil {
+			return fmt.Errorf("%s: %w", db.path, err)
 		}
 		return nil
 	}
@@ -222,8 +235,47 @@ func (db *DB) init() error {
 		if err := meta.Put(keySchema, u64(Schema)); err != nil {
 			return err
 		}
+		if err := meta.Put(keySchemaCk, schemaCheck(u64(Schema))); err != nil {
+			return err
+		}
 		return meta.Put(keyClean, []byte{1})
 	})
+}
+
+// checkSchema tells a journal this build reads (nil) from one a newer
+// release wrote (ErrSchema) and from damage (ErrCorrupt), given the schema
+// record v and its check record ck (nil when absent: journals written
+// before the check existed have none). A record that fails its check is
+// damage. So is a value no release could have written: 0, or beyond
+// Schema+schemaReach. A newer schema counts only with a check that
+// passes: every release that writes one writes the check too.
+func checkSchema(v, ck []byte) error {
+	if len(v) != 8 {
+		return fmt.Errorf("%w: bad schema record (%d bytes)", ErrCorrupt, len(v))
+	}
+	n := binary.BigEndian.Uint64(v)
+	checked := ck != nil && bytes.Equal(ck, schemaCheck(v))
+	switch {
+	case ck != nil && !checked:
+		return fmt.Errorf("%w: schema record %d fails its check", ErrCorrupt, n)
+	case n == 0 || n > Schema+schemaReach:
+		return fmt.Errorf("%w: schema record %d is no version any release wrote", ErrCorrupt, n)
+	case n <= Schema:
+		return nil
+	case !checked:
+		return fmt.Errorf("%w: schema record %d has no check, which every release with a newer schema writes", ErrCorrupt, n)
+	}
+	return fmt.Errorf("%w (schema %d, this build reads up to %d)", ErrSchema, n, Schema)
+}
+
+// schemaCheck returns the check record of the schema record v: the
+// CRC-32C (Castagnoli) of "supervise journal schema " followed by v's 8
+// bytes, 4 bytes big-endian.
+func schemaCheck(v []byte) []byte {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write([]byte("supervise journal schema "))
+	h.Write(v)
+	return h.Sum(nil)
 }
 
 var errEmpty = errors.New("empty bolt file")
