@@ -47,8 +47,9 @@
 //
 // Corruption: a file that is not a bbolt file, fails bbolt's checksums,
 // belongs to another program, has a record that fails its own check, or
-// fails Verify yields ErrCorrupt or ErrNotJournal. Open never modifies such a file; Quarantine renames it
-// aside so that a fresh journal can start without destroying evidence.
+// fails Verify yields ErrCorrupt or ErrNotJournal. Open never modifies
+// such a file; Quarantine renames it aside so that a fresh journal can
+// start without destroying evidence.
 //
 // Faults: the file can change under an open journal (the agent, at the
 // same uid, truncated it while supervise ran), and a read of a page past
@@ -65,9 +66,10 @@
 //     goroutine may stay blocked on the lock until the process exits;
 //   - Close returns at once and releases nothing (see DB.Close).
 //
-// Nothing recovers a poisoned DB: its owner must stop. supervise watches
-// Faulted apart from its loop, kills the agent's tree and exits 1; at the
-// next start, the full check finds the damage and moves the file aside.
+// Nothing recovers a poisoned DB: its owner must stop. supervise's runner
+// watches Faulted apart from its loop, kills the agent's tree and exits 1;
+// at the next start, the full check finds the damage and moves the file
+// aside.
 //
 // The caller must Close the DB. Records returned by a Tx are copies and stay
 // valid after the transaction.

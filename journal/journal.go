@@ -163,7 +163,7 @@ func Open(path string, opt Options) (db *DB, err error) {
 	}
 	db = &DB{b: b, path: path, readOnly: opt.ReadOnly, faults: faults{ch: make(chan struct{})}}
 	if err := db.init(); err != nil {
-		db.Close()
+		db.closeBolt()
 		return nil, err
 	}
 	if !opt.ReadOnly {
@@ -296,6 +296,11 @@ func (db *DB) Close() error {
 	if !db.readOnly {
 		os.Remove(ownerPath(db.path))
 	}
+	return db.closeBolt()
+}
+
+// closeBolt closes bbolt's handle, unless the journal faulted (see Close).
+func (db *DB) closeBolt() error {
 	if db.Fault() != nil {
 		return nil
 	}
