@@ -9,6 +9,9 @@
 //	└── v1                                   root bucket, schema generation 1
 //	    ├── meta
 //	    │   ├── schema    : u64 big-endian     additive schema version inside v1 (currently 1)
+//	    │   ├── schema.crc: 4 bytes            check of schema: CRC-32C (Castagnoli), big-endian,
+//	    │   │                                  of "supervise journal schema " + schema's 8 bytes;
+//	    │   │                                  absent in journals written before it existed
 //	    │   ├── clean     : 1 byte             1 = the last supervisor shut down cleanly
 //	    │   ├── owner     : JSON Owner         the supervisor holding, or last holding, the journal
 //	    │   ├── child     : JSON Child         the child believed running; absent when none runs
@@ -32,10 +35,41 @@
 // the holder's pid, read from the sidecar file journal.db.owner that the
 // holder writes after taking the lock.
 //
+// Schema: Open reads a journal whose schema is at most Schema (with a
+// schema.crc that passes, or none). It refuses one a newer release wrote
+// with ErrSchema and leaves it untouched: its schema is above Schema by at
+// most 16 and its schema.crc passes (a release that raises the schema
+// must write schema.crc with it). Anything else, a check that fails, a
+// schema of 0, beyond Schema+16, or newer without a check, is no version
+// any release wrote: it is damage, ErrCorrupt (a bit flip once made
+// schema 1 read as 4503599627370497, and supervise refused to start for
+// ever instead of moving the file aside).
+//
 // Corruption: a file that is not a bbolt file, fails bbolt's checksums,
-// belongs to another program, or fails Verify yields ErrCorrupt or
-// ErrNotJournal. Open never modifies such a file; Quarantine renames it
-// aside so that a fresh journal can start without destroying evidence.
+// belongs to another program, has a record that fails its own check, or
+// fails Verify yields ErrCorrupt or ErrNotJournal. Open never modifies
+// such a file; Quarantine renames it aside so that a fresh journal can
+// start without destroying evidence.
+//
+// Faults: the file can change under an open journal (the agent, at the
+// same uid, truncated it while supervise ran), and a read of a page past
+// its new end faults. The journal reads with SetPanicOnFault and turns the
+// fault, like any panic of bbolt on a damaged page, into ErrFault (which
+// matches ErrCorrupt). A fault can leave one of bbolt's locks held for
+// good, so the first one poisons the DB:
+//
+//   - the call that faulted returns ErrFault, and Faulted's channel closes;
+//   - every later call (View, Update, Verify, CheckRecords, PruneSessions)
+//     returns ErrFault at once, from any goroutine, without touching bbolt;
+//   - a call already waiting inside bbolt returns ErrFault too (its
+//     function, if it was running, first returns); its transaction's
+//     goroutine may stay blocked on the lock until the process exits;
+//   - Close returns at once and releases nothing (see DB.Close).
+//
+// Nothing recovers a poisoned DB: its owner must stop. supervise's runner
+// watches Faulted apart from its loop, kills the agent's tree and exits 1;
+// at the next start, the full check finds the damage and moves the file
+// aside.
 //
 // The caller must Close the DB. Records returned by a Tx are copies and stay
 // valid after the transaction.

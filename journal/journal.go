@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,21 +26,43 @@ import (
 // Schema is the additive schema version inside the v1 root bucket.
 const Schema = 1
 
+// schemaReach bounds the schema values Open takes for a newer release's:
+// a journal whose schema n has Schema < n <= Schema+schemaReach, and whose
+// schema record passes its check (see doc.go), is refused with ErrSchema
+// and left alone. Any other value no release could have written: it is
+// damage (ErrCorrupt), and the file is moved aside instead of refusing to
+// start for ever. Releases raise the schema by one per additive change, so
+// 16 covers any downgrade this project supports; a downgrade across more
+// than 16 schema changes would see the newer journal as damaged, moved
+// aside byte for byte, not lost.
+const schemaReach = 16
+
 // Errors returned by Open and Update.
 var (
 	// ErrLocked means another process holds the journal.
 	ErrLocked = errors.New("journal is in use by another supervise")
 	// ErrCorrupt means the file is damaged: not a bbolt file, bad
-	// checksums, or inconsistent pages.
+	// checksums, inconsistent pages, or a record that fails its own check
+	// (a schema value no release wrote among them).
 	ErrCorrupt = errors.New("journal is corrupt")
 	// ErrNotJournal means the path holds something that is not a
 	// supervise journal: a directory, a symlink, another program's bbolt
 	// file.
 	ErrNotJournal = errors.New("not a supervise journal")
-	// ErrSchema means the journal was written by a newer supervise.
+	// ErrSchema means the journal was written by a newer supervise: its
+	// schema is above Schema by at most 16 and its schema record passes
+	// its check. Open refuses it and leaves it as it is.
 	ErrSchema = errors.New("journal schema is newer than this supervise")
 	// ErrReadOnly is returned by Update on a journal opened read-only.
 	ErrReadOnly = errors.New("journal is open read-only")
+	// ErrFault means a call faulted after the journal was opened: a read
+	// of a page beyond the end of a file cut short while it was open (the
+	// SIGBUS is made a panic and recovered), or a panic of bbolt on a
+	// damaged page. The DB is then poisoned: every later call returns an
+	// error wrapping ErrFault at once, without touching bbolt, and
+	// DB.Faulted is closed. ErrFault matches ErrCorrupt too
+	// (errors.Is(ErrFault, ErrCorrupt) is true).
+	ErrFault error = &faultError{}
 )
 
 // LockedError is returned when another process holds the journal. It
@@ -69,6 +92,7 @@ var (
 	bucketOpen     = []byte("open")
 
 	keySchema   = []byte("schema")
+	keySchemaCk = []byte("schema.crc")
 	keyClean    = []byte("clean")
 	keyOwner    = []byte("owner")
 	keyChild    = []byte("child")
@@ -85,11 +109,14 @@ type Options struct {
 	ReadOnly bool
 }
 
-// DB is an open journal.
+// DB is an open journal. Its methods may be called from several
+// goroutines at once, as bbolt's: one Update at a time runs, the others
+// wait; Views run beside each other and beside an Update.
 type DB struct {
 	b        *bolt.DB
 	path     string
 	readOnly bool
+	faults   faults
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -107,14 +134,13 @@ func Open(path string, opt Options) (db *DB, err error) {
 	case err != nil && opt.ReadOnly:
 		return nil, err
 	}
-	// A damaged file can make bbolt panic or fault on a bad page; turn
-	// that into ErrCorrupt instead of a crash loop.
+	// A damaged file can make bbolt panic or fault on a bad page while it
+	// opens; turn that into ErrCorrupt instead of a crash loop. (bbolt's
+	// handle, if it made one, is lost with its file lock: the file is
+	// damaged, and the caller moves it aside.)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if db != nil {
-				db.b.Close()
-			}
 			db, err = nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
@@ -135,9 +161,9 @@ func Open(path string, opt Options) (db *DB, err error) {
 		// ErrChecksum, "file size too small", ...
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
 	}
-	db = &DB{b: b, path: path, readOnly: opt.ReadOnly}
+	db = &DB{b: b, path: path, readOnly: opt.ReadOnly, faults: faults{ch: make(chan struct{})}}
 	if err := db.init(); err != nil {
-		b.Close()
+		db.closeBolt()
 		return nil, err
 	}
 	if !opt.ReadOnly {
@@ -182,23 +208,20 @@ func (db *DB) init() error {
 				return fmt.Errorf("%s: %w: bucket %s/%s is missing", db.path, ErrCorrupt, bucketRoot, name)
 			}
 		}
-		v := root.Bucket(bucketMeta).Get(keySchema)
-		if len(v) != 8 {
-			return fmt.Errorf("%s: %w: bad schema record", db.path, ErrCorrupt)
-		}
-		if n := binary.BigEndian.Uint64(v); n > Schema {
-			return fmt.Errorf("%s: %w (schema %d, this build reads up to %d)", db.path, ErrSchema, n, Schema)
+		meta := root.Bucket(bucketMeta)
+		if err := checkSchema(meta.Get(keySchema), meta.Get(keySchemaCk)); err != nil {
+			return fmt.Errorf("%s: %w", db.path, err)
 		}
 		return nil
 	}
-	err := db.b.View(check)
+	err := db.run(false, check)
 	if !errors.Is(err, errEmpty) {
 		return err
 	}
 	if db.readOnly {
 		return fmt.Errorf("%s: %w: the file is empty", db.path, ErrNotJournal)
 	}
-	return db.b.Update(func(tx *bolt.Tx) error {
+	return db.run(true, func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucket(bucketRoot)
 		if err != nil {
 			return err
@@ -212,8 +235,47 @@ func (db *DB) init() error {
 		if err := meta.Put(keySchema, u64(Schema)); err != nil {
 			return err
 		}
+		if err := meta.Put(keySchemaCk, schemaCheck(u64(Schema))); err != nil {
+			return err
+		}
 		return meta.Put(keyClean, []byte{1})
 	})
+}
+
+// checkSchema tells a journal this build reads (nil) from one a newer
+// release wrote (ErrSchema) and from damage (ErrCorrupt), given the schema
+// record v and its check record ck (nil when absent: journals written
+// before the check existed have none). A record that fails its check is
+// damage. So is a value no release could have written: 0, or beyond
+// Schema+schemaReach. A newer schema counts only with a check that
+// passes: every release that writes one writes the check too.
+func checkSchema(v, ck []byte) error {
+	if len(v) != 8 {
+		return fmt.Errorf("%w: bad schema record (%d bytes)", ErrCorrupt, len(v))
+	}
+	n := binary.BigEndian.Uint64(v)
+	checked := ck != nil && bytes.Equal(ck, schemaCheck(v))
+	switch {
+	case ck != nil && !checked:
+		return fmt.Errorf("%w: schema record %d fails its check", ErrCorrupt, n)
+	case n == 0 || n > Schema+schemaReach:
+		return fmt.Errorf("%w: schema record %d is no version any release wrote", ErrCorrupt, n)
+	case n <= Schema:
+		return nil
+	case !checked:
+		return fmt.Errorf("%w: schema record %d has no check, which every release with a newer schema writes", ErrCorrupt, n)
+	}
+	return fmt.Errorf("%w (schema %d, this build reads up to %d)", ErrSchema, n, Schema)
+}
+
+// schemaCheck returns the check record of the schema record v: the
+// CRC-32C (Castagnoli) of "supervise journal schema " followed by v's 8
+// bytes, 4 bytes big-endian.
+func schemaCheck(v []byte) []byte {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write([]byte("supervise journal schema "))
+	h.Write(v)
+	return h.Sum(nil)
 }
 
 var errEmpty = errors.New("empty bolt file")
@@ -221,56 +283,53 @@ var errEmpty = errors.New("empty bolt file")
 // Path returns the journal's file path.
 func (db *DB) Path() string { return db.path }
 
-// Close releases the journal and its lock.
+// Close releases the journal and its lock. All calls must have returned.
+//
+// Close of a faulted journal (see Faulted) returns nil at once and
+// releases nothing: bbolt's Close takes the locks the fault may have left
+// held and would wait for ever. The file descriptor, the mapping and the
+// file lock are left to the end of the process, which is right: a journal
+// that faulted after open makes supervise exit, and one that faulted while
+// it was being checked at start is moved aside (Quarantine) before a fresh
+// one is created under its name, so nothing waits for that lock.
 func (db *DB) Close() error {
 	if !db.readOnly {
 		os.Remove(ownerPath(db.path))
+	}
+	return db.closeBolt()
+}
+
+// closeBolt closes bbolt's handle, unless the journal faulted (see Close).
+func (db *DB) closeBolt() error {
+	if db.Fault() != nil {
+		return nil
 	}
 	return db.b.Close()
 }
 
 // Update runs fn in one read-write transaction and commits it durably. An
 // error from fn rolls everything back and is returned. A damaged page met
-// on the way (bbolt asserts, or the mapping faults) rolls back too and
-// returns ErrCorrupt instead of crashing the process.
-func (db *DB) Update(fn func(*Tx) error) (err error) {
+// on the way (bbolt panics, or the mapping faults) returns ErrFault instead
+// of crashing the process, and poisons the journal: see Faulted. fn runs on
+// a goroutine of the journal's, never after Update returned.
+func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer db.corrupt(&err)
-	return db.b.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+	return db.run(true, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
 }
 
 // View runs fn in a read-only transaction; like Update, a damaged page is
-// ErrCorrupt.
-func (db *DB) View(fn func(*Tx) error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer db.corrupt(&err)
-	return db.b.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
-}
-
-// corrupt turns a panic raised by bbolt on damaged data, or a memory fault
-// on a page beyond a truncated file, into ErrCorrupt. bbolt's own deferred
-// rollback has run by then, so the transaction is undone and its lock
-// released. It must be deferred directly, after SetPanicOnFault(true).
-func (db *DB) corrupt(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
-	}
+// ErrFault.
+func (db *DB) View(fn func(*Tx) error) error {
+	return db.run(false, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
 }
 
 // Verify runs bbolt's full consistency check (every page reachable or free,
 // none referenced twice) and returns ErrCorrupt with the first problems.
-func (db *DB) Verify() (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
-		}
-	}()
+func (db *DB) Verify() error {
 	var problems []string
-	err = db.b.View(func(tx *bolt.Tx) error {
+	err := db.run(false, func(tx *bolt.Tx) error {
 		// bbolt checks on a goroutine of its own, where a read of a page
 		// past the end of a truncated file is a SIGBUS that nothing can
 		// recover (SetPanicOnFault is per goroutine): a crash at every
@@ -304,13 +363,7 @@ func (db *DB) Verify() (err error) {
 // last runs, the open sessions) and returns ErrCorrupt if one does not
 // decode: a damaged record must be caught before it is acted on, not crash
 // the supervisor at every start.
-func (db *DB) CheckRecords() (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, r)
-		}
-	}()
+func (db *DB) CheckRecords() error {
 	return db.View(func(tx *Tx) error {
 		if _, _, err := tx.Owner(); err != nil {
 			return err

@@ -208,20 +208,124 @@ func TestRejectsWhatIsNotAJournal(t *testing.T) {
 	}
 }
 
-func TestNewerSchemaRefused(t *testing.T) {
+// setSchema writes a fresh journal at path whose schema record is v and
+// whose check record is ck (none when ck is nil), as a release, or damage,
+// would have left it.
+func setSchema(t *testing.T, path string, v, ck []byte) {
+	t.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.b.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketRoot).Bucket(bucketMeta)
+		if err := meta.Put(keySchema, v); err != nil {
+			return err
+		}
+		if ck == nil {
+			return meta.Delete(keySchemaCk)
+		}
+		return meta.Put(keySchemaCk, ck)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+// Issue 21 item 6: damage is never mistaken for a version. A newer
+// release's journal (a schema at most 16 ahead, with its check) is refused
+// with ErrSchema, as before; a schema value no release could have written,
+// or a schema record that fails its check, is ErrCorrupt, so that the
+// journal is moved aside instead of refusing to start for ever. Either
+// way Open leaves the file as it was, byte for byte.
+func TestSchemaVersusDamage(t *testing.T) {
+	const flipped = 4503599627370497 // schema 1 with bit 52 flipped: TestFault05RandomDamage seed 1796135621629718313
+	checked := func(n uint64) []byte { return schemaCheck(u64(n)) }
+	cases := []struct {
+		name   string
+		v, ck  []byte
+		want   error // nil: opens
+		reason string
+	}{
+		{"schema 1", u64(1), checked(1), nil, ""},
+		{"schema 1 without a check (an older journal)", u64(1), nil, nil, ""},
+		{"schema 2 (a newer release)", u64(2), checked(2), ErrSchema, "schema 2"},
+		{"schema 17 (16 ahead)", u64(Schema + schemaReach), checked(Schema + schemaReach), ErrSchema, "schema 17"},
+		{"schema 18 (beyond reach)", u64(Schema + schemaReach + 1), checked(Schema + schemaReach + 1), ErrCorrupt, "no version"},
+		{"schema 2 without a check", u64(2), nil, ErrCorrupt, "has no check"},
+		{"schema 2 with the check of 1 (1 flipped)", u64(2), checked(1), ErrCorrupt, "fails its check"},
+		{"schema 1 with a damaged check", u64(1), flip(checked(1), 2, 0x08), ErrCorrupt, "fails its check"},
+		{"flipped schema with its own check", u64(flipped), checked(flipped), ErrCorrupt, "no version"},
+		{"flipped schema with the check of 1", u64(flipped), checked(1), ErrCorrupt, "fails its check"},
+		{"flipped schema without a check (an older journal)", u64(flipped), nil, ErrCorrupt, "no version"},
+		{"schema 0", u64(0), checked(0), ErrCorrupt, "no version"},
+		{"a 7-byte schema", u64(1)[1:], nil, ErrCorrupt, "bad schema record"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			setSchema(t, path, c.v, c.ck)
+			if c.want == nil {
+				db := open(t, path)
+				if err := db.CheckRecords(); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			check := unchanged(t, path)
+			for _, opt := range []Options{{}, {ReadOnly: true}} {
+				db, err := Open(path, opt)
+				if err == nil {
+					db.Close()
+				}
+				if errors.Is(err, ErrCorrupt) != (c.want == ErrCorrupt) || errors.Is(err, ErrSchema) != (c.want == ErrSchema) {
+					t.Errorf("Open(%+v): %v, want only %v", opt, err, c.want)
+				}
+				if err != nil && !strings.Contains(err.Error(), c.reason) {
+					t.Errorf("Open(%+v): %q does not say %q", opt, err, c.reason)
+				}
+			}
+			check()
+		})
+	}
+}
+
+// schemaRecord is the schema record and its check as they lie in a page of
+// the file: bbolt stores each key followed by its value, in key order, and
+// keySchemaCk follows keySchema.
+func schemaRecord(n uint64) []byte {
+	b := append(append([]byte(nil), keySchema...), u64(n)...)
+	return append(append(b, keySchemaCk...), schemaCheck(u64(n))...)
+}
+
+// The probe itself, in the file rather than through bbolt: one bit of the
+// schema value flipped in the data pages (bbolt has no checksum there).
+// Before, Open said the journal was newer; now it is damage.
+func TestSchemaBitFlipInFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	db, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.b.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRoot).Bucket(bucketMeta).Put(keySchema, u64(Schema+1))
-	})
 	db.Close()
-	if _, err := Open(path, Options{}); !errors.Is(err, ErrSchema) {
-		t.Errorf("newer schema: %v", err)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	os.Remove(path)
+	rec := schemaRecord(Schema)
+	if bytes.Count(raw, rec) == 0 {
+		t.Fatalf("schema record %q not found in the file", rec)
+	}
+	damaged := append([]byte(nil), rec...)
+	damaged[len(keySchema)+1] ^= 0x10 // 1 -> 4503599627370497
+	os.WriteFile(path, bytes.ReplaceAll(raw, rec, damaged), 0o600)
+	check := unchanged(t, path)
+	_, err = Open(path, Options{})
+	if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "4503599627370497") {
+		t.Errorf("schema flipped to 4503599627370497: %v, want ErrCorrupt", err)
+	}
+	check()
 }
 
 // fillJournal writes enough records to span many pages.

@@ -6,6 +6,9 @@
 // then holds automatic resumes until the check passes). A damaged journal
 // is moved aside, never rewritten in place, and a fresh one is started
 // with a loud error: nothing is resumed from state that cannot be verified.
+// A journal a newer release wrote (journal.ErrSchema) is refused and left
+// as it is; a schema record no release could have written is damage
+// (journal.ErrCorrupt) and is moved aside like any other.
 package journalopen
 
 import (

@@ -2,6 +2,9 @@ package journalopen
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -94,5 +97,91 @@ func TestOpenQuarantines(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(moved[0]); !bytes.Equal(b, garbage) {
 		t.Error("the damaged journal was not kept byte for byte")
+	}
+}
+
+// schemaRecord is the journal's schema record n and its check as they lie
+// in a page of the file (journal/doc.go draws them): "schema", n as 8
+// bytes big-endian, "schema.crc", the CRC-32C of "supervise journal
+// schema " and those 8 bytes. bbolt stores each key followed by its value,
+// in key order, with no checksum over data pages.
+func schemaRecord(n uint64) []byte {
+	v := binary.BigEndian.AppendUint64(nil, n)
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write([]byte("supervise journal schema "))
+	h.Write(v)
+	rec := append([]byte("schema"), v...)
+	return h.Sum(append(rec, "schema.crc"...))
+}
+
+// patchSchema writes a journal in dir, then rewrites its schema record in
+// the file (every copy of it) with fn, and returns the file's new bytes.
+func patchSchema(t *testing.T, dir string, fn func(rec []byte) []byte) []byte {
+	t.Helper()
+	db, _, _ := open(t, dir, failpoint.Points{})
+	db.Close()
+	path := statedir.JournalPath(dir)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := schemaRecord(journal.Schema)
+	if !bytes.Contains(raw, rec) {
+		t.Fatalf("schema record %q not found in the journal", rec)
+	}
+	raw = bytes.ReplaceAll(raw, rec, fn(append([]byte(nil), rec...)))
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// Issue 21 item 6: one bit flipped in the schema value (1 read as
+// 4503599627370497, as TestFault05RandomDamage's seed 1796135621629718313
+// did) is damage, not a newer journal: it is moved aside byte for byte,
+// and a fresh journal starts, so the agent runs.
+func TestOpenQuarantinesDamagedSchema(t *testing.T) {
+	dir := t.TempDir()
+	damaged := patchSchema(t, dir, func(rec []byte) []byte {
+		rec[len("schema")+1] ^= 0x10
+		return rec
+	})
+	db, later, log := open(t, dir, failpoint.Points{})
+	defer db.Close()
+	if later || !strings.Contains(log, "journal is damaged") || !strings.Contains(log, "4503599627370497") {
+		t.Errorf("verifyLater %v, log %q", later, log)
+	}
+	moved, _ := filepath.Glob(statedir.JournalPath(dir) + ".corrupt-*")
+	if len(moved) != 1 {
+		t.Fatalf("moved aside: %v, want one file", moved)
+	}
+	if b, _ := os.ReadFile(moved[0]); !bytes.Equal(b, damaged) {
+		t.Error("the damaged journal was not kept byte for byte")
+	}
+	if err := db.Update(func(tx *journal.Tx) error { return tx.PutSession(journal.Session{ID: "s1", State: journal.InTurn}) }); err != nil {
+		t.Errorf("the fresh journal: %v", err)
+	}
+	if err := db.Verify(); err != nil {
+		t.Errorf("the fresh journal: %v", err)
+	}
+}
+
+// A journal a newer release wrote on purpose (schema 2 with its check) is
+// refused as before: ErrSchema, nothing moved aside, not a byte changed.
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	newer := patchSchema(t, dir, func([]byte) []byte { return schemaRecord(journal.Schema + 1) })
+	db, _, err := Open(dir, failpoint.Points{}, slog.New(slog.DiscardHandler))
+	if err == nil {
+		db.Close()
+	}
+	if !errors.Is(err, journal.ErrSchema) || errors.Is(err, journal.ErrCorrupt) {
+		t.Errorf("Open of a schema 2 journal: %v, want ErrSchema", err)
+	}
+	if moved, _ := filepath.Glob(statedir.JournalPath(dir) + ".corrupt-*"); len(moved) != 0 {
+		t.Errorf("a newer journal was moved aside: %v", moved)
+	}
+	if b, _ := os.ReadFile(statedir.JournalPath(dir)); !bytes.Equal(b, newer) {
+		t.Error("the newer journal was changed")
 	}
 }
