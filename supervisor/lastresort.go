@@ -32,19 +32,19 @@ const (
 func (s *Supervisor) Watch(sigc <-chan os.Signal, cancel <-chan struct{}, exit func(code int)) error {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
-	var faulted <-chan struct{}
-	if f, ok := any(s.db).(interface{ Faulted() <-chan struct{} }); ok {
-		faulted = f.Faulted()
-	}
+	faulted := s.db.Faulted()
 	for {
 		select {
 		case sig := <-sigc:
-			if s.health.stopAsked.Load() == 0 {
+			// The first signal the loop has not run since is the one a
+			// stuck loop leaves unanswered.
+			if a := s.health.stopAsked.Load(); a == 0 || s.health.tick.Load() >= a {
 				s.health.stopAsked.Store(int64(s.clock.Now().Sub(s.in.base)))
 			}
 			s.Signal(sig)
 		case <-faulted:
-			s.abandon("the journal faulted (the file changed under supervise: truncated, or a disk error)", exit)
+			s.abandon("the journal faulted (its file changed under supervise, truncated or damaged, or a disk error): "+
+				s.db.Fault().Error(), exit)
 			faulted = nil
 		case <-t.C:
 			if why := s.stuck(s.clock.Now()); why != "" {
