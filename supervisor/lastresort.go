@@ -39,7 +39,7 @@ func (s *Supervisor) Watch(sigc <-chan os.Signal, cancel <-chan struct{}, exit f
 			// The first signal the loop has not run since is the one a
 			// stuck loop leaves unanswered.
 			if a := s.health.stopAsked.Load(); a == 0 || s.health.tick.Load() >= a {
-				s.health.stopAsked.Store(int64(s.clock.Now().Sub(s.in.base)))
+				s.health.stopAsked.Store(max(int64(s.clock.Now().Sub(s.in.base)), 1)) // 0 is "none"
 			}
 			s.Signal(sig)
 		case <-faulted:
