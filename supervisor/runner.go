@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -445,6 +446,11 @@ func (s *Supervisor) flushTick() {
 	s.step(ev)
 	s.evictSettled()
 	s.maybePrune(now)
+	if _, err := os.Lstat(StatePath(s.cfg.StateDir)); errors.Is(err, fs.ErrNotExist) {
+		// Removed under supervise (the state dir, or the journal in it):
+		// what it journals now no start would find. Fail closed.
+		s.fatal(fmt.Errorf("the journal %s is gone: the state dir was removed or changed under supervise", StatePath(s.cfg.StateDir)))
+	}
 }
 
 // reaped handles the death of the child: every datagram it sent is applied
