@@ -428,3 +428,18 @@ func TestTreeRSS(t *testing.T) {
 		t.Errorf("leader rss %d, tree rss %d: the tree must count the grandchild too", one, tree)
 	}
 }
+
+// A name given twice keeps its last value, in the place of its first:
+// without that the child would see the first (getenv(3)).
+func TestDedupEnv(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"A=1 B=2", "A=1 B=2"},
+		{"HOME=/root A=1 HOME=/nonexistent", "HOME=/nonexistent A=1"},
+		{"A=1 A=2 A=3 B B=x", "A=3 B=x"},
+		{"", ""},
+	} {
+		if got := strings.Join(dedupEnv(strings.Fields(c.in)), " "); got != c.want {
+			t.Errorf("dedupEnv(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -30,7 +30,8 @@ type Spec struct {
 	// Args is the command line; Args[0] is looked up in the PATH of Env
 	// (or of the supervisor when Env has none) unless it contains a slash.
 	Args []string
-	// Env is the child's environment; nil means the supervisor's.
+	// Env is the child's environment; nil means the supervisor's. When a
+	// name appears more than once the last entry wins, as in os/exec.
 	Env []string
 	// Dir is the working directory; "" means the supervisor's.
 	Dir string
@@ -133,6 +134,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	env = dedupEnv(env)
 	path, err := lookPath(spec.Args[0], spec.Dir, env)
 	if err != nil {
 		return nil, newStartError(spec.Args[0], err)
@@ -159,6 +161,29 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 	rep := <-req.reply
 	runtime.KeepAlive(files)
 	return rep.p, rep.err
+}
+
+// dedupEnv keeps the last entry of each name, in the place of the first:
+// exec(2) passes duplicates on, and getenv(3) would then return the first.
+func dedupEnv(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	if len(last) == len(env) {
+		return env
+	}
+	out := make([]string, 0, len(last))
+	seen := make(map[string]bool, len(last))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, env[last[name]])
+		}
+	}
+	return out
 }
 
 // lookPath resolves argv0 like a shell would, using the PATH the child will
