@@ -45,6 +45,12 @@ type Spec struct {
 	// Cgroup, when set, is the cgroup the child is cloned into; Kill then
 	// also kills the whole cgroup (cgroup.kill). Linux backend only.
 	Cgroup *RunCgroup
+	// Credential, when set, is the user and groups the child runs as,
+	// supplementary groups included (see LookupUser); the supervisor must
+	// be root. nil means the supervisor's own. The working directory and
+	// the program must be reachable by that user, else Start fails with
+	// CodeNotExecutable.
+	Credential *Credential
 	// Tag is an entry of Env ("KEY=VALUE") that marks every process of
 	// this tree. The portable backend, which has no subreaper, finds the
 	// descendants that left the process group by it once the leader has
@@ -151,6 +157,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
 		Sys:   sysProcAttr(spec),
 	}
+	attr.Sys.Credential = spec.Credential.sys()
 	spec.Cgroup.apply(attr.Sys)
 	req := forkReq{path: path, args: spec.Args, attr: attr, spec: spec, reply: make(chan forkReply, 1)}
 	select {
