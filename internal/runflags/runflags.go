@@ -53,6 +53,7 @@ type Flags struct {
 	phaseTime   string
 	fingerprint listFlag
 	cgroup      string
+	maxOpen     int
 }
 
 // Register adds the run flags, --state-dir and --name among them, to fs.
@@ -70,6 +71,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
 	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
 	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
+	fs.IntVar(&f.maxOpen, "max-open-sessions", 1000, "open sessions (in_turn, waiting, resume_pending, parked, stopped) at most this many: a turn-begin that would open one more is refused (its barrier answers 0) and logged, and the resume file never holds more")
 	fs.IntVar(&f.keepSess, "keep-sessions", 10000, "settled (idle or closed) sessions kept in the journal; older ones are pruned, oldest first, in the background (open sessions never are; 0 = keep all)")
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
@@ -87,6 +89,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
+
+// MaxOpenSessions returns --max-open-sessions, at least 1 once Config
+// succeeded: how many open sessions a turn-begin may bring the journal to.
+func (f *Flags) MaxOpenSessions() int { return f.maxOpen }
 
 // ResumeOff reports whether --resume is off (automatic resumes decided
 // but not dispatched), before Config checks the flags.
@@ -120,6 +126,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	}
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
+	}
+	if f.maxOpen < 1 {
+		return cfg, nil, fmt.Errorf("%s must be at least 1, not %d", Source("max-open-sessions", set), f.maxOpen)
 	}
 	if f.cgroup != "auto" && f.cgroup != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", Source("cgroup", set), f.cgroup)

@@ -287,3 +287,44 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
+
+// --max-open-sessions: 1000 by default, SUPERVISE_MAX_OPEN_SESSIONS under
+// the command line, and below 1 a usage error (exit 2).
+func TestConfigMaxOpenSessions(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		env  string
+		err  string
+		want int
+	}{
+		{want: 1000},
+		{args: []string{"--max-open-sessions=1"}, want: 1},
+		{env: "SUPERVISE_MAX_OPEN_SESSIONS=50", want: 50},
+		{args: []string{"--max-open-sessions=7"}, env: "SUPERVISE_MAX_OPEN_SESSIONS=50", want: 7},
+		{args: []string{"--max-open-sessions=0"}, err: "--max-open-sessions must be at least 1, not 0"},
+		{env: "SUPERVISE_MAX_OPEN_SESSIONS=-5", err: "SUPERVISE_MAX_OPEN_SESSIONS must be at least 1, not -5"},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		f, set, _, errs, err := parse(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v %s: Parse: %v (%s)", c.args, c.env, err, errs)
+		}
+		_, _, err = f.Config(set, []string{"agent"}, nil, io.Discard)
+		switch {
+		case c.err != "":
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%v %s: error %v, want %q", c.args, c.env, err, c.err)
+			}
+		case err != nil || f.MaxOpenSessions() != c.want:
+			t.Errorf("%v %s: %v, max open sessions %d; want %d", c.args, c.env, err, f.MaxOpenSessions(), c.want)
+		}
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+	}
+}
