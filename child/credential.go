@@ -148,10 +148,14 @@ func parseID(s string) (uint32, error) {
 }
 
 // Env returns the environment entries systemd's User= sets for the user:
-// HOME (when the user has a home directory), USER and LOGNAME. Append them
-// after the rest of the environment: Reaper.Start keeps the last entry of
-// a name, so they replace supervise's own.
+// HOME (when the user has a home directory), USER and LOGNAME; none for a
+// nil Credential. Append them after the rest of the environment:
+// Reaper.Start keeps the last entry of a name, so they replace
+// supervise's own.
 func (c *Credential) Env() []string {
+	if c == nil {
+		return nil
+	}
 	var env []string
 	if c.Home != "" {
 		env = append(env, "HOME="+c.Home)
@@ -159,8 +163,11 @@ func (c *Credential) Env() []string {
 	return append(env, "USER="+c.Name, "LOGNAME="+c.Name)
 }
 
-// String returns uid:gid and the login name, for logs.
+// String returns uid:gid and the login name, for logs; "" for nil.
 func (c *Credential) String() string {
+	if c == nil {
+		return ""
+	}
 	return fmt.Sprintf("%d:%d (%s)", c.UID, c.GID, c.Name)
 }
 

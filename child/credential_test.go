@@ -193,10 +193,15 @@ func TestLookupUser(t *testing.T) {
 	}
 }
 
-// Env omits HOME for a user without a home directory.
+// Env omits HOME for a user without a home directory; a nil Credential
+// (no --user) adds nothing.
 func TestCredentialEnv(t *testing.T) {
 	c := &Credential{Name: "agent"}
 	if got := strings.Join(c.Env(), " "); got != "USER=agent LOGNAME=agent" {
 		t.Errorf("Env() = %s", got)
+	}
+	var none *Credential
+	if env, s := none.Env(), none.String(); env != nil || s != "" {
+		t.Errorf("nil Credential: Env() = %q, String() = %q", env, s)
 	}
 }
