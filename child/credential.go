@@ -30,11 +30,11 @@ type Credential struct {
 	Name, Home string
 }
 
-// LookupUser resolves USER[:GROUP] as systemd resolves User= and Group=:
-// USER is a login name or a numeric uid, GROUP a group name or a numeric
-// gid, and both must exist in the user and group databases (an id that
-// names nobody is a typo more often than a wish). Without GROUP the group
-// is the user's primary group. The supplementary groups are what
+// LookupUser resolves USER[:GROUP]: USER is a login name or a numeric uid,
+// GROUP a group name or a numeric gid. Both must have an entry in the user
+// and group databases, numeric ones too: an id without one is more often a
+// typo than a wish, and would leave HOME and USER unknown. Without GROUP
+// the group is the user's primary group. The supplementary groups are what
 // initgroups(3) gives the user with that group: the group itself plus
 // every group that lists the user as a member. An unknown user or group
 // is an error wrapping ErrUnknownUser or ErrUnknownGroup.
