@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,34 @@ func helper(mode string) {
 			c.Close()
 		}
 		os.Exit(0)
+	case mode == "ids":
+		groups, _ := syscall.Getgroups()
+		sort.Ints(groups)
+		fmt.Printf("uid=%d euid=%d gid=%d egid=%d groups=%v home=%s user=%s logname=%s\n",
+			syscall.Getuid(), syscall.Geteuid(), syscall.Getgid(), syscall.Getegid(), groups,
+			os.Getenv("HOME"), os.Getenv("USER"), os.Getenv("LOGNAME"))
+		os.Exit(0)
+	case mode == "nobody-sleeper":
+		// A supervisor of its own that starts sleep(1) as nobody.
+		r, err := NewReaper(nil)
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		cred, err := LookupUser("nobody")
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		p, err := r.Start(Spec{Args: []string{"sleep", "1000"}, Credential: cred})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println("sleeper", p.PID())
+		for {
+			time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock
+		}
 	case mode == "sleep":
 		fmt.Println("ready")
 		for {
@@ -426,5 +455,20 @@ func TestTreeRSS(t *testing.T) {
 	tree := TreeRSS(p.PID())
 	if one == 0 || tree <= one {
 		t.Errorf("leader rss %d, tree rss %d: the tree must count the grandchild too", one, tree)
+	}
+}
+
+// A name given twice keeps its last value, in the place of its first:
+// without that the child would see the first (getenv(3)).
+func TestDedupEnv(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"A=1 B=2", "A=1 B=2"},
+		{"HOME=/root A=1 HOME=/nonexistent", "HOME=/nonexistent A=1"},
+		{"A=1 A=2 A=3 B B=x", "A=3 B=x"},
+		{"", ""},
+	} {
+		if got := strings.Join(dedupEnv(strings.Fields(c.in)), " "); got != c.want {
+			t.Errorf("dedupEnv(%s) = %s, want %s", c.in, got, c.want)
+		}
 	}
 }

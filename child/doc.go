@@ -22,6 +22,9 @@
 //     agent dies with it instead of running unsupervised. Descendants are
 //     found by the next supervisor through the tag in their environment
 //     (KillTagged) and the recorded pid plus start time (KillRecorded).
+//   - A Spec.Credential (the user and groups of --user) is set between fork
+//     and exec, supplementary groups included, and before the parent-death
+//     signal, which the kernel clears on any later change of credentials.
 //   - Identity is pid plus process start time (in ms since the epoch, the
 //     value of gopsutil's CreateTime; read from /proc directly on Linux,
 //     through gopsutil elsewhere); a bare pid is never signalled unless it is an

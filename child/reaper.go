@@ -30,7 +30,8 @@ type Spec struct {
 	// Args is the command line; Args[0] is looked up in the PATH of Env
 	// (or of the supervisor when Env has none) unless it contains a slash.
 	Args []string
-	// Env is the child's environment; nil means the supervisor's.
+	// Env is the child's environment; nil means the supervisor's. When a
+	// name appears more than once the last entry wins, as in os/exec.
 	Env []string
 	// Dir is the working directory; "" means the supervisor's.
 	Dir string
@@ -44,6 +45,12 @@ type Spec struct {
 	// Cgroup, when set, is the cgroup the child is cloned into; Kill then
 	// also kills the whole cgroup (cgroup.kill). Linux backend only.
 	Cgroup *RunCgroup
+	// Credential, when set, is the user and groups the child runs as,
+	// supplementary groups included (see LookupUser); the supervisor must
+	// be root. nil means the supervisor's own. The working directory and
+	// the program must be reachable by that user, else Start fails with
+	// CodeNotExecutable.
+	Credential *Credential
 	// Tag is an entry of Env ("KEY=VALUE") that marks every process of
 	// this tree. The portable backend, which has no subreaper, finds the
 	// descendants that left the process group by it once the leader has
@@ -133,6 +140,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	env = dedupEnv(env)
 	path, err := lookPath(spec.Args[0], spec.Dir, env)
 	if err != nil {
 		return nil, newStartError(spec.Args[0], err)
@@ -149,6 +157,7 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
 		Sys:   sysProcAttr(spec),
 	}
+	attr.Sys.Credential = spec.Credential.sys()
 	spec.Cgroup.apply(attr.Sys)
 	req := forkReq{path: path, args: spec.Args, attr: attr, spec: spec, reply: make(chan forkReply, 1)}
 	select {
@@ -159,6 +168,29 @@ func (r *Reaper) Start(spec Spec) (*Process, error) {
 	rep := <-req.reply
 	runtime.KeepAlive(files)
 	return rep.p, rep.err
+}
+
+// dedupEnv keeps the last entry of each name, in the place of the first:
+// exec(2) passes duplicates on, and getenv(3) would then return the first.
+func dedupEnv(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	if len(last) == len(env) {
+		return env
+	}
+	out := make([]string, 0, len(last))
+	seen := make(map[string]bool, len(last))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, env[last[name]])
+		}
+	}
+	return out
 }
 
 // lookPath resolves argv0 like a shell would, using the PATH the child will

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -53,6 +54,14 @@ type Flags struct {
 	phaseTime   string
 	fingerprint listFlag
 	cgroup      string
+	user        string
+	maxOpen     int
+
+	// euid stands in for os.Geteuid in the --user check when set
+	// (SetEUID); cred is what --user resolved to in the last Config that
+	// succeeded.
+	euid *int
+	cred *child.Credential
 }
 
 // Register adds the run flags, --state-dir and --name among them, to fs.
@@ -70,6 +79,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
 	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
 	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
+	fs.IntVar(&f.maxOpen, "max-open-sessions", 1000, "open sessions (in_turn, waiting, resume_pending, parked, stopped) at most this many: a turn-begin that would open one more is refused (its barrier answers 0) and logged, and the resume file never holds more")
 	fs.IntVar(&f.keepSess, "keep-sessions", 10000, "settled (idle or closed) sessions kept in the journal; older ones are pruned, oldest first, in the background (open sessions never are; 0 = keep all)")
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
@@ -85,8 +95,24 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.phaseTime, "phase-timeout", "", "phase deadlines, e.g. model=10m,tool=30m (either may be given): a model or tool phase older than its deadline stops the agent as --turn-timeout does")
 	fs.Var(&f.fingerprint, "fingerprint", "a file whose change, like the agent binary's, lifts a park by the crash breaker once, e.g. the agent's config or a model pin (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
+	fs.StringVar(&f.user, "user", "", "run the agent's process tree as USER[:GROUP] (a name or uid, a group name or gid; default group: the user's primary one) with the user's supplementary groups and its HOME, USER and LOGNAME, as systemd's User= does; supervise must run as root (empty = supervise's own user)")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
+
+// SetEUID makes Config check --user against uid instead of this process's
+// effective uid: --user needs root. It is for a caller that checks the
+// flags for a supervise that will run elsewhere (a unit file's), and for
+// tests.
+func (f *Flags) SetEUID(uid int) { f.euid = &uid }
+
+// User returns the credential --user resolved to, for child.Spec.Credential
+// (its Env for the agent's environment); nil without --user. Config sets
+// it when it succeeds.
+func (f *Flags) User() *child.Credential { return f.cred }
+
+// MaxOpenSessions returns --max-open-sessions, at least 1 once Config
+// succeeded: how many open sessions a turn-begin may bring the journal to.
+func (f *Flags) MaxOpenSessions() int { return f.maxOpen }
 
 // ResumeOff reports whether --resume is off (automatic resumes decided
 // but not dispatched), before Config checks the flags.
@@ -98,6 +124,7 @@ func (f *Flags) ResumeOff() bool { return f.resumeMode == "off" }
 // --foreground auto; nil means no terminal. An error means exit status 2.
 func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stderr io.Writer) (supervisor.Config, *slog.Logger, error) {
 	var cfg supervisor.Config
+	f.cred = nil
 	restart, err := crashloop.ParseRestart(f.restart)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", Source("restart", set), err)
@@ -120,6 +147,13 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	}
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
+	}
+	if f.maxOpen < 1 {
+		return cfg, nil, fmt.Errorf("%s must be at least 1, not %d", Source("max-open-sessions", set), f.maxOpen)
+	}
+	cred, err := f.resolveUser(set)
+	if err != nil {
+		return cfg, nil, err
 	}
 	if f.cgroup != "auto" && f.cgroup != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", Source("cgroup", set), f.cgroup)
@@ -206,7 +240,29 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		Stdin:        stdin,
 		Log:          log,
 	}
+	f.cred = cred
 	return cfg, log, nil
+}
+
+// resolveUser checks --user and looks its user and group up: only root
+// can switch users, and an unknown one is refused now, not at every
+// launch. No --user is nil.
+func (f *Flags) resolveUser(set map[string]bool) (*child.Credential, error) {
+	if f.user == "" {
+		return nil, nil
+	}
+	euid := os.Geteuid()
+	if f.euid != nil {
+		euid = *f.euid
+	}
+	if euid != 0 {
+		return nil, fmt.Errorf("%s needs root: supervise runs as uid %d", Source("user", set), euid)
+	}
+	cred, err := child.LookupUser(f.user)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Source("user", set), err)
+	}
+	return cred, nil
 }
 
 // parseSize parses a memory size: bytes, or a number with K, M, G, T (powers

@@ -6,7 +6,10 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -285,5 +288,128 @@ func TestExitCode(t *testing.T) {
 		if got := ExitCode(err); got != c.want {
 			t.Errorf("%q: ExitCode(%v) = %d, want %d", c.args, err, got, c.want)
 		}
+	}
+}
+
+// --max-open-sessions: 1000 by default, SUPERVISE_MAX_OPEN_SESSIONS under
+// the command line, and below 1 a usage error (exit 2).
+func TestConfigMaxOpenSessions(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		env  string
+		err  string
+		want int
+	}{
+		{want: 1000},
+		{args: []string{"--max-open-sessions=1"}, want: 1},
+		{env: "SUPERVISE_MAX_OPEN_SESSIONS=50", want: 50},
+		{args: []string{"--max-open-sessions=7"}, env: "SUPERVISE_MAX_OPEN_SESSIONS=50", want: 7},
+		{args: []string{"--max-open-sessions=0"}, err: "--max-open-sessions must be at least 1, not 0"},
+		{env: "SUPERVISE_MAX_OPEN_SESSIONS=-5", err: "SUPERVISE_MAX_OPEN_SESSIONS must be at least 1, not -5"},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		f, set, _, errs, err := parse(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v %s: Parse: %v (%s)", c.args, c.env, err, errs)
+		}
+		_, _, err = f.Config(set, []string{"agent"}, nil, io.Discard)
+		switch {
+		case c.err != "":
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%v %s: error %v, want %q", c.args, c.env, err, c.err)
+			}
+		case err != nil || f.MaxOpenSessions() != c.want:
+			t.Errorf("%v %s: %v, max open sessions %d; want %d", c.args, c.env, err, f.MaxOpenSessions(), c.want)
+		}
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// --user: off by default, SUPERVISE_USER under the command line, resolved
+// to the user's credential; refused (exit 2) without root (the uid given
+// to SetEUID), or for an unknown user or group, leaving no credential.
+func TestConfigUser(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("this machine has no user nobody: %v", err)
+	}
+	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
+	for _, c := range []struct {
+		args     []string
+		env      string
+		euid     int
+		err      string
+		none     bool   // no credential
+		uid, gid uint64 // of the credential
+	}{
+		{euid: 1000, none: true},
+		{args: []string{"--user="}, euid: 1000, none: true},
+		{args: []string{"--user=nobody"}, euid: 1000, err: "--user needs root: supervise runs as uid 1000"},
+		{env: "SUPERVISE_USER=nobody", euid: 501, err: "SUPERVISE_USER needs root: supervise runs as uid 501"},
+		{args: []string{"--user=no-such-user-21"}, err: `--user: unknown user "no-such-user-21"`},
+		{env: "SUPERVISE_USER=no-such-user-21", err: `SUPERVISE_USER: unknown user "no-such-user-21"`},
+		{args: []string{"--user=nobody:no-such-group-21"}, err: `--user: unknown group "no-such-group-21"`},
+		{args: []string{"--user=nobody:"}, err: `--user: "nobody:" is not USER or USER:GROUP`},
+		{args: []string{"--user=nobody"}, uid: uid, gid: gid},
+		{args: []string{"--user=" + nobody.Uid + ":0"}, uid: uid, gid: 0},
+		{env: "SUPERVISE_USER=nobody", uid: uid, gid: gid},
+		{args: []string{"--user=nobody"}, env: "SUPERVISE_USER=no-such-user-21", uid: uid, gid: gid},
+	} {
+		if c.env != "" {
+			k, v, _ := strings.Cut(c.env, "=")
+			t.Setenv(k, v)
+		}
+		f, set, _, errs, err := parse(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v %s: Parse: %v (%s)", c.args, c.env, err, errs)
+		}
+		f.SetEUID(c.euid)
+		_, _, err = f.Config(set, []string{"agent"}, nil, io.Discard)
+		cred := f.User()
+		switch {
+		case c.err != "":
+			if err == nil || err.Error() != c.err || cred != nil {
+				t.Errorf("%v %s (euid %d): error %v, user %v; want %q and no user", c.args, c.env, c.euid, err, cred, c.err)
+			}
+		case err != nil:
+			t.Errorf("%v %s (euid %d): %v", c.args, c.env, c.euid, err)
+		case c.none:
+			if cred != nil {
+				t.Errorf("%v %s: user %v, want none", c.args, c.env, cred)
+			}
+		case cred == nil || uint64(cred.UID) != c.uid || uint64(cred.GID) != c.gid || cred.Name != "nobody" || !slices.Contains(cred.Groups, cred.GID):
+			t.Errorf("%v %s: user %+v, want nobody, uid %d gid %d, among its groups", c.args, c.env, cred, c.uid, c.gid)
+		}
+		if c.env != "" {
+			k, _, _ := strings.Cut(c.env, "=")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// Without SetEUID, --user is checked against this process's own uid.
+func TestConfigUserNeedsRoot(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	f, set, _, _, err := parse(t, "--user=root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = f.Config(set, []string{"agent"}, nil, io.Discard)
+	if euid := os.Geteuid(); euid != 0 {
+		want := "--user needs root: supervise runs as uid " + strconv.Itoa(euid)
+		if err == nil || err.Error() != want {
+			t.Errorf("as uid %d: %v, want %q", euid, err, want)
+		}
+	} else if err != nil || f.User() == nil || f.User().UID != 0 {
+		t.Errorf("as root: %v, user %v; want root", err, f.User())
 	}
 }
