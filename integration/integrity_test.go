@@ -217,3 +217,64 @@ func TestFault47StateDirRemoved(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the agent's tree to be gone", func() bool { return len(e.tagged()) == 0 })
 }
+
+// 48. --user nobody (root only): the agent's tree runs as uid 65534, cannot
+// list the state dir nor read the journal nor resume its session, and its
+// markers are journaled.
+func TestFault48User(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("--user needs root")
+	}
+	requireLinuxBackend(t, "the notify sender check by pid across uids")
+	// A world-searchable place for the state dir, the output and a copy of
+	// supervise the agent can run (the test's own temp dirs are 0700).
+	base, err := os.MkdirTemp("", "supervise-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	out := filepath.Join(base, "out")
+	os.Mkdir(out, 0o777)
+	os.Chmod(out, 0o777)
+	sv := filepath.Join(base, "supervise")
+	b, err := os.ReadFile(superviseBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sv, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(base, "state")
+	script := `id -u > $OUT/uid; ls "$SUPERVISE_STATE_DIR" 2>/dev/null; echo $? > $OUT/ls; ` +
+		`cat "$SUPERVISE_STATE_DIR/journal.db" >/dev/null 2>&1; echo $? > $OUT/cat; ` +
+		`$SV notify turn-begin --session u1 --turn t1 --barrier; echo $? > $OUT/barrier; ` +
+		`$SV resume u1 >/dev/null 2>&1; echo $? > $OUT/resume; ` +
+		`$SV notify turn-end --session u1 --turn t1 --outcome completed --barrier`
+	cmd := exec.Command(superviseBin, "run", "--state-dir", state, "--user", "nobody", "--restart", "never", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "OUT="+out, "SV="+sv)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("supervise --user nobody: %v\n%s", err, b)
+	}
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(out, name))
+		return strings.TrimSpace(string(b))
+	}
+	if got := read("uid"); got != "65534" {
+		t.Errorf("the agent ran as uid %q, want 65534", got)
+	}
+	if read("ls") == "0" || read("cat") == "0" {
+		t.Errorf("the agent listed the state dir (%s) or read the journal (%s)", read("ls"), read("cat"))
+	}
+	if read("barrier") != "0" {
+		t.Errorf("the agent's marker was not journaled: barrier exit %s", read("barrier"))
+	}
+	if read("resume") == "0" {
+		t.Error("the agent resumed its own session")
+	}
+	st, code := exec.Command(superviseBin, "status", "--json", "--state-dir", state).Output()
+	if code != nil || !strings.Contains(string(st), `"u1"`) {
+		t.Errorf("session u1 not journaled: %v\n%s", code, st)
+	}
+}

@@ -15,7 +15,7 @@ func (s *Supervisor) childEnv(run uint64) []string {
 	}
 	drop := []string{"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "LISTEN_FDS=",
 		"LISTEN_PID=", "LISTEN_FDNAMES=", "SUPERVISE_RUN=", "SUPERVISE_RESUME_FILE=",
-		"SUPERVISE_TREE=", "SUPERVISE_STATE_DIR="}
+		"SUPERVISE_TREE=", "SUPERVISE_STATE_DIR=", "SUPERVISE_USER="}
 	env := make([]string, 0, len(base)+5)
 outer:
 	for _, kv := range base {

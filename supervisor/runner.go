@@ -245,7 +245,9 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Stderr:     s.cfg.Stderr,
 		Cgroup:     s.runCgroup(e.Run),
 		Tag:        s.tag(e.Run),
+		Credential: s.cfg.User,
 	}
+	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
 	s.refused.Forget() // the last tree's pids mean nothing now
 	s.notify.ForgetRefusals()
 	// Datagrams the child sends before its start is recorded wait for it
@@ -303,6 +305,7 @@ func (s *Supervisor) deliver(e machine.Launch) (argv []string, env []string) {
 		return s.cfg.Argv, nil
 	default:
 		s.run.resumeFile = true
+		s.giveResumeFile(path)
 		env = append(env, "SUPERVISE_RESUME_FILE="+path)
 	}
 	s.step(machine.Delivered{Run: e.Run, IDs: e.IDs, Via: e.Via})
@@ -318,6 +321,7 @@ func (s *Supervisor) deliverLive(e machine.DeliverLive) {
 		return
 	}
 	s.run.resumeFile = true
+	s.giveResumeFile(ResumePath(s.cfg.StateDir))
 	run := s.m.Run.Run
 	s.step(machine.Delivered{Run: run, IDs: e.Fresh, Live: true})
 	if err := s.run.proc.Signal(s.cfg.ResumeSignal); err != nil {

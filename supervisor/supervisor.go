@@ -107,6 +107,10 @@ type Config struct {
 	// ResumeSignal, when set, delivers resumes to a running agent: the
 	// resume file is rewritten and the agent gets this signal.
 	ResumeSignal syscall.Signal
+	// User, when set, runs the agent's tree as that user (--user, root
+	// only): the state dir becomes searchable (not listable) by it, the
+	// notify socket and the resume file its own; nothing else is.
+	User *child.Credential
 	// MaxOpenSessions caps the open sessions: a turn-begin that would open
 	// one more is refused (--max-open-sessions); 0: 1000.
 	MaxOpenSessions int
@@ -253,6 +257,12 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		return nil, err
 	}
 	s.notify = srv
+	if cfg.User != nil {
+		if err := s.shareWith(cfg.User); err != nil {
+			srv.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

@@ -91,7 +91,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitInternal
 	}
-	if tightened {
+	if tightened && cfg.User == nil { // with --user it is opened to 0711 again, on purpose
 		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
 	}
 	cfg.StateDir = dir

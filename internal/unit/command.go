@@ -17,7 +17,7 @@ import (
 // usage prints the help of `supervise unit`.
 func usage(fs *flag.FlagSet, w io.Writer) func() {
 	return func() {
-		fmt.Fprint(w, `Usage: supervise unit systemd|launchd [--user] [run flags] -- AGENT [ARGS...]
+		fmt.Fprint(w, `Usage: supervise unit systemd|launchd [--user-unit] [run flags] -- AGENT [ARGS...]
 
 Prints a service unit that keeps supervise running AGENT: a systemd service
 (Type=notify, watchdog, KillMode=mixed) or a launchd LaunchAgent plist
@@ -44,7 +44,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var f runflags.Flags
 	f.Register(fs)
-	user := fs.Bool("user", false, "systemd: a user unit (for ~/.config/systemd/user) instead of a system unit; launchd plists are always per-user LaunchAgents")
+	user := fs.Bool("user-unit", false, "systemd: a user unit (for ~/.config/systemd/user) instead of a system unit; launchd plists are always per-user LaunchAgents. (--user USER[:GROUP] is the run flag: the agent runs as that user, supervise as root)")
 	fs.Usage = func() { fmt.Fprintln(stderr, "Run 'supervise unit --help' for the flags.") }
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
@@ -82,7 +82,11 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "supervise unit %s: no agent: supervise unit %s [flags] -- AGENT [ARGS...]\n", kind, kind)
 		return exitcode.Usage
 	}
-	spec, err := newSpec(fs, &f, set, argv, kind == "systemd" && !*user)
+	system := kind == "systemd" && !*user
+	if system {
+		f.SetEUID(0) // a system unit runs supervise as root: --user is for it to use
+	}
+	spec, err := newSpec(fs, &f, set, argv, system)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise unit %s: %v\n", kind, err)
 		return exitcode.Usage
@@ -147,7 +151,7 @@ func newSpec(fs *flag.FlagSet, f *runflags.Flags, set map[string]bool, argv []st
 	// so that no value can be taken for a flag or an argument.
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "name", "state-dir", "user":
+		case "name", "state-dir", "user-unit":
 			return
 		}
 		spec.Args = append(spec.Args, "--"+fl.Name+"="+fl.Value.String())

@@ -114,7 +114,7 @@ func TestUnitSystemdSystem(t *testing.T) {
 }
 
 func TestUnitSystemdUser(t *testing.T) {
-	out := unitGen(t, "systemd", "--user", "--", "sh")
+	out := unitGen(t, "systemd", "--user-unit", "--", "sh")
 	exec := setting(out, "ExecStart")
 	if len(exec) != 1 || !strings.Contains(exec[0], " run --name=sh -- ") {
 		t.Errorf("ExecStart= %q: want --name=sh and the default state dir", exec)
@@ -137,14 +137,14 @@ func TestUnitSystemdStateDir(t *testing.T) {
 	for _, user := range []bool{false, true} {
 		args := []string{"systemd", "--state-dir", "state", "--", "sh"}
 		if user {
-			args = append([]string{"systemd", "--user"}, args[1:]...)
+			args = append([]string{"systemd", "--user-unit"}, args[1:]...)
 		}
 		out := unitGen(t, args...)
 		exec := setting(out, "ExecStart")
 		if len(exec) != 1 || !strings.Contains(exec[0], " run --name=state --state-dir="+filepath.Join(dir, "state")+" -- ") {
 			t.Errorf("user=%v: ExecStart= %q: want --name and the absolute --state-dir", user, exec)
 		}
-		if strings.Contains(exec[0], "--user") {
+		if strings.Contains(exec[0], "--user-unit") {
 			t.Errorf("user=%v: --user passed on to supervise run: %s", user, exec[0])
 		}
 		if got := setting(out, "StateDirectory"); got != nil {
@@ -170,7 +170,7 @@ func systemdAnalyze(t *testing.T, dir string, user bool) func(file string, debug
 	verify := func(file string, debug bool) (string, error) {
 		args := []string{"verify", "--man=no", file}
 		if user {
-			args = append([]string{"--user"}, args...)
+			args = append([]string{"--user-unit"}, args...)
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "SYSTEMD_LOG_LEVEL=info", "SYSTEMD_LOG_COLOR=0")
@@ -276,7 +276,7 @@ func TestUnitSystemdVerify(t *testing.T) {
 		t.Run(fmt.Sprintf("user=%v", user), func(t *testing.T) {
 			args := []string{"systemd", "--name", "my agent", "--stop-timeout=1m30s", "--resume-message", "go on with {session}: {how}"}
 			if user {
-				args = append(args, "--user")
+				args = append(args, "--user-unit")
 			}
 			args = append(append(args, "--", "sh"), trickyArgs...)
 			dump := verifyUnit(t, unitGen(t, args...), user)
@@ -578,7 +578,7 @@ func TestUnitUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"unit"}, "which kind"},
-		{[]string{"unit", "--user"}, "which kind"},
+		{[]string{"unit", "--user-unit"}, "which kind"},
 		{[]string{"unit", "upstart", "--", "sh"}, `unknown kind "upstart"`},
 		{[]string{"unit", "systemd"}, "no agent"},
 		{[]string{"unit", "systemd", "--", "no-such-agent-xyzzy"}, "no-such-agent-xyzzy"},
@@ -596,7 +596,7 @@ func TestUnitUsageErrors(t *testing.T) {
 	}
 	for _, args := range [][]string{{"unit", "--help"}, {"unit", "systemd", "-h"}} {
 		code, out, _ := call(t, args...)
-		if code != exitOK || !strings.Contains(out, "--stop-timeout") || !strings.Contains(out, "--user") {
+		if code != exitOK || !strings.Contains(out, "--stop-timeout") || !strings.Contains(out, "--user-unit") {
 			t.Errorf("%q: exit %d, help %q", args, code, out)
 		}
 	}
