@@ -56,25 +56,6 @@ const AckByte = '1'
 // supervisor did accept before the barrier is durable by then too.
 const NackByte = '0'
 
-// Nack answers a barrier with NackByte and closes its fd.
-func Nack(f *os.File) error {
-	_, werr := f.Write([]byte{NackByte})
-	if err := f.Close(); err != nil && werr == nil {
-		werr = err
-	}
-	return werr
-}
-
-// Ack confirms a barrier: it writes AckByte to the barrier's fd and closes
-// it. Call it only once everything received before the barrier is durable.
-func Ack(f *os.File) error {
-	_, werr := f.Write([]byte{AckByte})
-	if err := f.Close(); err != nil && werr == nil {
-		werr = err
-	}
-	return werr
-}
-
 // Client sends notifications to a supervisor. The zero Client uses
 // NOTIFY_SOCKET and DefaultTimeout. Each message goes out on a new socket,
 // so a Client keeps working across supervisor restarts; it is safe for

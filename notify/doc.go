@@ -66,6 +66,14 @@
 // (NackByte, "0") instead, and Barrier returns ErrBarrierRefused. A
 // handler that refuses messages itself keeps its own Refusals.
 //
+// The agent chose what the barrier fd is, so Ack and Nack never block on
+// it: they write only to a pipe, a FIFO or a unix socket, only what fits at
+// once, and without changing the flags of the agent's open file
+// description (on Linux: splice(2) from a pipe of their own). An fd that is
+// full (ErrBarrierWouldBlock) or of another kind (ErrBarrierNotPipe) is
+// closed without a byte: the agent's Barrier reads "unconfirmed", outcome
+// unknown, as the protocol already defines it.
+//
 // Close must be called to release the socket and remove the socket file;
 // it makes Serve return nil and is safe to call more than once.
 //

@@ -1,0 +1,119 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Answer errors. Each means that no answer byte was written and the fd was
+// closed bare, which the agent's Barrier reads as ErrBarrierUnconfirmed:
+// "outcome unknown".
+var (
+	// ErrBarrierWouldBlock reports a barrier fd whose buffer is full: the
+	// answer byte could only have been written by waiting for whoever
+	// reads the other end, which the agent controls.
+	ErrBarrierWouldBlock = errors.New("notify: barrier answer not written: the fd would block")
+	// ErrBarrierNotPipe reports a barrier fd that is neither a pipe (or
+	// FIFO) nor a unix-domain socket: a regular file, a device, a TCP
+	// socket. Nothing is ever written to one.
+	ErrBarrierNotPipe = errors.New("notify: barrier answer not written: the fd is not a pipe or unix socket")
+)
+
+// Ack confirms a barrier: it writes AckByte to the barrier's fd and closes
+// it. Call it only once everything received before the barrier is durable.
+//
+// Ack never blocks, whatever the agent handed over. The byte goes only to a
+// pipe, a FIFO or a unix-domain socket, and only if it fits at once;
+// otherwise the fd is closed without it and Ack returns an error wrapping
+// ErrBarrierNotPipe or ErrBarrierWouldBlock (other errors, such as EPIPE
+// when nobody reads the pipe any more, are returned wrapped too). The
+// agent's open file description is left as it was: its flags are not
+// changed on Linux (see writePipe for macOS). A supervisor counts the
+// errors; the agent already reads the missing byte as "unconfirmed".
+func Ack(f *os.File) error { return answer(f, AckByte) }
+
+// Nack answers a barrier with NackByte and closes its fd. Like Ack it never
+// blocks and returns the same errors.
+func Nack(f *os.File) error { return answer(f, NackByte) }
+
+// answer writes b to the barrier fd f without blocking, if f is a pipe or
+// a unix socket with room for it, and closes f.
+func answer(f *os.File, b byte) error {
+	if f == nil {
+		return fmt.Errorf("notify: barrier answer: %w", os.ErrInvalid)
+	}
+	// SyscallConn, not Fd: Fd would put an fd the agent made non-blocking
+	// back into blocking mode, a change to the agent's own description.
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("notify: barrier answer: %w", err)
+	}
+	var werr error
+	if err := raw.Control(func(fd uintptr) {
+		werr = answerFD(int(fd), b)
+	}); err != nil && werr == nil {
+		werr = fmt.Errorf("notify: barrier answer: %w", err)
+	}
+	if err := f.Close(); err != nil && werr == nil {
+		werr = fmt.Errorf("notify: barrier answer: %w", err)
+	}
+	return werr
+}
+
+// answerFD writes b to fd if it is a pipe, a FIFO or a unix socket and the
+// byte fits without waiting.
+func answerFD(fd int, b byte) error {
+	mode, err := fileType(fd)
+	if err != nil {
+		return fmt.Errorf("notify: barrier answer: %w", err)
+	}
+	switch mode {
+	case unix.S_IFIFO:
+		err = writePipe(fd, b)
+	case unix.S_IFSOCK:
+		if !unixSocket(fd) {
+			return fmt.Errorf("%w: a socket of another family", ErrBarrierNotPipe)
+		}
+		// Per call, not per description: the agent's flags stay as they are.
+		err = retry(func() error { return unix.Sendto(fd, []byte{b}, sendFlags, nil) })
+	default:
+		return fmt.Errorf("%w: %s", ErrBarrierNotPipe, typeName(mode))
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EWOULDBLOCK):
+		return fmt.Errorf("%w: %w", ErrBarrierWouldBlock, err)
+	}
+	return fmt.Errorf("notify: barrier answer: %w", err)
+}
+
+// retry calls op until it fails with anything but EINTR.
+func retry(op func() error) error {
+	for {
+		if err := op(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// typeName names a file type (the S_IFMT bits of a mode) in an error.
+func typeName(mode uint32) string {
+	switch mode {
+	case unix.S_IFREG:
+		return "a regular file"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return fmt.Sprintf("file type %#o", mode)
+}
