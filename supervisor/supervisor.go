@@ -317,7 +317,8 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
 	defer s.pruneWait()
-	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{}}
+	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{},
+		ackLogs: rateLog{interval: time.Second}}
 	defer s.stopWriter()
 	s.openCgroups()
 	defer s.closeCgroups()

@@ -47,12 +47,21 @@ type answer struct {
 	refused bool
 }
 
-func (a answer) send() {
+func (a answer) send() error {
 	if a.refused {
-		notify.Nack(a.fd)
-		return
+		return notify.Nack(a.fd)
 	}
-	notify.Ack(a.fd)
+	return notify.Ack(a.fd)
+}
+
+// sent counts and logs, rate-limited, a barrier whose fd got no byte
+// because writing it would have blocked, or the fd was not a pipe or a
+// socket: the agent reads "unconfirmed", and supervise did not wait.
+func (s *Supervisor) sent(err error) {
+	if errors.Is(err, notify.ErrBarrierWouldBlock) || errors.Is(err, notify.ErrBarrierNotPipe) {
+		s.cs.acksUnsent++
+		s.cs.ackLogs.warn(s.log, s.clock.Now(), "barrier not answered: its fd would block or is not a pipe or socket; the agent reads it as unconfirmed", "err", err)
+	}
 }
 
 // Keys of the policy state in the journal (journal.Tx.State).
@@ -142,16 +151,16 @@ func (s *Supervisor) barrier(m notify.Message) {
 	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {
 	case cs.failed != nil:
-		notify.Nack(a.fd) // '0': the journal takes nothing more
+		s.sent(notify.Nack(a.fd)) // '0': the journal takes nothing more
 	case a.refused && cs.failing != nil:
-		a.send() // '0' now: the refusal is certain, the disk may stay full
+		s.sent(a.send()) // '0' now: the refusal is certain, the disk may stay full
 	case s.pendingWork():
 		cs.fds = append(cs.fds, a)
 		s.flushAsync()
 	case cs.inflight != nil:
 		cs.inflight.fds = append(cs.inflight.fds, a)
 	default:
-		a.send() // nothing outstanding: everything earlier is durable
+		s.sent(a.send()) // nothing outstanding: everything earlier is durable
 	}
 }
 
@@ -214,7 +223,7 @@ func (s *Supervisor) acked(b *batch) {
 	s.cs.failing = nil
 	s.observeBatch(b)
 	for _, a := range b.fds {
-		a.send()
+		s.sent(a.send())
 	}
 }
 
@@ -280,7 +289,7 @@ func storageFailure(err error) bool {
 func (s *Supervisor) failClosed(b *batch, err error) {
 	cs := &s.cs
 	for _, a := range append(b.fds, cs.fds...) {
-		notify.Nack(a.fd) // '0': not journaled, and never will be
+		s.sent(notify.Nack(a.fd)) // '0': not journaled, and never will be
 	}
 	cs.fds = nil
 	if cs.retry != nil {
@@ -326,7 +335,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 	}
 	if cs.failed != nil {
 		for _, a := range cs.fds {
-			notify.Nack(a.fd)
+			s.sent(notify.Nack(a.fd))
 		}
 		cs.fds = nil
 		return fmt.Errorf("journal failed closed earlier: %w", cs.failed)
