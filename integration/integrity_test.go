@@ -276,3 +276,36 @@ func TestFault48User(t *testing.T) {
 		t.Errorf("session u1 not journaled: %v\n%s", code, st)
 	}
 }
+
+// 49. A link planted at every name supervise creates in its state dir is
+// never followed: at journal.db the link is moved aside as damage and a
+// fresh journal starts; at control.sock supervise refuses to start; at the
+// resume file, the owner record and their temporary names the file is
+// written beside the link's target, never into it (the "planted links"
+// case of TestStateDirSafety); at the verify-failed marker, case 41.
+func TestFault49LinksAtEveryName(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		code int
+	}{
+		{"journal.db", 0},
+		{"control.sock", 1},
+	} {
+		e := newEnv(t)
+		e.set("TESTAGENT_SCRIPT=exit 0")
+		os.MkdirAll(e.stateDir, 0o700)
+		victim := filepath.Join(e.dir, "victim")
+		os.WriteFile(victim, []byte("victim\n"), 0o600)
+		if err := os.Symlink(victim, filepath.Join(e.stateDir, c.name)); err != nil {
+			t.Fatal(err)
+		}
+		sv := e.run("--restart", "never")
+		if code := sv.wait(20 * time.Second); code != c.code {
+			t.Errorf("a link at %s: exit %d, want %d:\n%s", c.name, code, c.code, sv.stderr())
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "victim\n" {
+			t.Errorf("a link at %s was written through: the victim holds %q", c.name, b)
+		}
+	}
+}
