@@ -174,9 +174,13 @@ func (st *serveState) flush(log *slog.Logger) {
 	}
 }
 
-// closeFDs closes received fds.
+// closeFDs closes received fds. Any datagram may carry up to maxFDs of
+// the agent's choosing: a socket among them lingering on close (SO_LINGER)
+// would hold Serve in close(2) for as long as the agent likes, so that
+// stops first.
 func closeFDs(fds []int) {
 	for _, fd := range fds {
+		unlinger(fd)
 		unix.Close(fd)
 	}
 }

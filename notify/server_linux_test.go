@@ -469,6 +469,28 @@ func TestServeBarrier(t *testing.T) {
 	})
 }
 
+// TestServeLingeringFD: fds the Server closes itself (on a message that
+// takes none, on a dropped barrier) may be sockets the agent set to linger
+// on close, whose peer never reads; with the agent's own copy gone, the
+// Server's close is the last one and must not wait for that peer.
+func TestServeLingeringFD(t *testing.T) {
+	t.Parallel()
+	s := listen(t, Config{})
+	c := dial(t, s)
+	// Sent and closed before Serve runs: the Server's copy is the last.
+	for _, payload := range []string{"READY=1", "BARRIER=1\nREADY=1"} {
+		f := lingering(t)
+		send(t, c, payload, fdOf(t, f))
+		f.Close()
+	}
+	handle, ch := collect()
+	start(t, s, handle)
+	if m := next(t, ch); !m.Ready || m.Barrier {
+		t.Errorf("got %+v, want READY=1 (the barrier with it is dropped)", m)
+	}
+	expectStatus(t, c, ch, "after")
+}
+
 // TestServeAccept is reliability.md 5 D case 35 for a same-uid process:
 // Config.Accept sees the kernel-attested pid of a child process.
 func TestServeAccept(t *testing.T) {
