@@ -78,7 +78,8 @@
 // close waits for the agent's peer either.
 //
 // Close must be called to release the socket and remove the socket file;
-// it makes Serve return nil and is safe to call more than once.
+// it makes Serve return nil and is safe to call more than once. Datagrams
+// still queued are discarded and their fds closed the same way.
 //
 // # Client
 //
