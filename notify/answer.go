@@ -35,6 +35,11 @@ var (
 // a socket the agent set to linger on close (SO_LINGER; see unlinger). A
 // supervisor counts the errors; the agent already reads the missing byte as
 // "unconfirmed".
+//
+// What no call can avoid is the kernel waiting on a FUSE daemon: the close
+// of a file on a FUSE file system flushes it through the daemon, and a
+// pipe's lock may be held by a writer faulting on a page such a file
+// backs. Only an agent that can mount a FUSE file system can do either.
 func Ack(f *os.File) error { return answer(f, AckByte) }
 
 // Nack answers a barrier with NackByte and closes its fd. Like Ack it never
