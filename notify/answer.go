@@ -31,13 +31,37 @@ var (
 // ErrBarrierNotPipe or ErrBarrierWouldBlock (other errors, such as EPIPE
 // when nobody reads the pipe any more, are returned wrapped too). The
 // agent's open file description is left as it was: its flags are not
-// changed on Linux (see writePipe for macOS). A supervisor counts the
-// errors; the agent already reads the missing byte as "unconfirmed".
+// changed on Linux (see writePipe for macOS). Nor does the close wait for
+// a socket the agent set to linger on close (SO_LINGER; see unlinger). A
+// supervisor counts the errors; the agent already reads the missing byte as
+// "unconfirmed".
+//
+// What no call can avoid is the kernel waiting on a FUSE daemon: the close
+// of a file on a FUSE file system flushes it through the daemon, and a
+// pipe's lock may be held by a writer faulting on a page such a file
+// backs. Only an agent that can mount a FUSE file system can do either.
 func Ack(f *os.File) error { return answer(f, AckByte) }
 
 // Nack answers a barrier with NackByte and closes its fd. Like Ack it never
 // blocks and returns the same errors.
 func Nack(f *os.File) error { return answer(f, NackByte) }
+
+// Release closes a barrier's fd without an answer byte, which the agent
+// reads as ErrBarrierUnconfirmed, never as an ack: for a barrier dropped
+// unanswered. Unlike f.Close, it does not wait in close(2) for a socket the
+// agent set to linger on close (SO_LINGER; see unlinger).
+func Release(f *os.File) error {
+	if f == nil {
+		return fmt.Errorf("notify: release: %w", os.ErrInvalid)
+	}
+	if raw, err := f.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { unlinger(int(fd)) })
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("notify: release: %w", err)
+	}
+	return nil
+}
 
 // answer writes b to the barrier fd f without blocking, if f is a pipe or
 // a unix socket with room for it, and closes f.
@@ -55,6 +79,7 @@ func answer(f *os.File, b byte) error {
 	var werr error
 	if err := raw.Control(func(fd uintptr) {
 		werr = answerFD(int(fd), b)
+		unlinger(int(fd))
 	}); err != nil && werr == nil {
 		werr = fmt.Errorf("notify: barrier answer: %w", err)
 	}
@@ -90,6 +115,23 @@ func answerFD(fd int, b byte) error {
 		return fmt.Errorf("%w: %w", ErrBarrierWouldBlock, err)
 	}
 	return fmt.Errorf("notify: barrier answer: %w", err)
+}
+
+// unlinger turns off SO_LINGER on a socket that has it on, so that closing
+// the last copy returns at once (the kernel still sends what is queued, in
+// the background) instead of waiting up to the linger time, which the
+// agent chose, for a peer that may be the agent's too and never read (a
+// TCP connection in FIN_WAIT1 behind a zero window). It does nothing to
+// anything else. The agent's copies, if any, share the change: the fd was
+// handed over to be closed, and the change only shortens a close. An
+// agent that re-arms SO_LINGER between this and the close, and drops its
+// own last copy in that window, still makes the close wait.
+func unlinger(fd int) {
+	l, err := unix.GetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER)
+	if err != nil || l.Onoff == 0 {
+		return
+	}
+	_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{})
 }
 
 // retry calls op until it fails with anything but EINTR.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -329,4 +330,54 @@ func TestAnswerFullSocketpair(t *testing.T) {
 	blocking(t, agent)
 	agent.Close()
 	onlyFiller(t, readToEOF(t, peer), n)
+}
+
+// lingering returns the agent's end of a TCP connection to a listener
+// that never accepts: its buffers are full and SO_LINGER is set, so that
+// closing the last copy would wait for the peer to read, up to 30 s (past
+// returnBound, so a close that waits fails the test, not much longer, so
+// a failed test ends).
+func lingering(t *testing.T) *os.File {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() }) // resets the connection: a stuck close ends
+	addr := ln.Addr().(*net.TCPAddr)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := file(t, fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: addr.Port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	fillSocket(t, fd)
+	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 30}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestAnswerLingeringSocket: a TCP socket is not answered, and closing it
+// (the last copy: the agent dropped its own) does not wait for its peer.
+func TestAnswerLingeringSocket(t *testing.T) {
+	if err := answerWithin(t, Ack, lingering(t)); !errors.Is(err, ErrBarrierNotPipe) {
+		t.Errorf("Ack to a TCP socket: %v, want ErrBarrierNotPipe", err)
+	}
+	if err := answerWithin(t, Release, lingering(t)); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+}
+
+// TestRelease: Release closes without the byte; the reader sees EOF.
+func TestRelease(t *testing.T) {
+	r, w := agentPipe(t)
+	if err := answerWithin(t, Release, w); err != nil {
+		t.Fatal(err)
+	}
+	if got := readToEOF(t, r); len(got) != 0 {
+		t.Errorf("read %q after Release, want EOF", got)
+	}
 }

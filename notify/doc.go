@@ -72,10 +72,14 @@
 // description (on Linux: splice(2) from a pipe of their own). An fd that is
 // full (ErrBarrierWouldBlock) or of another kind (ErrBarrierNotPipe) is
 // closed without a byte: the agent's Barrier reads "unconfirmed", outcome
-// unknown, as the protocol already defines it.
+// unknown, as the protocol already defines it. A barrier dropped unanswered
+// is closed with Release. Those three, and the Server for every other fd it
+// receives, turn off SO_LINGER on a socket before closing it, so that no
+// close waits for the agent's peer either.
 //
 // Close must be called to release the socket and remove the socket file;
-// it makes Serve return nil and is safe to call more than once.
+// it makes Serve return nil and is safe to call more than once. Datagrams
+// still queued are discarded and their fds closed the same way.
 //
 // # Client
 //

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -174,9 +175,50 @@ func (st *serveState) flush(log *slog.Logger) {
 	}
 }
 
-// closeFDs closes received fds.
+// discard stops the socket taking datagrams where the kernel allows it
+// (stopReceiving) and closes the fds of those still queued, as closeFDs
+// does. Closing the socket with them queued would have the kernel close
+// them on the caller's thread, the last copy of a socket lingering on
+// close included, which then waits for its peer.
+func (s *Server) discard() {
+	raw, err := s.conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	var (
+		buf = make([]byte, 1) // the payload is not wanted (MSG_TRUNC)
+		oob = make([]byte, s.oob)
+		fds = make([]int, 0, maxFDs)
+	)
+	raw.Control(func(fd uintptr) {
+		stopReceiving(int(fd))
+		for {
+			// ForkLock: no child inherits an fd between its receipt and
+			// its close (macOS has no MSG_CMSG_CLOEXEC).
+			syscall.ForkLock.RLock()
+			_, oobn, _, _, err := unix.Recvmsg(int(fd), buf, oob, unix.MSG_DONTWAIT)
+			if err == nil {
+				_, _, _, pidfd, fds := parseControl(oob[:oobn], fds[:0])
+				if pidfd >= 0 {
+					unix.Close(pidfd)
+				}
+				closeFDs(fds)
+			}
+			syscall.ForkLock.RUnlock()
+			if err != nil && err != unix.EINTR {
+				return // EAGAIN: the queue is empty
+			}
+		}
+	})
+}
+
+// closeFDs closes received fds. Any datagram may carry up to maxFDs of
+// the agent's choosing: a socket among them lingering on close (SO_LINGER)
+// would hold Serve in close(2) for as long as the agent likes, so that
+// stops first.
 func closeFDs(fds []int) {
 	for _, fd := range fds {
+		unlinger(fd)
 		unix.Close(fd)
 	}
 }

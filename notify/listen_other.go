@@ -20,3 +20,6 @@ func (s *Server) Serve(handle func(Message)) error {
 
 // Pending always reports false where Serve is unsupported.
 func (s *Server) Pending() bool { return false }
+
+// discard has nothing to do where Listen is unsupported.
+func (s *Server) discard() {}

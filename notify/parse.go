@@ -146,9 +146,9 @@ type Message struct {
 
 	// Fd is the one file descriptor of a BARRIER=1 message and nil
 	// otherwise. The handler owns it and must close it once everything
-	// received before it is durable, with Ack or Nack (never a plain
-	// write: the agent chose what the fd is); the agent waits for that
-	// close.
+	// received before it is durable, with Ack or Nack, or drop it
+	// unanswered with Release (never a plain write or Close: the agent
+	// chose what the fd is); the agent waits for that close.
 	Fd *os.File
 }
 

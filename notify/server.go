@@ -60,10 +60,13 @@ func (s *Server) ForgetRefusals() { s.refused.Forget() }
 func (s *Server) Path() string { return s.path }
 
 // Close closes the socket, which makes Serve return nil, and removes the
-// socket file if it is still the one Listen bound. It is safe to call more
-// than once and after Serve returned; later calls return nil.
+// socket file if it is still the one Listen bound. Datagrams still queued
+// are discarded, their fds closed as Serve closes those it drops. It is
+// safe to call more than once and after Serve returned; later calls return
+// nil.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.discard()
 		s.closeErr = s.conn.Close()
 		if fi, err := os.Lstat(s.path); err == nil && os.SameFile(fi, s.file) {
 			if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) && s.closeErr == nil {

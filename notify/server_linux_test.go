@@ -469,6 +469,55 @@ func TestServeBarrier(t *testing.T) {
 	})
 }
 
+// TestServeLingeringFD: fds the Server closes itself (on a message that
+// takes none, on a dropped barrier) may be sockets the agent set to linger
+// on close, whose peer never reads; with the agent's own copy gone, the
+// Server's close is the last one and must not wait for that peer.
+func TestServeLingeringFD(t *testing.T) {
+	t.Parallel()
+	s := listen(t, Config{})
+	c := dial(t, s)
+	// Sent and closed before Serve runs: the Server's copy is the last.
+	for _, payload := range []string{"READY=1", "BARRIER=1\nREADY=1"} {
+		f := lingering(t)
+		send(t, c, payload, fdOf(t, f))
+		f.Close()
+	}
+	handle, ch := collect()
+	start(t, s, handle)
+	if m := next(t, ch); !m.Ready || m.Barrier {
+		t.Errorf("got %+v, want READY=1 (the barrier with it is dropped)", m)
+	}
+	expectStatus(t, c, ch, "after")
+}
+
+// TestCloseLingeringFD: Close with datagrams still queued, one carrying a
+// socket that lingers on close, returns at once: the queue is drained and
+// its fds closed as Serve closes them, not left to the kernel's close of
+// the socket, which would wait for that socket's peer.
+func TestCloseLingeringFD(t *testing.T) {
+	t.Parallel()
+	s := listen(t, Config{})
+	c := dial(t, s)
+	f := lingering(t)
+	send(t, c, "READY=1", fdOf(t, f))
+	f.Close() // the queued copy is the last one
+	r, w := pipe(t)
+	send(t, c, "BARRIER=1", int(w.Fd()))
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Close waited for a queued fd's peer")
+	}
+	waitEOF(t, r) // the queued barrier's fd is closed too
+}
+
 // TestServeAccept is reliability.md 5 D case 35 for a same-uid process:
 // Config.Accept sees the kernel-attested pid of a child process.
 func TestServeAccept(t *testing.T) {

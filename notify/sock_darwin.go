@@ -33,3 +33,9 @@ func dgramSocket() (int, error) {
 	}
 	return fd, nil
 }
+
+// stopReceiving does nothing on macOS: shutting a socket down for reading
+// there flushes its queue on the caller's thread, closing the queued fds
+// just as closing the socket would. Datagrams that arrive after discard
+// read the queue are closed by the kernel with the socket.
+func stopReceiving(int) {}
