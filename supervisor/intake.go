@@ -207,7 +207,7 @@ func (s *Supervisor) current(run uint64) bool {
 // the agent reads as unconfirmed, never as an ack.
 func closeBare(m notify.Message) {
 	if m.Fd != nil {
-		m.Fd.Close()
+		notify.Release(m.Fd)
 	}
 }
 

@@ -370,7 +370,7 @@ func (s *Supervisor) stopWriter() {
 	for range cs.w.out {
 	}
 	for _, a := range cs.fds {
-		a.fd.Close()
+		notify.Release(a.fd)
 	}
 	cs.fds = nil
 }
