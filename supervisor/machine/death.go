@@ -255,9 +255,12 @@ func (m *Machine) fingerprinted(o *out, e Fingerprinted) {
 const maxDecisionLines = 20
 
 // logDecisions says what was decided for each session, after the death
-// that caused it has been logged.
+// that caused it has been logged and the crash-loop guard updated for it:
+// a resume the guard (or --resume off, or the journal check) holds is said
+// to be held, not to be resumed.
 func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
 	logged, rest := 0, map[resume.Action]int{}
+	held := m.Hold()
 	for _, dec := range decs {
 		sess := dec.Session
 		if logged == maxDecisionLines {
@@ -267,6 +270,11 @@ func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
 		logged++
 		switch dec.Action {
 		case resume.Resume:
+			if held != "" && !sess.Resume.Manual {
+				o.warn("session interrupted mid-turn: it is owed a resume, held", "session", sess.ID, "turn", sess.Turn,
+					"held", held, "crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
+				break
+			}
 			o.warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
 		case resume.Park:
@@ -298,9 +306,10 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	if r := e.Orphan; r != nil {
 		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
 			"pid", r.PID, "reason", r.Reason)
-		m.logDecisions(o, m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
-			Run: r.Run, At: r.Ended}, now))
-		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
+		decs := m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
+			Run: r.Run, At: r.Ended}, now)
+		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended) // before the log: it says whether a resume is held
+		m.logDecisions(o, decs)
 		last := *r
 		m.LastExit = &last
 		if r.Run >= m.nextRun {
