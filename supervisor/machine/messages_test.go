@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,73 @@ func checkHeldLog(t *testing.T, fx []Effect, held string) {
 		t.Errorf("a resume not held: %q %v, %q %v", willResume, will, owedHeld, owed)
 	case held != "" && (will || !owed || why != held):
 		t.Errorf("a resume held by %q: %q %v, %q %v (held %v)", held, willResume, will, owedHeld, owed, why)
+	}
+}
+
+// A requested stop stops the sessions that were running: mid-turn, or
+// resuming (their resume handed to the stopped run). A session whose
+// resume was never handed to that run was not running: it stays owed its
+// resume, and nothing calls it stopped mid-turn.
+func TestRuleStopOwedNotRunning(t *testing.T) {
+	const stoppedLog = "session stopped mid-turn by the requested stop; not resumed automatically"
+	for _, c := range []struct {
+		name   string
+		task   bool
+		trip   int          // --guard-trip; 0: the default
+		setup  func(r *rig) // leaves a run going, s1 resume_pending and not handed to it
+		report []string
+	}{
+		{name: "held by the guard, another session's turn running", trip: 1, setup: func(r *rig) {
+			r.launch()
+			r.begin("s1", "t1")
+			r.killed(9) // opens the guard: s1's resume is held
+			r.advance(time.Second)
+			r.launch()
+			r.begin("s2", "u1")
+		}},
+		{name: "task mode: the resume launch of another session", task: true, setup: func(r *rig) {
+			r.launch()
+			r.begin("s0", "t0")
+			r.begin("s1", "t1")
+			r.killed(9) // both owed; the next launch resumes s0, the oldest by id
+			r.advance(time.Second)
+			if l := r.launch(); len(l.IDs) != 1 || l.IDs[0] != "s0" {
+				r.t.Fatalf("resume launch of %v, want s0", l.IDs)
+			}
+		}, report: []string{"session s1 is still owed a resume (the stop came before its resume launch); to resume it: "}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			if c.task {
+				cfg = taskConfig()
+			}
+			if c.trip > 0 {
+				cfg.Guard.Trip = c.trip
+			}
+			r := newRig(t, cfg)
+			c.setup(r)
+			r.step(StopRequested{Signal: sigTERM, Name: "terminated"})
+			fx := r.killed(sigTERM)
+			if n := nextOf(t, fx); !n.end || n.code != 0 {
+				t.Fatalf("after the stop: %+v, want the end with 0", n)
+			}
+			if s := r.sess("s1"); s.State != journal.ResumePending || s.Resume == nil {
+				t.Errorf("s1 = %s %+v, want still resume_pending with its resume", s.State, s.Resume)
+			}
+			for _, l := range all[Log](fx) {
+				if l.Msg == stoppedLog && len(l.Args) > 1 && l.Args[1] == "s1" {
+					t.Errorf("s1 logged as stopped mid-turn: %v", l.Args)
+				}
+			}
+			out := reported(fx)
+			if strings.Contains(out, "session s1 was stopped mid-turn") {
+				t.Errorf("report calls s1 stopped mid-turn:\n%s", out)
+			}
+			for _, want := range c.report {
+				if !strings.Contains(out, want) {
+					t.Errorf("report lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }

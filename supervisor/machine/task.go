@@ -182,16 +182,22 @@ func (m *Machine) taskEnd(o *out, e Exited) int {
 
 // taskStopped tells the person who stopped a task how to continue each
 // session of it the stop left stopped mid-turn, or still owed a resume (a
-// stop during the backoff before a resume launch).
+// stop during the backoff before a resume launch, or during a run that was
+// not handed that session's resume: it was not running, so it was not
+// stopped).
 func (m *Machine) taskStopped(o *out) {
 	if !m.Config.Task.On {
 		return
 	}
 	var lines []string
+	held := m.held()
 	for _, id := range m.touchedIn(journal.Stopped, journal.ResumePending) {
 		what := "was stopped mid-turn"
-		if m.Sessions[id].State == journal.ResumePending {
+		if sess := m.Sessions[id]; sess.State == journal.ResumePending {
 			what = "is still owed a resume (the stop came before its resume launch)"
+			if held != "" && (sess.Resume == nil || !sess.Resume.Manual) {
+				what = "is still owed a resume that is held (" + held + ")"
+			}
 		}
 		lines = append(lines, "session "+id+" "+what+"; to resume it: "+m.rerunCommand(id))
 	}
