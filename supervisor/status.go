@@ -105,6 +105,10 @@ type SessionStatus struct {
 	Phase         string     `json:"phase,omitempty"`
 	Tool          string     `json:"tool,omitempty"`
 	Detail        string     `json:"detail,omitempty"`
+	// LastOutcome is how the session's last turn ended: completed, failed
+	// or cancelled (its turn-end); "" while no turn has ended since its
+	// last turn-begin.
+	LastOutcome string `json:"last_outcome,omitempty"`
 	// ResumeCommand is the command that resumes a parked or stopped session.
 	ResumeCommand string `json:"resume_command,omitempty"`
 	// Resume describes the continuation owed to a resume_pending session.
@@ -176,7 +180,8 @@ func runStatus(r journal.Run) RunStatus {
 
 func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
-		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail}
+		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail,
+		LastOutcome: s.Outcome}
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
 	}
@@ -348,13 +353,14 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 	tw := tabwriter.NewWriter(b, 0, 2, 2, ' ', 0)
 	if len(st.Sessions) > 0 {
 		fmt.Fprintln(b, "\nsessions:")
-		fmt.Fprintln(tw, "  ID\tSTATE\tCRASHES\tTURN\tHEARTBEAT\tPHASE/TOOL\tREASON")
+		fmt.Fprintln(tw, "  ID\tSTATE\tCRASHES\tTURN\tLAST\tHEARTBEAT\tPHASE/TOOL\tREASON")
 		for _, s := range st.Sessions {
 			pt := s.Phase
 			if s.Tool != "" {
 				pt += "/" + s.Tool
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.CrashCount, dash(s.Turn), ago(s.LastHeartbeat), dash(pt), dash(s.Reason))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.CrashCount, dash(s.Turn), dash(s.LastOutcome),
+				ago(s.LastHeartbeat), dash(pt), dash(s.Reason))
 		}
 		tw.Flush()
 		for _, s := range st.Sessions {

@@ -1,0 +1,90 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// status says how each session's last turn ended (last_outcome), live and
+// from the journal, in JSON and in the table; a turn under way has none.
+func TestStatusLastOutcome(t *testing.T) {
+	s := newRuleSupervisor(t)
+	s.started(t, s.prepare(t))
+	for _, m := range []notify.Message{
+		{Session: "s1", Event: notify.EventTurnBegin, Turn: "t1"},
+		{Session: "s1", Event: notify.EventTurnEnd, Turn: "t1", Outcome: notify.OutcomeCompleted},
+		{Session: "s2", Event: notify.EventTurnBegin, Turn: "u1"},
+		{Session: "s2", Event: notify.EventTurnEnd, Turn: "u1", Outcome: notify.OutcomeFailed},
+		{Session: "s3", Event: notify.EventTurnBegin, Turn: "v1"},
+	} {
+		m.PID = 100
+		s.take(inMsg{Message: m, run: s.m.Run.Run})
+	}
+	want := map[string]string{"s1": "completed", "s2": "failed", "s3": ""}
+	check := func(how string, raw []byte) {
+		t.Helper()
+		var st struct {
+			Sessions []map[string]any `json:"sessions"`
+		}
+		if err := json.Unmarshal(raw, &st); err != nil {
+			t.Fatalf("%s: %v\n%s", how, err, raw)
+		}
+		got := map[string]string{}
+		for _, ss := range st.Sessions {
+			v, _ := ss["last_outcome"].(string)
+			got[ss["id"].(string)] = v
+		}
+		for id, w := range want {
+			if got[id] != w {
+				t.Errorf("%s: %s last_outcome %q, want %q\n%s", how, id, got[id], w, raw)
+			}
+		}
+	}
+	sn, err := s.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live bytes.Buffer
+	if err := sn.writeJSON(&live, s.db, View{}); err != nil {
+		t.Fatal(err)
+	}
+	check("live", live.Bytes())
+	if err := s.commitSync(nil); err != nil {
+		t.Fatal(err)
+	}
+	var stored bytes.Buffer
+	if err := WriteStatusJSON(&stored, s.db, "t", s.cfg.StateDir, View{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("from the journal", stored.Bytes())
+
+	st, err := ReadStatus(s.db, "t", s.cfg.StateDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, st, s.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(text.String(), "\n")
+	head := -1
+	for i, l := range lines {
+		if strings.Contains(l, "ID") && strings.Contains(l, "LAST") {
+			head = i
+		}
+	}
+	if head < 0 {
+		t.Fatalf("no LAST column:\n%s", text.String())
+	}
+	col := strings.Index(lines[head], "LAST")
+	for i, id := range []string{"s1", "s2", "s3"} {
+		row := lines[head+1+i]
+		if w := want[id]; !strings.HasPrefix(row[col:], map[bool]string{true: w, false: "-"}[w != ""]+" ") {
+			t.Errorf("%s's row %q: want %q under LAST", id, row, w)
+		}
+	}
+}
