@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -148,6 +149,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
 	}
+	if err := checkAddr(f.MetricsAddr); err != nil {
+		return cfg, nil, fmt.Errorf("%s %s: %w", Source("metrics-addr", set), f.MetricsAddr, err)
+	}
 	if f.maxOpen < 1 {
 		return cfg, nil, fmt.Errorf("%s must be at least 1, not %d", Source("max-open-sessions", set), f.maxOpen)
 	}
@@ -265,6 +269,24 @@ func (f *Flags) resolveUser(set map[string]bool) (*child.Credential, error) {
 		return nil, fmt.Errorf("%s: %w", Source("user", set), err)
 	}
 	return cred, nil
+}
+
+// checkAddr checks a listen address (--metrics-addr) before anything
+// starts, so that a typo is a usage error (exit 2), not a listener failure
+// (exit 1) after the agent started: HOST:PORT, the host optional, the port
+// a number or a service name. "" is off.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return errors.New("want HOST:PORT or :PORT, e.g. 127.0.0.1:9090")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("bad port %q: want a number from 0 to 65535, e.g. 127.0.0.1:9090", port)
+	}
+	return nil
 }
 
 // parseSize parses a memory size: bytes, or a number with K, M, G, T (powers

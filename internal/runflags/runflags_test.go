@@ -155,6 +155,12 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--foreground=x"}, "", `--foreground must be auto, always or never, not "x"`},
 		{[]string{"--name=a/b"}, "", `invalid --name "a/b": it names a directory, so no slashes`},
 		{[]string{"--name=.."}, "", `invalid --name "..": it names a directory, so no slashes`},
+		// A listen address is checked before anything starts: exit 2, not 1.
+		{[]string{"--metrics-addr=nope"}, "", "--metrics-addr nope: want HOST:PORT or :PORT, e.g. 127.0.0.1:9090"},
+		{[]string{"--metrics-addr=127.0.0.1"}, "", "--metrics-addr 127.0.0.1: want HOST:PORT or :PORT, e.g. 127.0.0.1:9090"},
+		{[]string{"--metrics-addr=localhost:"}, "", "--metrics-addr localhost:: want HOST:PORT or :PORT, e.g. 127.0.0.1:9090"},
+		{[]string{"--metrics-addr=:99999"}, "", `--metrics-addr :99999: bad port "99999": want a number from 0 to 65535`},
+		{nil, "SUPERVISE_METRICS_ADDR=:nope-no-such-service", `SUPERVISE_METRICS_ADDR :nope-no-such-service: bad port "nope-no-such-service"`},
 	} {
 		if c.env != "" {
 			k, v, _ := strings.Cut(c.env, "=")

@@ -55,3 +55,17 @@ func TestLoggerUnderJournal(t *testing.T) {
 		t.Errorf("json elsewhere: %q", out)
 	}
 }
+
+// checkAddr accepts what net.Listen("tcp") takes as a port to listen on.
+func TestCheckAddr(t *testing.T) {
+	for _, addr := range []string{"", ":9090", "127.0.0.1:0", "[::1]:9090", "localhost:9090", "0.0.0.0:http"} {
+		if err := checkAddr(addr); err != nil {
+			t.Errorf("checkAddr(%q) = %v, want nil", addr, err)
+		}
+	}
+	for _, addr := range []string{"nope", "9090", "127.0.0.1", ":", "[::1]", ":-1", ":65536", "a:b:c"} {
+		if err := checkAddr(addr); err == nil {
+			t.Errorf("checkAddr(%q) = nil, want an error", addr)
+		}
+	}
+}
