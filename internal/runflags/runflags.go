@@ -207,7 +207,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
 			"restart", f.restart)
 	}
-	dir, name, err := f.state.Resolve(set, filepath.Base(argv[0]))
+	dir, name, err := f.state.Resolve(set, DefaultName(argv))
 	if err != nil {
 		return cfg, nil, err
 	}

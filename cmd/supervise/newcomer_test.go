@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The command line a newcomer meets (issue 22, item 7), in-process.
+
+// An interpreter running a script is named after the script: two Python
+// agents get two state dirs, not one named python3.
+func TestDefaultNameIsTheScript(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("my-agent.sh", []byte("exit 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := call(t, "--", "sh", "my-agent.sh"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(state, "supervise", "my-agent", "journal.db")); err != nil {
+		t.Errorf("no state dir named after the script: %v", err)
+	}
+}
+
+// status and resume say how they find the state dir, not "base name of
+// AGENT", which they have none of.
+func TestLookupHelp(t *testing.T) {
+	for _, cmd := range []string{"status", "resume"} {
+		code, out, _ := call(t, cmd, "-h")
+		if code != 0 || strings.Contains(out, "base name of AGENT") || !strings.Contains(out, "as given to supervise run --state-dir") ||
+			!strings.Contains(out, "its --name, else the base name of its AGENT") {
+			t.Errorf("%s -h: exit %d, help:\n%s", cmd, code, out)
+		}
+	}
+	if _, out, _ := call(t, "run", "-h"); !strings.Contains(out, "python3 agent.py, node agent.js and uv run agent.py are named agent") {
+		t.Errorf("run -h does not say how an interpreter's agent is named:\n%s", out)
+	}
+}
