@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/supervise-dev/supervise/internal/runflags"
 )
 
 // The command line a newcomer meets (issue 22, item 7), in-process.
@@ -38,5 +40,26 @@ func TestLookupHelp(t *testing.T) {
 	}
 	if _, out, _ := call(t, "run", "-h"); !strings.Contains(out, "python3 agent.py, node agent.js and uv run agent.py are named agent") {
 		t.Errorf("run -h does not say how an interpreter's agent is named:\n%s", out)
+	}
+}
+
+// supervise --version, -version and version print the build's version.
+func TestVersion(t *testing.T) {
+	want := "supervise " + runflags.Version() + "\n"
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
+		if code, out, errs := call(t, args...); code != 0 || out != want || errs != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 0 and %q", args, code, out, errs, want)
+		}
+	}
+}
+
+// The top-level usage lists status --session and words the resumable
+// states as the README does.
+func TestUsageCommands(t *testing.T) {
+	_, out, _ := call(t, "--help")
+	for _, want := range []string{"supervise status [--json] [--all | --session ID]", "resume a parked, stopped or pending session", "supervise version"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("usage lacks %q:\n%s", want, out)
+		}
 	}
 }
