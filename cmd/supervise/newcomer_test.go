@@ -63,3 +63,13 @@ func TestUsageCommands(t *testing.T) {
 		}
 	}
 }
+
+// An agent that cannot be started ends supervise with 127, and the death's
+// line says so: not "relaunch in 231ms" before the exit.
+func TestAgentNotFoundEnds(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	code, _, errs := call(t, "--", "/nonexistent/agent")
+	if code != 127 || !strings.Contains(errs, `next=end`) || strings.Contains(errs, "relaunch") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 127 and next=end", code, errs)
+	}
+}

@@ -69,14 +69,16 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 // jitter is the random number the backoff's jitter draws from.
 func (e Exited) jitter() float64 { return e.Random }
 
-// logDeath says how the run ended and what follows.
+// logDeath says how the run ended and what follows, as next decides it.
 func (m *Machine) logDeath(o *out, e Exited, r journal.Run, dec crashloop.Decision) {
 	next := dec.Action.String()
 	switch {
+	case m.launches == 1 && e.ExecFailed:
+		next = "end" // the very first launch cannot start: not retried
 	case m.Stop != nil:
 		next = "stop"
 	case m.Config.Task.On && dec.Action != crashloop.GiveUp:
-		next = m.taskNextWords(dec)
+		next = m.taskNextWords(e, dec)
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
 	case dec.Action == crashloop.Relaunch:

@@ -162,3 +162,48 @@ func TestRuleStopOwedNotRunning(t *testing.T) {
 		})
 	}
 }
+
+// The death's log line says what follows as next decides it: a first
+// launch that cannot start ends supervise (`supervise -- /nonexistent`
+// said "relaunch in 231ms" and exited 127), a later one backs off, and a
+// task's resume launch that cannot start ends the task.
+func TestRuleExecFailedNext(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		task  bool
+		first bool  // the first launch fails (no Started)
+		acts  []act // otherwise: played after a started first launch
+		next  string
+		end   bool
+	}{
+		{name: "the first launch cannot start: end", first: true, next: "end", end: true},
+		{name: "the first launch in task mode cannot start: end", task: true, first: true, next: "end", end: true},
+		{name: "a relaunch cannot start: backoff", acts: []act{exited(1), execFailed}, next: "relaunch in "},
+		{name: "a task's resume launch cannot start: end of task", task: true,
+			acts: []act{begin("s1", "t1"), killed(9), execFailed}, next: "end of task", end: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			if c.task {
+				cfg = taskConfig()
+			}
+			r := newRig(t, cfg)
+			var fx []Effect
+			if c.first {
+				if _, ok := find[Launch](r.step(LaunchDue{})); !ok {
+					t.Fatal("no launch")
+				}
+				fx = execFailed(r)
+			} else {
+				fx = play(r, c.acts)
+			}
+			got, ok := logArg(fx, "child exited", "next")
+			if s, _ := got.(string); !ok || !strings.HasPrefix(s, c.next) {
+				t.Errorf("child exited next=%v, want %q", got, c.next)
+			}
+			if n := nextOf(t, fx); n.end != c.end || (c.end && n.code != 127) {
+				t.Errorf("next %+v, want end %v with 127", n, c.end)
+			}
+		})
+	}
+}

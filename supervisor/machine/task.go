@@ -128,9 +128,11 @@ func (m *Machine) taskBlocked(o *out) int {
 	return len(ids)
 }
 
-// taskNextWords says in the death's log line what follows in task mode.
-func (m *Machine) taskNextWords(dec crashloop.Decision) string {
-	if len(m.pending()) == 0 {
+// taskNextWords says in the death's log line what follows in task mode
+// (taskNext): a resume launch, or the end, also when the resume launch
+// could not start.
+func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
+	if e.ExecFailed || len(m.pending()) == 0 {
 		return "end of task"
 	}
 	if dec.Action == crashloop.Relaunch && dec.Delay > 0 {
