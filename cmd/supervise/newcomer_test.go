@@ -73,3 +73,14 @@ func TestAgentNotFoundEnds(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant 127 and next=end", code, errs)
 	}
 }
+
+// resume on a state dir supervise never ran with says so, not a raw open
+// error.
+func TestResumeNoJournal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "never")
+	code, _, errs := call(t, "resume", "--state-dir", dir, "s1")
+	want := "supervise resume: no journal in " + dir + ": supervise has not run with this state dir (check --name or --state-dir)\n"
+	if code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+}
