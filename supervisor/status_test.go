@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/supervise-dev/supervise/notify"
 )
@@ -86,5 +87,48 @@ func TestStatusLastOutcome(t *testing.T) {
 		if w := want[id]; !strings.HasPrefix(row[col:], map[bool]string{true: w, false: "-"}[w != ""]+" ") {
 			t.Errorf("%s's row %q: want %q under LAST", id, row, w)
 		}
+	}
+}
+
+// A 256-byte session id (the protocol's limit) does not break the table:
+// it is cut with an ellipsis there, every column stays aligned, the
+// resume command and the JSON keep it whole.
+func TestStatusLongSessionID(t *testing.T) {
+	long := strings.Repeat("x", 250) + "-tail"
+	st := Status{Name: "t", StateDir: "/state", Sessions: []SessionStatus{
+		{ID: "s1", State: "idle", Turn: "t1", LastOutcome: "completed"},
+		{ID: long, State: "parked", CrashCount: 2, Turn: strings.Repeat("T", 256), Reason: "mid-turn at 2 consecutive dirty deaths",
+			ResumeCommand: ResumeCommand("/state", long)},
+	}}
+	var b bytes.Buffer
+	if err := WriteText(&b, st, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	var head int
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  ID ") {
+			head = i
+		}
+	}
+	col := strings.Index(lines[head], "STATE")
+	for _, row := range lines[head+1 : head+3] {
+		if runes := []rune(row); len(runes) < col || !strings.HasPrefix(string(runes[col:]), "idle") && !strings.HasPrefix(string(runes[col:]), "parked") {
+			t.Errorf("row %q: its state is not under STATE (column %d)\n%s", row, col, out)
+		}
+		if strings.Contains(row, "-tail") {
+			t.Errorf("row %q holds the whole id", row)
+		}
+	}
+	if !strings.Contains(lines[head+2], strings.Repeat("x", maxCell-1)+"…") {
+		t.Errorf("the long id is not cut with an ellipsis:\n%s", out)
+	}
+	if !strings.Contains(out, "resume it with: supervise resume --state-dir /state "+long) {
+		t.Errorf("the resume command lost the whole id:\n%s", out)
+	}
+	raw, err := json.Marshal(st)
+	if err != nil || !strings.Contains(string(raw), `"id":"`+long+`"`) {
+		t.Errorf("the JSON lost the whole id: %v", err)
 	}
 }
