@@ -13,9 +13,11 @@
 //	in_turn/resume_pending, crash_count+1 >  Limit     crash_count+1, parked
 //
 // A stop supervise was asked for is not dirty: open turns become stopped,
-// uncounted. A resume_pending session counts a death only if its resume was
-// handed to the run that died: a resume held back (crash-loop guard, resume
-// off) cannot have caused the death. parked and stopped sessions stay as
+// uncounted (a resume_pending session only if its resume was handed to the
+// stopped run: one never handed over stays owed, it was not running). A
+// resume_pending session counts a death only if its resume was handed to
+// the run that died: a resume held back (crash-loop guard, resume off)
+// cannot have caused the death. parked and stopped sessions stay as
 // they are until a person resumes them (Manual). A clean exit changes
 // nothing, except that a resume handed to the run and never taken (the
 // agent did not report resumed: hooks not wired, no resume support) is
@@ -135,15 +137,20 @@ func Decide(sessions []journal.Session, d Death, now time.Time, p Policy) []Deci
 func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Decision {
 	midTurn := s.State == journal.InTurn || s.State == journal.Waiting
 	pending := s.State == journal.ResumePending
+	// handed: the session's resume was handed to the run that died, which
+	// was resuming it.
+	handed := pending && s.Resume != nil && s.Resume.Run == d.Run && d.Run != 0
 	if d.Clean {
-		if pending && s.Resume != nil && s.Resume.Run == d.Run && d.Run != 0 {
+		if handed {
 			s.Updated = now
 			return park(s, fmt.Sprintf("its resume was handed to run %d, which exited without taking it (the agent never reported resumed: are its hooks or resume support wired?)", d.Run))
 		}
 		return Decision{Keep, s}
 	}
 	if d.Requested {
-		if !midTurn && !pending {
+		if !midTurn && !handed {
+			// Not running: a resume never handed to the stopped run stays
+			// owed; the stop did not interrupt it.
 			return Decision{Keep, s}
 		}
 		s.State = journal.Stopped

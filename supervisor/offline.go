@@ -55,11 +55,24 @@ func WriteStatus(ctx context.Context, w io.Writer, stateDir, name string, v View
 	return WriteStatusJSON(w, db, name, stateDir, v)
 }
 
+// ErrNoJournal means the state dir holds no journal: supervise never ran
+// with it (a --name or --state-dir that names another agent, or none).
+var ErrNoJournal = errors.New("no journal")
+
+// haveJournal returns ErrNoJournal, wrapped in the words a person needs,
+// when stateDir holds no journal.
+func haveJournal(stateDir string) error {
+	if _, err := os.Lstat(StatePath(stateDir)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w in %s: supervise has not run with this state dir (check --name or --state-dir)", ErrNoJournal, stateDir)
+	}
+	return nil
+}
+
 // openOffline opens the journal of a supervise that does not answer on its
 // control socket, read-only.
 func openOffline(stateDir string) (*journal.DB, error) {
-	if _, err := os.Lstat(StatePath(stateDir)); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no journal in %s: supervise has not run with this state dir (check --name or --state-dir)", stateDir)
+	if err := haveJournal(stateDir); err != nil {
+		return nil, err
 	}
 	db, err := journal.Open(StatePath(stateDir), journal.Options{ReadOnly: true})
 	if errors.Is(err, journal.ErrLocked) {
@@ -76,6 +89,11 @@ func ManualResume(ctx context.Context, stateDir, id string) (string, error) {
 	delivery, err := RequestResume(ctx, stateDir, id)
 	if !errors.Is(err, ErrNoSupervisor) {
 		return delivery, err
+	}
+	// Never create a journal here: a typo in --name must not leave a state
+	// dir behind, with a journal that knows no session.
+	if err := haveJournal(stateDir); err != nil {
+		return "", err
 	}
 	db, err := journal.Open(StatePath(stateDir), journal.Options{})
 	if err != nil {

@@ -59,4 +59,16 @@ func TestOfflineNoJournal(t *testing.T) {
 	if _, err := os.Stat(StatePath(dir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("status created a journal: %v", err)
 	}
+	// resume says the same, for an existing dir and a missing one, and
+	// creates nothing.
+	for _, d := range []string{dir, dir + "/missing"} {
+		_, err := ManualResume(context.Background(), d, "s1")
+		want := "no journal in " + d + ": supervise has not run with this state dir (check --name or --state-dir)"
+		if !errors.Is(err, ErrNoJournal) || err.Error() != want {
+			t.Errorf("resume in %s: %v, want %q", d, err, want)
+		}
+		if _, err := os.Stat(StatePath(d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("resume created a journal in %s: %v", d, err)
+		}
+	}
 }

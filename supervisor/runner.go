@@ -248,7 +248,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Credential: s.cfg.User,
 	}
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
-	s.refused.Forget() // the last tree's pids mean nothing now
+	s.refused.Forget()                               // the last tree's pids mean nothing now
 	s.notify.ForgetRefusals()
 	// Datagrams the child sends before its start is recorded wait for it
 	// in accept, rather than being taken for a stranger's.

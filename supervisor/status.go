@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
@@ -105,6 +106,10 @@ type SessionStatus struct {
 	Phase         string     `json:"phase,omitempty"`
 	Tool          string     `json:"tool,omitempty"`
 	Detail        string     `json:"detail,omitempty"`
+	// LastOutcome is how the session's last turn ended: completed, failed
+	// or cancelled (its turn-end); "" while no turn has ended since its
+	// last turn-begin.
+	LastOutcome string `json:"last_outcome,omitempty"`
 	// ResumeCommand is the command that resumes a parked or stopped session.
 	ResumeCommand string `json:"resume_command,omitempty"`
 	// Resume describes the continuation owed to a resume_pending session.
@@ -176,7 +181,8 @@ func runStatus(r journal.Run) RunStatus {
 
 func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
-		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail}
+		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail,
+		LastOutcome: s.Outcome}
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
 	}
@@ -348,13 +354,14 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 	tw := tabwriter.NewWriter(b, 0, 2, 2, ' ', 0)
 	if len(st.Sessions) > 0 {
 		fmt.Fprintln(b, "\nsessions:")
-		fmt.Fprintln(tw, "  ID\tSTATE\tCRASHES\tTURN\tHEARTBEAT\tPHASE/TOOL\tREASON")
+		fmt.Fprintln(tw, "  ID\tSTATE\tCRASHES\tTURN\tLAST\tHEARTBEAT\tPHASE/TOOL\tREASON")
 		for _, s := range st.Sessions {
 			pt := s.Phase
 			if s.Tool != "" {
 				pt += "/" + s.Tool
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.CrashCount, dash(s.Turn), ago(s.LastHeartbeat), dash(pt), dash(s.Reason))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(s.ID), s.State, s.CrashCount, dash(cell(s.Turn)), dash(s.LastOutcome),
+				ago(s.LastHeartbeat), dash(cell(pt)), dash(s.Reason))
 		}
 		tw.Flush()
 		for _, s := range st.Sessions {
@@ -409,6 +416,20 @@ func dirtyWord(d bool) string {
 	return "clean"
 }
 
+// maxCell is the widest an agent-given value (a session or turn id, a
+// tool) is shown in the status table: ids may be 256 bytes, and one such
+// would push every column off the screen. The JSON keeps them whole.
+const maxCell = 40
+
+// cell shortens s to maxCell characters, the last an ellipsis.
+func cell(s string) string {
+	if utf8.RuneCountInString(s) <= maxCell {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxCell-1]) + "…"
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -419,30 +440,31 @@ func dash(s string) string {
 // writeSessionNotes adds what the table cannot say of one session: how to
 // resume it, its resume, deadline, wait and fingerprint.
 func writeSessionNotes(b *strings.Builder, s SessionStatus, now time.Time) {
+	id := cell(s.ID) // the resume command keeps it whole
 	switch {
 	case s.ResumeCommand != "":
-		fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", s.ID, s.State, s.ResumeCommand)
+		fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", id, s.State, s.ResumeCommand)
 	case s.Resume != nil && s.Resume.Held != "":
-		fmt.Fprintf(b, "  %s: resume attempt %d held (%s)\n", s.ID, s.Resume.Attempt, s.Resume.Held)
+		fmt.Fprintf(b, "  %s: resume attempt %d held (%s)\n", id, s.Resume.Attempt, s.Resume.Held)
 	case s.Resume != nil && s.Resume.DeliveredToRun > 0:
-		fmt.Fprintf(b, "  %s: resume attempt %d delivered to run %d, not yet taken by the agent\n", s.ID, s.Resume.Attempt, s.Resume.DeliveredToRun)
+		fmt.Fprintf(b, "  %s: resume attempt %d delivered to run %d, not yet taken by the agent\n", id, s.Resume.Attempt, s.Resume.DeliveredToRun)
 	case s.Resume != nil:
-		fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", s.ID, s.Resume.Attempt)
+		fmt.Fprintf(b, "  %s: resume attempt %d waiting for the next start\n", id, s.Resume.Attempt)
 	}
 	if d := s.Deadline; d != nil {
 		ext := ""
 		if d.Extended {
 			ext = ", extended"
 		}
-		fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", s.ID, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
+		fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", id, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
 	}
 	if s.Wait != "" {
-		fmt.Fprintf(b, "  %s: waiting for %s\n", s.ID, s.Wait)
+		fmt.Fprintf(b, "  %s: waiting for %s\n", id, s.Wait)
 	}
 	if f := s.Fingerprint; f != nil && len(f.Files) > 0 {
 		a := f.Files[0]
 		fmt.Fprintf(b, "  %s: parked under agent %s (%d bytes, modified %s, sha256 %s); a changed agent lifts the park once\n",
-			s.ID, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
+			id, a.Path, a.Size, a.MTime.Format(time.RFC3339), short(a.SHA256))
 	}
 }
 

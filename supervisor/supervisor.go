@@ -94,7 +94,7 @@ type Config struct {
 	// resumed by relaunching the agent in that form. nil: the resume file.
 	ResumeExec []string
 	// RerunTask starts the task (task mode) even when an earlier run of
-	// the same command left its session parked or stopped.
+	// the same command left its session parked, stopped or owed a held resume.
 	RerunTask bool
 	// Rerun is supervise's own command line, quoted into the message that
 	// ends a task with a parked session (task mode): the exact command that

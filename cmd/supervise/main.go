@@ -16,6 +16,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/demo"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/notifycmd"
+	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
 
@@ -34,13 +35,15 @@ const usageText = `supervise runs an AI agent as its child and keeps its work al
 
 Usage:
   supervise [run] [flags] -- AGENT [ARGS...]   supervise one agent (the main job)
-  supervise status [--json] [--all]            child, sessions and recent runs
-  supervise resume SESSION                     resume a parked or stopped session
+  supervise status [--json] [--all | --session ID]
+                                               child, sessions and recent runs (live, or from the journal)
+  supervise resume SESSION                     resume a parked, stopped or pending session by hand
   supervise notify EVENT [flags]               send a notify message (for agent hooks)
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
                                                print a service unit that runs supervise
   supervise demo                               watch a demo agent crash, resume and park
   supervise chaos [flags] -- AGENT [ARGS...]   kill your own agent mid-turn, check how it resumes
+  supervise version                            print supervise's version (also --version)
 
 Run 'supervise COMMAND --help' for a command's flags. Every flag can also be
 set with SUPERVISE_<FLAG> in the environment (--stop-timeout: SUPERVISE_STOP_TIMEOUT);
@@ -55,8 +58,8 @@ func main() {
 // run is main without the process exit, so tests can call it.
 func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cmd := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-version") {
+		cmd, args = strings.TrimLeft(args[0], "-"), args[1:]
 	}
 	switch cmd {
 	case "run":
@@ -75,6 +78,9 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return chaoscmd.Run(ctx, args, stdout, stderr)
 	case "demo-agent":
 		return demo.AgentCommand(ctx, args, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "supervise", runflags.Version())
+		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage())
 		return exitOK

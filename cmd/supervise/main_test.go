@@ -52,6 +52,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--name", "a/b", "--", "true"}, nil, "no slashes"},
 		{[]string{"--log-format", "xml", "--", "true"}, nil, "--log-format"},
 		{[]string{"--foreground", "maybe", "--", "true"}, nil, "--foreground"},
+		{[]string{"--metrics-addr", "nope", "--", "true"}, nil, "--metrics-addr nope: want HOST:PORT"},
+		{[]string{"--stop-timeout", "10", "--", "true"}, nil, "--stop-timeout 10: a duration needs a unit, e.g. 10s or 500ms"},
 		{[]string{"status", "extra"}, nil, "unexpected argument"},
 		// Usage errors found after the flags are parsed print the usage.
 		{[]string{"resume"}, nil, "Usage: supervise resume"},

@@ -16,7 +16,7 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("supervise resume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var st runflags.State
-	st.Register(fs)
+	st.RegisterLookup(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: supervise resume [--state-dir DIR | --name NAME] SESSION
 

@@ -15,7 +15,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var st runflags.State
-	st.Register(fs)
+	st.RegisterLookup(fs)
 	asJSON := fs.Bool("json", false, "print JSON (fields as in docs/design.md and the README)")
 	all := fs.Bool("all", false, "list every session (streamed, any number), not only the open ones and the latest settled ones")
 	session := fs.String("session", "", "show only this session")

@@ -3,7 +3,6 @@ package runflags
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/supervise-dev/supervise/supervisor"
 )
@@ -24,9 +23,9 @@ func parsePhaseTimeout(v string, d *supervisor.Deadlines) error {
 			return fmt.Errorf("phase %q given twice", k)
 		}
 		seen[k] = true
-		dur, err := time.ParseDuration(val)
+		dur, err := parseDuration(val)
 		if err != nil {
-			return fmt.Errorf("phase %s: %q is not a duration (e.g. 90s, 10m)", k, val)
+			return fmt.Errorf("phase %s: %s: %w", k, val, err)
 		}
 		if dur < 0 {
 			return fmt.Errorf("phase %s: the deadline must not be negative", k)

@@ -20,7 +20,8 @@ func TestParsePhaseTimeout(t *testing.T) {
 		{in: " model=1h , tool=0 ", want: supervisor.Deadlines{Model: time.Hour}},
 		{in: "model", errHas: "not PHASE=DURATION"},
 		{in: "idle=5m", errHas: "unknown phase \"idle\""},
-		{in: "model=5", errHas: "not a duration"},
+		{in: "model=5", errHas: "phase model: 5: a duration needs a unit, e.g. 10s or 500ms"},
+		{in: "model=soon", errHas: "phase model: soon: not a duration"},
 		{in: "model=-1s", errHas: "negative"},
 		{in: "tool=1m,tool=2m", errHas: "given twice"},
 	} {

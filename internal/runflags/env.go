@@ -14,6 +14,7 @@
 package runflags
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -53,11 +54,22 @@ func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[strin
 	full := fs.Usage
 	fs.Usage = func() {}               // the flag package calls it for -h and for errors alike
 	defer func() { fs.Usage = full }() // for the caller's own usage errors
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	var msg bytes.Buffer // the flag package's error line, said better for a duration
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
 			full()
+			fs.SetOutput(out)
 			return nil, flag.ErrHelp
+		}
+		if line := refusedDuration(fs); line != "" {
+			fmt.Fprintf(out, "supervise: %s\n", line)
+		} else {
+			out.Write(msg.Bytes())
 		}
 		fmt.Fprintf(stderr, "Run '%s -h' for help.\n", fs.Name())
 		return nil, ErrUsage

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,30 +69,30 @@ type Flags struct {
 func (f *Flags) Register(fs *flag.FlagSet) {
 	f.state.Register(fs)
 	fs.StringVar(&f.restart, "restart", "on-failure", "when to relaunch the agent: on-failure (after a dirty death), always, never")
-	fs.DurationVar(&f.stopTimeout, "stop-timeout", 10*time.Second, "grace period between the stop signal and SIGKILL to the agent's process tree")
+	durationVar(fs, &f.stopTimeout, "stop-timeout", 10*time.Second, "grace period between the stop signal and SIGKILL to the agent's process tree")
 	fs.StringVar(&f.maxRSS, "max-rss", "", "memory guard: stop the agent when its whole process tree uses more resident memory than this, e.g. 2G or 512MiB (empty = off)")
 	fs.StringVar(&f.stopSignal, "stop-signal", "SIGTERM", "signal that asks the agent to stop")
-	fs.DurationVar(&f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
+	durationVar(fs, &f.watchdog, "watchdog", 0, "hang detection: the agent must send WATCHDOG=1 at least this often (WATCHDOG_USEC is set for it), else it gets SIGABRT, then SIGKILL after --stop-timeout (0 = off)")
 	fs.IntVar(&f.giveUp, "give-up", 0, "exit with code 4 after this many consecutive quick deaths, so an outer manager takes over (0 = never)")
-	fs.DurationVar(&f.healthy, "healthy-after", 10*time.Second, "a run that lives this long (or completes a turn) is healthy: the next relaunch is immediate and the backoff resets")
-	fs.DurationVar(&f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
-	fs.DurationVar(&f.backoffMax, "backoff-max", 30*time.Second, "cap on the relaunch delay")
+	durationVar(fs, &f.healthy, "healthy-after", 10*time.Second, "a run that lives this long (or completes a turn) is healthy: the next relaunch is immediate and the backoff resets")
+	durationVar(fs, &f.backoffInit, "backoff-initial", 250*time.Millisecond, "delay before relaunching after a quick death; doubles with each further one")
+	durationVar(fs, &f.backoffMax, "backoff-max", 30*time.Second, "cap on the relaunch delay")
 	fs.IntVar(&f.guardTrip, "guard-trip", 3, "crash-loop guard: hold automatic resumes after this many chained dirty deaths (0 = off)")
-	fs.DurationVar(&f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
+	durationVar(fs, &f.guardGap, "guard-gap", 5*time.Minute, "crash-loop guard: dirty deaths at most this far apart are chained")
 	fs.IntVar(&f.keepRuns, "keep-runs", 1000, "run records kept in the journal")
 	fs.IntVar(&f.maxOpen, "max-open-sessions", 1000, "open sessions (in_turn, waiting, resume_pending, parked, stopped) at most this many: a turn-begin that would open one more is refused (its barrier answers 0) and logged, and the resume file never holds more")
 	fs.IntVar(&f.keepSess, "keep-sessions", 10000, "settled (idle or closed) sessions kept in the journal; older ones are pruned, oldest first, in the background (open sessions never are; 0 = keep all)")
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
-	fs.DurationVar(&f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
+	durationVar(fs, &f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
 	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
-	fs.BoolVar(&f.rerunTask, "rerun-task", false, "task mode: start the task even though an earlier run of the same command left its session parked or stopped (by default supervise exits 5 instead, so a rerun cannot repeat the task's side effects)")
+	fs.BoolVar(&f.rerunTask, "rerun-task", false, "task mode: start the task even though an earlier run of the same command left its session parked, stopped or owed a held resume (by default supervise exits 5 instead, so a rerun cannot repeat the task's side effects)")
 	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and a /healthz liveness check on this address, e.g. 127.0.0.1:9090; they have no authentication, so keep it on loopback or behind a proxy (:9090 binds every interface) (empty = off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	fs.DurationVar(&f.turnTimeout, "turn-timeout", 0, "turn deadline: a turn still open this long after its turn-begin (or resumed) stops the agent (stop signal, grace, SIGKILL), reason turn-timeout, decided as any dirty death; EXTEND_TIMEOUT_USEC during the turn extends it up to twice this; a wait for a person pauses it (0 = off)")
+	durationVar(fs, &f.turnTimeout, "turn-timeout", 0, "turn deadline: a turn still open this long after its turn-begin (or resumed) stops the agent (stop signal, grace, SIGKILL), reason turn-timeout, decided as any dirty death; EXTEND_TIMEOUT_USEC during the turn extends it up to twice this; a wait for a person pauses it (0 = off)")
 	fs.StringVar(&f.phaseTime, "phase-timeout", "", "phase deadlines, e.g. model=10m,tool=30m (either may be given): a model or tool phase older than its deadline stops the agent as --turn-timeout does")
 	fs.Var(&f.fingerprint, "fingerprint", "a file whose change, like the agent binary's, lifts a park by the crash breaker once, e.g. the agent's config or a model pin (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
@@ -148,6 +149,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	if f.giveUp < 0 || f.guardTrip < 0 || f.keepRuns < 1 || f.resumeLimit < 0 || f.maxTurnAge < 0 || f.keepSess < 0 {
 		return cfg, nil, errors.New("--give-up, --guard-trip, --resume-limit and --max-turn-age and --keep-sessions must be >= 0, --keep-runs >= 1")
 	}
+	if err := checkAddr(f.MetricsAddr); err != nil {
+		return cfg, nil, fmt.Errorf("%s %s: %w", Source("metrics-addr", set), f.MetricsAddr, err)
+	}
 	if f.maxOpen < 1 {
 		return cfg, nil, fmt.Errorf("%s must be at least 1, not %d", Source("max-open-sessions", set), f.maxOpen)
 	}
@@ -203,7 +207,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
 			"restart", f.restart)
 	}
-	dir, name, err := f.state.Resolve(set, filepath.Base(argv[0]))
+	dir, name, err := f.state.Resolve(set, DefaultName(argv))
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -265,6 +269,24 @@ func (f *Flags) resolveUser(set map[string]bool) (*child.Credential, error) {
 		return nil, fmt.Errorf("%s: %w", Source("user", set), err)
 	}
 	return cred, nil
+}
+
+// checkAddr checks a listen address (--metrics-addr) before anything
+// starts, so that a typo is a usage error (exit 2), not a listener failure
+// (exit 1) after the agent started: HOST:PORT, the host optional, the port
+// a number or a service name. "" is off.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return errors.New("want HOST:PORT or :PORT, e.g. 127.0.0.1:9090")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("bad port %q: want a number from 0 to 65535, e.g. 127.0.0.1:9090", port)
+	}
+	return nil
 }
 
 // parseSize parses a memory size: bytes, or a number with K, M, G, T (powers

@@ -74,8 +74,14 @@ func TestParseErrors(t *testing.T) {
 		{args: []string{"-h"}, err: flag.ErrHelp, stdout: "USAGE\n"},
 		{args: []string{"--help"}, err: flag.ErrHelp, stdout: "USAGE\n"},
 		{args: []string{"--bogus"}, err: ErrUsage, stderr: "flag provided but not defined: -bogus\nRun 'supervise run -h' for help.\n"},
-		{args: []string{"--stop-timeout", "zz"}, err: ErrUsage, stderr: "invalid value \"zz\" for flag -stop-timeout: parse error\nRun 'supervise run -h' for help.\n"},
-		{env: "SUPERVISE_STOP_TIMEOUT=zz", err: ErrUsage, stderr: "supervise: invalid value \"zz\" for SUPERVISE_STOP_TIMEOUT: parse error\n"},
+		// A bad duration says what to type, naming the flag and the value.
+		{args: []string{"--stop-timeout", "10"}, err: ErrUsage, stderr: "supervise: --stop-timeout 10: a duration needs a unit, e.g. 10s or 500ms\nRun 'supervise run -h' for help.\n"},
+		{args: []string{"--guard-gap=2.5"}, err: ErrUsage, stderr: "supervise: --guard-gap 2.5: a duration needs a unit, e.g. 10s or 500ms\nRun 'supervise run -h' for help.\n"},
+		{args: []string{"--stop-timeout", "zz"}, err: ErrUsage, stderr: "supervise: --stop-timeout zz: not a duration: a number with a unit, e.g. 10s, 500ms or 1m30s\nRun 'supervise run -h' for help.\n"},
+		{env: "SUPERVISE_STOP_TIMEOUT=10", err: ErrUsage, stderr: "supervise: invalid value \"10\" for SUPERVISE_STOP_TIMEOUT: a duration needs a unit, e.g. 10s or 500ms\n"},
+		{env: "SUPERVISE_STOP_TIMEOUT=zz", err: ErrUsage, stderr: "supervise: invalid value \"zz\" for SUPERVISE_STOP_TIMEOUT: not a duration: a number with a unit, e.g. 10s, 500ms or 1m30s\n"},
+		// A bad duration after a good one: the bad one is named.
+		{args: []string{"--watchdog", "1s", "--backoff-max", "3"}, err: ErrUsage, stderr: "supervise: --backoff-max 3: a duration needs a unit, e.g. 10s or 500ms\nRun 'supervise run -h' for help.\n"},
 		{env: "SUPERVISE_GIVE_UP=many", err: ErrUsage, stderr: "supervise: invalid value \"many\" for SUPERVISE_GIVE_UP: parse error\n"},
 		{env: "SUPERVISE_FINGERPRINT=", err: ErrUsage, stderr: "supervise: invalid value \"\" for SUPERVISE_FINGERPRINT: empty file name\n"},
 		// A bad value in the environment is not read when the command line sets the flag.
@@ -149,6 +155,12 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"--foreground=x"}, "", `--foreground must be auto, always or never, not "x"`},
 		{[]string{"--name=a/b"}, "", `invalid --name "a/b": it names a directory, so no slashes`},
 		{[]string{"--name=.."}, "", `invalid --name "..": it names a directory, so no slashes`},
+		// A listen address is checked before anything starts: exit 2, not 1.
+		{[]string{"--metrics-addr=nope"}, "", "--metrics-addr nope: want HOST:PORT or :PORT, e.g. 127.0.0.1:9090"},
+		{[]string{"--metrics-addr=127.0.0.1"}, "", "--metrics-addr 127.0.0.1: want HOST:PORT or :PORT, e.g. 127.0.0.1:9090"},
+		{[]string{"--metrics-addr=localhost:"}, "", "--metrics-addr localhost:: want HOST:PORT or :PORT, e.g. 127.0.0.1:9090"},
+		{[]string{"--metrics-addr=:99999"}, "", `--metrics-addr :99999: bad port "99999": want a number from 0 to 65535`},
+		{nil, "SUPERVISE_METRICS_ADDR=:nope-no-such-service", `SUPERVISE_METRICS_ADDR :nope-no-such-service: bad port "nope-no-such-service"`},
 	} {
 		if c.env != "" {
 			k, v, _ := strings.Cut(c.env, "=")

@@ -18,10 +18,19 @@ type State struct {
 	name     string
 }
 
-// Register adds --state-dir and --name to fs.
+// Register adds --state-dir and --name to fs, as `supervise run` (and
+// `unit`, `chaos`) take them: they name the state dir of the agent run.
 func (s *State) Register(fs *flag.FlagSet) {
 	fs.StringVar(&s.stateDir, "state-dir", "", "directory for the journal and sockets (default $XDG_STATE_HOME/supervise/NAME, else ~/.local/state/supervise/NAME)")
-	fs.StringVar(&s.name, "name", "", "name of this supervised agent (default: base name of AGENT)")
+	fs.StringVar(&s.name, "name", "", "name of this supervised agent, which names its state dir (default: the base name of AGENT; for an interpreter running a script file, the script's base name without extension: python3 agent.py, node agent.js and uv run agent.py are named agent)")
+}
+
+// RegisterLookup adds --state-dir and --name to fs for a command that
+// finds the state dir of an agent supervise runs or ran (status, resume):
+// their help says how, since such a command has no AGENT to name it after.
+func (s *State) RegisterLookup(fs *flag.FlagSet) {
+	fs.StringVar(&s.stateDir, "state-dir", "", "the agent's state dir, as given to supervise run --state-dir (inside a supervised agent: $SUPERVISE_STATE_DIR)")
+	fs.StringVar(&s.name, "name", "", "the agent's name, as supervise run had it: its --name, else the base name of its AGENT (or of the script an interpreter ran: python3 agent.py is agent); the state dir is then $XDG_STATE_HOME/supervise/NAME, else ~/.local/state/supervise/NAME. With neither flag: the one state dir there, if there is only one")
 }
 
 // stateBase is the directory holding every named state dir.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -53,5 +54,50 @@ func TestLoggerUnderJournal(t *testing.T) {
 	log.Info("child started")
 	if out := read(); !strings.Contains(out, `"time"`) || !strings.HasPrefix(out, "{") {
 		t.Errorf("json elsewhere: %q", out)
+	}
+}
+
+// checkAddr accepts what net.Listen("tcp") takes as a port to listen on.
+func TestCheckAddr(t *testing.T) {
+	for _, addr := range []string{"", ":9090", "127.0.0.1:0", "[::1]:9090", "localhost:9090", "0.0.0.0:http"} {
+		if err := checkAddr(addr); err != nil {
+			t.Errorf("checkAddr(%q) = %v, want nil", addr, err)
+		}
+	}
+	for _, addr := range []string{"nope", "9090", "127.0.0.1", ":", "[::1]", ":-1", ":65536", "a:b:c"} {
+		if err := checkAddr(addr); err == nil {
+			t.Errorf("checkAddr(%q) = nil, want an error", addr)
+		}
+	}
+}
+
+// The version: the main module's, else devel and the VCS revision.
+func TestVersion(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i+1 < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		main     string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{main: "v1.2.3", settings: vcs("vcs.revision", "0123456789abcdef0123"), want: "v1.2.3"},
+		{main: "v0.0.0-20261201120000-0123456789ab+dirty", want: "v0.0.0-20261201120000-0123456789ab+dirty"},
+		{main: "(devel)", settings: vcs("vcs.revision", "0123456789abcdef0123", "vcs.modified", "false"), want: "devel 0123456789ab"},
+		{main: "(devel)", settings: vcs("vcs.revision", "0123456789abcdef0123", "vcs.modified", "true"), want: "devel 0123456789ab+dirty"},
+		{main: "", settings: vcs("vcs.revision", "abc"), want: "devel abc"},
+		{main: "(devel)", want: "devel"},
+	} {
+		info := &debug.BuildInfo{Main: debug.Module{Path: "github.com/supervise-dev/supervise", Version: c.main}, Settings: c.settings}
+		if got := version(info); got != c.want {
+			t.Errorf("version(%q, %v) = %q, want %q", c.main, c.settings, got, c.want)
+		}
+	}
+	if Version() == "" {
+		t.Error("Version() is empty")
 	}
 }

@@ -69,14 +69,16 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 // jitter is the random number the backoff's jitter draws from.
 func (e Exited) jitter() float64 { return e.Random }
 
-// logDeath says how the run ended and what follows.
+// logDeath says how the run ended and what follows, as next decides it.
 func (m *Machine) logDeath(o *out, e Exited, r journal.Run, dec crashloop.Decision) {
 	next := dec.Action.String()
 	switch {
+	case m.launches == 1 && e.ExecFailed:
+		next = "end" // the very first launch cannot start: not retried
 	case m.Stop != nil:
 		next = "stop"
 	case m.Config.Task.On && dec.Action != crashloop.GiveUp:
-		next = m.taskNextWords(dec)
+		next = m.taskNextWords(e, dec)
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
 	case dec.Action == crashloop.Relaunch:
@@ -255,9 +257,12 @@ func (m *Machine) fingerprinted(o *out, e Fingerprinted) {
 const maxDecisionLines = 20
 
 // logDecisions says what was decided for each session, after the death
-// that caused it has been logged.
+// that caused it has been logged and the crash-loop guard updated for it:
+// a resume the guard (or --resume off, or the journal check) holds is said
+// to be held, not to be resumed.
 func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
 	logged, rest := 0, map[resume.Action]int{}
+	held := m.Hold()
 	for _, dec := range decs {
 		sess := dec.Session
 		if logged == maxDecisionLines {
@@ -267,6 +272,11 @@ func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
 		logged++
 		switch dec.Action {
 		case resume.Resume:
+			if held != "" && !sess.Resume.Manual {
+				o.warn("session interrupted mid-turn: it is owed a resume, held", "session", sess.ID, "turn", sess.Turn,
+					"held", held, "crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
+				break
+			}
 			o.warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
 				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
 		case resume.Park:
@@ -298,9 +308,10 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	if r := e.Orphan; r != nil {
 		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
 			"pid", r.PID, "reason", r.Reason)
-		m.logDecisions(o, m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
-			Run: r.Run, At: r.Ended}, now))
-		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
+		decs := m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
+			Run: r.Run, At: r.Ended}, now)
+		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended) // before the log: it says whether a resume is held
+		m.logDecisions(o, decs)
 		last := *r
 		m.LastExit = &last
 		if r.Run >= m.nextRun {

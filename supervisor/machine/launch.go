@@ -24,7 +24,10 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 		o.add(AwaitVerify{})
 		return
 	}
-	if first && m.Config.Task.On && !m.Config.Task.Rerun && len(m.pendingIgnoringHold()) == 0 && m.taskBlocked(o) > 0 {
+	// A resume that may be dispatched now is delivered instead of the
+	// task (prepareDelivery); with none, a session of this task that is
+	// parked, stopped or owed a held resume keeps the task from starting.
+	if first && m.Config.Task.On && !m.Config.Task.Rerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
 		o.add(End{Code: ExitParked})
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 )
@@ -212,27 +213,107 @@ func TestRuleTimers(t *testing.T) {
 	})
 }
 
-// Task mode before the first launch: the same task command left parked is
-// not started again (exit 5, the resume command said), unless --rerun-task.
+// Task mode before the first launch. A resume that may be dispatched now
+// is delivered instead of the task. Otherwise the same task command whose
+// earlier session is parked, stopped, or owed a resume that is held (the
+// guard, --resume off) is not started again: exit 5, which session and why,
+// and the command that resumes it; --rerun-task starts it anyway.
 func TestRuleTaskRerun(t *testing.T) {
 	parked := journal.Session{ID: "s1", State: journal.Parked, Task: "task1", Reason: "mid-turn at 2 consecutive dirty deaths"}
-	for _, rerun := range []bool{false, true} {
-		cfg := taskConfig()
-		cfg.Task.Rerun = rerun
-		m := New(cfg)
-		m.Step(Booted{NextRun: 3, Sessions: []journal.Session{parked}}, t0)
-		fx := m.Step(LaunchDue{}, t0)
-		l, launched := find[Launch](fx)
-		switch {
-		case !rerun && (launched || !strings.Contains(reported(fx), "to resume it: supervise resume --state-dir /state s1")):
-			t.Errorf("rerun of a parked task: %#v, want exit 5 and the resume command", fx)
-		case !rerun:
-			if e, _ := find[End](fx); e.Code != ExitParked {
-				t.Errorf("end %+v, want 5", e)
+	stopped := journal.Session{ID: "s1", State: journal.Stopped, Task: "task1", Reason: "stopped by a requested stop of supervise while mid-turn"}
+	owed := journal.Session{ID: "s1", State: journal.ResumePending, Task: "task1", CrashCount: 1, Reason: "interrupted: killed",
+		Resume: &journal.Resume{Attempt: 1, Interrupted: 1, Reason: "killed", Since: t0, Message: "continue"}}
+	manual := owed
+	manual.Resume = &journal.Resume{Attempt: 1, Reason: "manual resume", Since: t0, Message: "continue", Manual: true}
+	other := owed
+	other.Task = "another task"
+	open := crashloop.GuardState{Open: true, Chain: 1}
+	for _, c := range []struct {
+		name      string
+		sess      journal.Session
+		guard     crashloop.GuardState
+		resumeOff bool
+		rerun     bool
+		want      string // "task", "resume" (s1 delivered) or "end" (exit 5)
+		report    []string
+	}{
+		{name: "parked: not started, 5", sess: parked, want: "end",
+			report: []string{"session s1 of this task is parked: mid-turn at 2", "to resume it: supervise resume --state-dir /state s1", "add --rerun-task"}},
+		{name: "parked, --rerun-task: started", sess: parked, rerun: true, want: "task"},
+		{name: "stopped mid-turn: not started, 5", sess: stopped, want: "end",
+			report: []string{"session s1 of this task was stopped mid-turn", "to resume it: supervise resume --state-dir /state s1"}},
+		{name: "owed a resume, not held: delivered instead of the task", sess: owed, want: "resume"},
+		{name: "owed a resume held by the guard: not started, 5", sess: owed, guard: open, want: "end",
+			report: []string{"session s1 of this task is owed a resume that is held (crash-loop guard open): interrupted: killed",
+				"to resume it: supervise resume --state-dir /state s1"}},
+		{name: "owed a resume held by --resume off: not started, 5", sess: owed, resumeOff: true, want: "end",
+			report: []string{"session s1 of this task is owed a resume that is held (--resume off)"}},
+		{name: "owed a held resume, --rerun-task: started", sess: owed, guard: open, rerun: true, want: "task"},
+		{name: "a manual resume is dispatched under the guard: delivered", sess: manual, guard: open, want: "resume"},
+		{name: "a held resume of another task: this one starts", sess: other, guard: open, want: "task"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := taskConfig()
+			cfg.Task.Rerun, cfg.ResumeOff = c.rerun, c.resumeOff
+			m := New(cfg)
+			m.Step(Booted{NextRun: 3, Sessions: []journal.Session{c.sess}, Guard: c.guard}, t0)
+			fx := m.Step(LaunchDue{}, t0)
+			l, launched := find[Launch](fx)
+			e, ended := find[End](fx)
+			switch c.want {
+			case "end":
+				if launched || !ended || e.Code != ExitParked {
+					t.Fatalf("launch %v end %+v, want the end with 5 and no launch: %#v", launched, e, fx)
+				}
+			case "task":
+				if !launched || l.Argv[0] != "agent" || len(l.Argv) != 1 || len(l.IDs) != 0 {
+					t.Fatalf("%#v, want the task launched", fx)
+				}
+			case "resume":
+				if !launched || len(l.IDs) != 1 || l.IDs[0] != "s1" || l.Argv[1] != "-r" {
+					t.Fatalf("%#v, want the resume launch of s1", fx)
+				}
 			}
-		case rerun && (!launched || l.Argv[0] != "agent" || len(l.IDs) != 0):
-			t.Errorf("--rerun-task: %#v, want the task launched", fx)
-		}
+			out := reported(fx)
+			for _, want := range c.report {
+				if !strings.Contains(out, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, out)
+				}
+			}
+			if len(c.report) == 0 && out != "" {
+				t.Errorf("unexpected report:\n%s", out)
+			}
+		})
+	}
+}
+
+// The case: with --guard-trip 1 the first kill mid-turn holds the
+// resume and the task ends with 5; the same command run again (a new
+// supervise on the same journal) ends with 5 too, without starting the task.
+func TestRuleTaskRerunAfterHeldResume(t *testing.T) {
+	cfg := taskConfig()
+	cfg.Guard.Trip = 1
+	r := newRig(t, cfg)
+	r.launch()
+	r.begin("s1", "t1")
+	if n := nextOf(t, r.killed(9)); !n.end || n.code != ExitParked {
+		t.Fatalf("first invocation: %+v, want the end with 5", n)
+	}
+	var sessions []journal.Session
+	for _, sess := range r.m.Sessions {
+		sessions = append(sessions, *sess)
+	}
+	again := New(cfg)
+	again.Step(Booted{NextRun: 2, Sessions: sessions, Guard: r.m.Guard, LastExit: r.m.LastExit}, r.now)
+	fx := again.Step(LaunchDue{}, r.now.Add(time.Second))
+	if l, ok := find[Launch](fx); ok {
+		t.Fatalf("the rerun launched %v", l.Argv)
+	}
+	if e, _ := find[End](fx); e.Code != ExitParked {
+		t.Errorf("the rerun ended %+v, want 5", e)
+	}
+	if out := reported(fx); !strings.Contains(out, "session s1 of this task is owed a resume that is held (crash-loop guard open)") {
+		t.Errorf("the rerun's report:\n%s", out)
 	}
 }
 

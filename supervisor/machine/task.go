@@ -25,7 +25,10 @@ import (
 // with 5 and says how to resume it by hand. Resumes owed when supervise
 // starts (a `supervise resume` while it was not running, or a supervise that
 // died mid-task) are delivered first, and the task is then not started: it
-// is the rerun of the same command that the exit-5 message gives.
+// is the rerun of the same command that the exit-5 message gives. When none
+// may be delivered, the task is not started either while a session it
+// opened earlier is parked, stopped, or owed a resume that is held: exit 5
+// with the command that resumes that session (--rerun-task starts it anyway).
 
 // TaskConfig is task mode's part of the configuration.
 type TaskConfig struct {
@@ -36,7 +39,7 @@ type TaskConfig struct {
 	// Exec is the parsed --resume-exec template.
 	Exec []string
 	// Rerun starts the task even when an earlier run of the same command
-	// left its session parked or stopped (--rerun-task).
+	// left its session parked, stopped or owed a held resume (--rerun-task).
 	Rerun bool
 	// Command is supervise's own command line, quoted into the message
 	// that ends a task with a parked session. nil: "supervise", the flags
@@ -84,16 +87,19 @@ func (m *Machine) taskMarker(msg notify.Message) {
 }
 
 // taskBlocked reports, before the task would start, the sessions an
-// earlier run of this same task command left parked or stopped mid-turn.
-// Starting the task again would open a new session beside them and repeat
-// the side effects they may already have had, at API cost (a cron job or a
-// shell loop rerunning the command after exit 5 would do so every time).
-// It reports each with its reason and the command that resumes it, and
-// returns how many there are.
+// earlier run of this same task command left parked, stopped mid-turn, or
+// owed a resume that is held (the crash-loop guard, --resume off): the
+// caller asks only when no resume may be dispatched now, so every one owed
+// is held. Starting the task again would open a new session beside them and
+// repeat the side effects they may already have had, at API cost (a cron
+// job or a shell loop rerunning the command after exit 5 would do so every
+// time). It reports each with its reason and the command that resumes it,
+// and returns how many there are.
 func (m *Machine) taskBlocked(o *out) int {
 	var ids []string
 	for id, sess := range m.Sessions {
-		if sess.Task == m.Config.Task.ID && (sess.State == journal.Parked || sess.State == journal.Stopped) {
+		owed := sess.State == journal.ResumePending && sess.Resume != nil
+		if sess.Task == m.Config.Task.ID && (sess.State == journal.Parked || sess.State == journal.Stopped || owed) {
 			ids = append(ids, id)
 		}
 	}
@@ -104,22 +110,29 @@ func (m *Machine) taskBlocked(o *out) int {
 	var lines []string
 	for _, id := range ids {
 		sess := m.Sessions[id]
-		what := "is parked: " + sess.Reason
-		if sess.State == journal.Stopped {
+		var what string
+		switch sess.State {
+		case journal.Stopped:
 			what = "was stopped mid-turn"
+		case journal.ResumePending:
+			what = "is owed a resume that is held (" + m.held() + "): " + sess.Reason
+		default:
+			what = "is parked: " + sess.Reason
 		}
 		lines = append(lines, "session "+id+" of this task "+what, "to resume it: "+m.rerunCommand(id))
 	}
-	lines = append(lines, "not starting the task again: it would open a new session and repeat what the parked one may already have done. To start it afresh anyway, add --rerun-task.")
+	lines = append(lines, "not starting the task again: it would open a new session and repeat what that session may already have done. To start it afresh anyway, add --rerun-task.")
 	o.add(Report{Lines: lines})
-	o.warn("task not started: an earlier run of the same task left a session parked or stopped",
+	o.warn("task not started: an earlier run of the same task left a session parked, stopped or owed a held resume",
 		"sessions", ids, "exit_code", ExitParked)
 	return len(ids)
 }
 
-// taskNextWords says in the death's log line what follows in task mode.
-func (m *Machine) taskNextWords(dec crashloop.Decision) string {
-	if len(m.pending()) == 0 {
+// taskNextWords says in the death's log line what follows in task mode
+// (taskNext): a resume launch, or the end, also when the resume launch
+// could not start.
+func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
+	if e.ExecFailed || len(m.pending()) == 0 {
 		return "end of task"
 	}
 	if dec.Action == crashloop.Relaunch && dec.Delay > 0 {
@@ -171,16 +184,22 @@ func (m *Machine) taskEnd(o *out, e Exited) int {
 
 // taskStopped tells the person who stopped a task how to continue each
 // session of it the stop left stopped mid-turn, or still owed a resume (a
-// stop during the backoff before a resume launch).
+// stop during the backoff before a resume launch, or during a run that was
+// not handed that session's resume: it was not running, so it was not
+// stopped).
 func (m *Machine) taskStopped(o *out) {
 	if !m.Config.Task.On {
 		return
 	}
 	var lines []string
+	held := m.held()
 	for _, id := range m.touchedIn(journal.Stopped, journal.ResumePending) {
 		what := "was stopped mid-turn"
-		if m.Sessions[id].State == journal.ResumePending {
+		if sess := m.Sessions[id]; sess.State == journal.ResumePending {
 			what = "is still owed a resume (the stop came before its resume launch)"
+			if held != "" && (sess.Resume == nil || !sess.Resume.Manual) {
+				what = "is still owed a resume that is held (" + held + ")"
+			}
 		}
 		lines = append(lines, "session "+id+" "+what+"; to resume it: "+m.rerunCommand(id))
 	}
