@@ -88,8 +88,9 @@ func (r *Reaper) sweep(dead []*Process, none bool) []*Process {
 		}
 	}
 	var ended []*Process
+	logged := map[int]bool{} // each pid said once, however many passes it takes to die
 	for {
-		alive := r.sweepOnce(groups)
+		alive := r.sweepOnce(groups, logged)
 		reaped, none := r.reap()
 		ended = append(ended, reaped...)
 		if alive == 0 || none {
@@ -105,7 +106,7 @@ func (r *Reaper) sweep(dead []*Process, none bool) []*Process {
 
 // sweepOnce kills the live unregistered children once. Members of groups
 // already killed as a whole are dying anyway; only escapees are logged.
-func (r *Reaper) sweepOnce(groups map[int]bool) int {
+func (r *Reaper) sweepOnce(groups map[int]bool, logged map[int]bool) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	alive := 0
@@ -119,7 +120,8 @@ func (r *Reaper) sweepOnce(groups map[int]bool) int {
 		}
 		// Our unreaped child, and mu blocks reaping: the pid cannot be reused.
 		_ = unix.Kill(pid, unix.SIGKILL)
-		if !groups[st.pgrp] {
+		if !groups[st.pgrp] && !logged[pid] {
+			logged[pid] = true
 			r.log.Info("killed a descendant left behind by the agent", "pid", pid)
 		}
 		alive++

@@ -106,10 +106,12 @@ func (r *Reaper) sweep(dead []*Process, _ bool) []*Process {
 	}
 	deadline := time.Now().Add(sweepTimeout)
 	var ended []*Process
+	logged := map[int]bool{} // each pid said once, however many passes it takes to die
 	for {
 		killed := killMatching(groups, match)
 		for _, k := range killed {
-			if !groups[k.pgrp] {
+			if !groups[k.pgrp] && !logged[k.pid] {
+				logged[k.pid] = true
 				r.log.Info("killed a descendant left behind by the agent", "pid", k.pid)
 			}
 		}
