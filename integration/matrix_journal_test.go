@@ -316,17 +316,53 @@ func TestFault02KillAtSync(t *testing.T) {
 // 4. kill -9 of supervise during the very first Open of a new journal, at
 // random offsets (recorded seed): the file is then absent, empty or a valid
 // journal, and the next supervise starts its agent, never crash-looping.
+//
+// Both supervises of an iteration share the agent log, so the test waits
+// for the agent of the second one, by the pid that supervise logs as
+// started. It once waited for any "hang": a late offset let the first
+// supervise's agent log it before the kill, the test then sent SIGTERM to a
+// second supervise that had not yet caught its signals, and the default
+// action killed it (143, an empty log). Seed 1796139801550325698 found that
+// (with -tags supervise_portable, whose start is quicker) and stays as a
+// fixed case, beside the same kill made certain: after the agent logged.
 func TestFault04KillDuringFirstOpen(t *testing.T) {
-	iterations := iterations(25, 100)
-	rng := rand.New(rand.NewPCG(seedFor(t), 4))
+	t.Run("after the first agent ran", func(t *testing.T) {
+		killDuringFirstOpen(t, 1, func(e *env) string {
+			e.waitEvent(0, "hang")
+			return "after its agent logged hang"
+		})
+	})
+	for _, seed := range []uint64{1796139801550325698} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			killDuringFirstOpen(t, iterations(25, 100), randomKill(seed))
+		})
+	}
+	t.Run("fresh seed", func(t *testing.T) {
+		killDuringFirstOpen(t, iterations(25, 100), randomKill(seedFor(t)))
+	})
+}
+
+// randomKill waits a random offset of up to 12 ms, drawn from seed.
+func randomKill(seed uint64) func(*env) string {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	return func(*env) string {
+		offset := time.Duration(rng.IntN(12000)) * time.Microsecond
+		time.Sleep(offset) // the random offset itself
+		return "at " + offset.String()
+	}
+}
+
+// killDuringFirstOpen runs case 4 n times: a new supervise, killed with
+// SIGKILL once wait returns (it says when), then the next supervise on
+// what it left.
+func killDuringFirstOpen(t *testing.T, n int, wait func(*env) string) {
 	kinds := map[string]int{}
-	for i := 0; i < iterations; i++ {
+	for i := 0; i < n; i++ {
 		e := newEnv(t)
 		e.set("TESTAGENT_SCRIPT=hang")
 		path := filepath.Join(e.stateDir, "journal.db")
-		offset := time.Duration(rng.IntN(12000)) * time.Microsecond
 		sv := e.run()
-		time.Sleep(offset) // the random offset itself
+		when := wait(e)
 		sv.signal(syscall.SIGKILL)
 		sv.wait(10 * time.Second)
 		e.killLeftovers()
@@ -348,25 +384,49 @@ func TestFault04KillDuringFirstOpen(t *testing.T) {
 				kind = "torn"
 			default:
 				if err := db.Verify(); err != nil {
-					t.Errorf("iteration %d (kill after %v): %v", i, offset, err)
+					t.Errorf("iteration %d (kill %s): %v", i, when, err)
 				}
 				db.Close()
 			}
 		}
 		kinds[kind]++
 		sv = e.run()
-		waitFor(t, 20*time.Second, "the agent after a kill during the first open", func() bool {
-			return e.count("hang") > 0 || !sv.running()
-		})
+		e.waitOwnAgent(sv, "hang")
 		if !sv.running() {
-			t.Fatalf("iteration %d (%s journal after a kill at %v): supervise exited %d:\n%s", i, kind, offset, sv.code, sv.stderr())
+			t.Fatalf("iteration %d (%s journal after a kill %s): supervise exited %d:\n%s", i, kind, when, sv.code, sv.stderr())
 		}
 		if moved := strings.Contains(sv.stderr(), "moved it aside"); moved != (kind == "torn") {
 			t.Errorf("iteration %d: a %s journal, moved aside: %v:\n%s", i, kind, moved, sv.stderr())
 		}
 		e.stop(sv)
 	}
-	t.Logf("%d kills during the first open: journal left %v", iterations, kinds)
+	t.Logf("%d kills during the first open: journal left %v", n, kinds)
+}
+
+// startedRe matches supervise's log line for a child it started.
+var startedRe = regexp.MustCompile(`msg="child started" run=\d+ pid=(\d+) `)
+
+// waitOwnAgent waits until an agent that sv logged as started has logged
+// kind, or sv has exited: in a log shared with an earlier supervise, a
+// line of that one's agents says nothing about sv.
+func (e *env) waitOwnAgent(sv *proc, kind string) {
+	e.t.Helper()
+	waitFor(e.t, 20*time.Second, fmt.Sprintf("%q from an agent this supervise started", kind), func() bool {
+		if !sv.running() {
+			return true
+		}
+		own := map[int]bool{}
+		for _, m := range startedRe.FindAllStringSubmatch(sv.stderr(), -1) {
+			pid, _ := strconv.Atoi(m[1])
+			own[pid] = true
+		}
+		for _, ev := range e.events() {
+			if ev.kind == kind && own[ev.pid] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // 5. Random damage to a journal a supervise died with (a session mid-turn,

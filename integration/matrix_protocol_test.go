@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -145,16 +146,60 @@ func rss(pid int) int {
 	return 0
 }
 
+// pings reads notify.pings from status --json: the WATCHDOG=1 datagrams
+// supervise accepted from the agent's tree.
+func (e *env) pings() uint64 {
+	e.t.Helper()
+	var st struct {
+		Notify *struct {
+			Pings uint64 `json:"pings"`
+		} `json:"notify"`
+	}
+	raw := e.statusRaw()
+	if err := json.Unmarshal([]byte(raw), &st); err != nil || st.Notify == nil {
+		e.t.Fatalf("no notify.pings in status (%v):\n%s", err, raw)
+	}
+	return st.Notify.Pings
+}
+
+// waitPings waits until supervise has accepted more than n pings and
+// returns the count.
+func (e *env) waitPings(n uint64) uint64 {
+	e.t.Helper()
+	var got uint64
+	waitFor(e.t, 20*time.Second, fmt.Sprintf("more than %d pings accepted", n), func() bool {
+		got = e.pings()
+		return got > n
+	})
+	return got
+}
+
 // 40. supervise paused (SIGSTOP) past its watchdog while the notify
 // socket's queue is kept full by a flood: memory stays bounded, the
 // pinging agent is not judged hung once supervise continues, and a marker
 // the agent could not deliver meanwhile is retried by it until
 // acknowledged, then is in the journal.
+//
+// Nothing here waits for the machine to be fast: the pause starts once
+// supervise has heard the agent's pings, the checks follow the marker's
+// acknowledgement and a ping heard after it, and the verdict is read from
+// the journal after a stop. The one wait on the clock is the window in which
+// a false verdict would fall: the watchdog looks as soon as supervise
+// continues, may put its verdict off while datagrams are queued
+// (watchdogDeferrals), and then gives a supervise that was itself frozen
+// one more period.
 func TestFault40PausedWithFullQueue(t *testing.T) {
+	const (
+		period            = time.Second
+		watchdogDeferrals = 10 * 20 * time.Millisecond // supervisor.maxWatchdogDeferrals x watchdogDeferral
+	)
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT=pinger 100ms; log ready; listen")
-	sv := e.run("--watchdog", "1s", "--stop-timeout", "500ms")
+	sv := e.run("--watchdog", period.String(), "--stop-timeout", "500ms")
 	e.waitLog(1, "ready")
+	// The pause interrupts a stream of pings supervise hears, not the
+	// moments before the first one.
+	e.waitPings(0)
 	pid := sv.cmd.Process.Pid
 	before := rss(pid)
 	sock := filepath.Join(e.stateDir, "notify", "notify.sock")
@@ -191,19 +236,33 @@ func TestFault40PausedWithFullQueue(t *testing.T) {
 	}
 	f.WriteString("sure turn-begin s1 t1\n")
 	f.Close()
-	time.Sleep(3 * time.Second) // the pause itself: three watchdog periods
+	time.Sleep(3 * period) // the pause itself: three watchdog periods
 	sv.signal(syscall.SIGCONT)
+	resumed := time.Now()
 	time.Sleep(300 * time.Millisecond) // the flood goes on a little after the pause
 	close(stop)
 	flood := 0
 	for range 4 {
 		flood += <-done
 	}
-	ev := e.waitEvent(1, "sure-acked")
-	time.Sleep(2 * time.Second) // two watchdog periods for a false verdict to show
-	if n := e.count("start"); n != 1 {
-		t.Fatalf("the pinging agent was judged hung after the pause (%d starts):\n%s", n, sv.stderr())
+	hung := func() bool { return e.count("start") > 1 || strings.Contains(sv.stderr(), "killing the agent") }
+	var ev event
+	acked := func() bool {
+		for _, x := range e.events() {
+			if x.run == 1 && x.kind == "sure-acked" {
+				ev = x
+				return true
+			}
+		}
+		return false
 	}
+	waitFor(t, 20*time.Second, "the marker's acknowledgement or a verdict on the agent", func() bool {
+		return acked() || hung()
+	})
+	if hung() {
+		t.Fatalf("the pinging agent was judged hung after the pause:\n%s", sv.stderr())
+	}
+	e.waitPings(e.pings()) // a ping heard after the pause and the marker
 	if s, ok := e.status().session("s1"); !ok || s.State != "in_turn" {
 		t.Errorf("the retried marker is not in the journal: %+v", s)
 	}
@@ -214,7 +273,13 @@ func TestFault40PausedWithFullQueue(t *testing.T) {
 	if after > before+32*1024 {
 		t.Errorf("supervise's resident memory grew from %d KiB to %d KiB over the flood", before, after)
 	}
+	// Nothing happens for the rest of the window of a false verdict.
+	time.Sleep(time.Until(resumed.Add(watchdogDeferrals + period)))
+	e.stop(sv)
+	if r := e.status().run(t, 1); e.count("start") != 1 || r.Reason != "stopped" {
+		t.Fatalf("the pinging agent was judged hung after the pause (%d starts; run 1 ended %q):\n%s",
+			e.count("start"), r.Reason, sv.stderr())
+	}
 	t.Logf("flood of %d datagrams around a 3 s pause; marker acknowledged after %s attempts; RSS %d -> %d KiB",
 		flood, strings.Fields(ev.arg)[len(strings.Fields(ev.arg))-1], before, after)
-	e.stop(sv)
 }

@@ -395,18 +395,26 @@ func TestExitZeroMidTurnIsDirty(t *testing.T) {
 }
 
 // A run that stays healthy longer than --guard-gap clears an open guard.
+// The two deaths are chained by a supervise with the default gap (5m), so
+// no pace of the machine can spread them too far apart, and its guard
+// cannot clear before it is read. The guard is journaled: a second
+// supervise with a gap shorter than its once-a-second check finds it
+// open and clears it at the first check its run outlives the gap.
 func TestGuardClearedByAHealthyRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; barrier; exit 1",
 		"TESTAGENT_SCRIPT_2=turn-begin B tB; barrier; exit 1",
 		"TESTAGENT_SCRIPT=hang")
-	sv := e.run("--guard-trip", "2", "--guard-gap", "2s")
+	sv := e.run("--guard-trip", "2")
 	e.waitEvent(3, "hang")
 	if raw := e.statusRaw(); !strings.Contains(raw, `"open": true`) {
 		t.Fatalf("guard not open after two chained deaths:\n%s", raw)
 	}
-	waitFor(t, 10*time.Second, "the guard to clear after 2s of health", func() bool {
+	e.stop(sv)
+	sv = e.run("--guard-trip", "2", "--guard-gap", "100ms")
+	e.waitEvent(4, "hang")
+	waitFor(t, 10*time.Second, "the guard to clear after 100ms of health", func() bool {
 		return strings.Contains(e.statusRaw(), `"open": false`)
 	})
 	if !strings.Contains(sv.stderr(), "outlived --guard-gap") {

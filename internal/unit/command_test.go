@@ -156,8 +156,13 @@ func TestUnitSystemdStateDir(t *testing.T) {
 
 // systemdAnalyze finds a systemd-analyze that can verify units here, or
 // skips: a trivial unit must verify, so a failure is never blamed on the
-// environment.
-func systemdAnalyze(t *testing.T, dir string, user bool) func(file string, debug bool) (string, error) {
+// environment. The verify function it returns keeps the two streams apart:
+// systemd-analyze writes the unit dump to stdout, which is fully buffered
+// in a pipe, and its log to stderr, unbuffered; merged into one pipe, the
+// log lines written between two 4 KiB flushes of stdout land inside the
+// dump, wherever the flush happens to cut it (the place moves with the
+// lengths of the paths in the dump: checkout, temp dirs, PATH).
+func systemdAnalyze(t *testing.T, dir string, user bool) func(file string, debug bool) (stdout, stderr string, err error) {
 	t.Helper()
 	bin, err := exec.LookPath("systemd-analyze")
 	if err != nil {
@@ -167,7 +172,7 @@ func systemdAnalyze(t *testing.T, dir string, user bool) func(file string, debug
 	if err := os.MkdirAll(rt, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	verify := func(file string, debug bool) (string, error) {
+	verify := func(file string, debug bool) (string, string, error) {
 		args := []string{"verify", "--man=no", file}
 		if user {
 			args = append([]string{"--user-unit"}, args...)
@@ -177,15 +182,17 @@ func systemdAnalyze(t *testing.T, dir string, user bool) func(file string, debug
 		if debug {
 			cmd.Env = append(cmd.Env, "SYSTEMD_LOG_LEVEL=debug")
 		}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
 	}
 	control := filepath.Join(dir, "control.service")
 	if err := os.WriteFile(control, []byte("[Service]\nExecStart="+lookSh(t)+" -c true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := verify(control, false); err != nil {
-		t.Skipf("systemd-analyze cannot verify even a trivial unit here (%v): %s", err, out)
+	if out, errs, err := verify(control, false); err != nil {
+		t.Skipf("systemd-analyze cannot verify even a trivial unit here (%v): %s%s", err, out, errs)
 	}
 	return verify
 }
@@ -201,17 +208,17 @@ func verifyUnit(t *testing.T, unit string, user bool) (dump string) {
 	if err := os.WriteFile(file, []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := verify(file, false)
+	out, errs, err := verify(file, false)
 	if err != nil {
-		t.Fatalf("systemd-analyze verify: %v\n%s\nunit:\n%s", err, out, unit)
+		t.Fatalf("systemd-analyze verify: %v\n%s%s\nunit:\n%s", err, out, errs, unit)
 	}
 	newer := regexp.MustCompile(`Unknown key '?(RestartSteps|RestartMaxDelaySec)'?`)
-	for _, l := range strings.Split(out, "\n") {
+	for _, l := range strings.Split(out+"\n"+errs, "\n") {
 		if strings.Contains(l, "supervise-test.service") && !newer.MatchString(l) {
 			t.Errorf("systemd-analyze verify: %s", l)
 		}
 	}
-	dump, _ = verify(file, true)
+	dump, _, _ = verify(file, true) // the dump alone: stdout
 	return dump
 }
 
