@@ -492,7 +492,10 @@ func (b branch) death(n int, requested bool) {
 		midTurn := s.state == journal.InTurn || s.state == journal.Waiting
 		pending := s.state == journal.ResumePending
 		if requested {
-			if midTurn || pending {
+			// A requested stop stops what ran: a turn in progress, or a
+			// resume handed to the stopped run; a resume never handed to
+			// it stays owed.
+			if midTurn || (pending && s.resumeRun == n) {
 				s.state, s.hasPending, s.resumeRun = journal.Stopped, false, 0
 				b[id] = s
 			}
