@@ -314,7 +314,7 @@ func (m *Machine) verified(o *out, e Verified) {
 	m.Verifying = false
 	if e.Err != "" {
 		m.VerifyFailed = true
-		o.add(Fatal{Err: e.Err})
+		o.add(Fatal(e))
 		return
 	}
 	o.info("journal checked: consistent")

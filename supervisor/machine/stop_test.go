@@ -330,13 +330,13 @@ func TestRuleFingerprintLift(t *testing.T) {
 	if !m.NeedFingerprint() {
 		t.Fatal("a breaker park with a fingerprint needs the agent's")
 	}
-	fx := m.Step(LaunchDue{Fingerprint: old}, t0)
+	m.Step(LaunchDue{Fingerprint: old}, t0)
 	if m.Sessions["s1"].State != journal.Parked {
 		t.Fatalf("the same agent lifted the park: %+v", m.Sessions["s1"])
 	}
 	m2 := New(cfg)
 	m2.Step(Booted{NextRun: 1, Sessions: []journal.Session{parked}}, t0)
-	fx = m2.Step(LaunchDue{Fingerprint: &journal.Fingerprint{Sum: "bbbb"}}, t0)
+	fx := m2.Step(LaunchDue{Fingerprint: &journal.Fingerprint{Sum: "bbbb"}}, t0)
 	s := m2.Sessions["s1"]
 	if s.State != journal.ResumePending || s.CrashCount != 0 || s.Fingerprint != nil {
 		t.Fatalf("a changed agent: %+v, want resume_pending once", s)
