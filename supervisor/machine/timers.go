@@ -33,6 +33,9 @@ type WatchdogState struct {
 	// deferred counts the looks postponed because datagrams were queued on
 	// the notify socket; bounded so a flood cannot postpone the verdict.
 	deferred int
+	// late is how far past due the first look at a silent agent came; the
+	// deferrals after it keep it, so a freeze before them still counts.
+	late time.Duration
 }
 
 // A watchdog look ends in one of these.
@@ -53,11 +56,14 @@ func (w *WatchdogState) look(now time.Time, since time.Duration, queued bool) (w
 		w.graced, w.deferred = false, 0
 		return wdWait, w.Period - since
 	}
+	if w.deferred == 0 {
+		w.late = now.Sub(w.due)
+	}
 	if w.deferred < maxWatchdogDeferrals && queued {
 		w.deferred++
 		return wdDefer, watchdogDeferral
 	}
-	if late := now.Sub(w.due); late > time.Second && !w.graced {
+	if w.late > time.Second && !w.graced {
 		w.graced = true
 		return wdFrozen, min(w.Period, 5*time.Second)
 	}
@@ -87,7 +93,6 @@ func (m *Machine) watchdogFired(o *out, e TimerFired, now time.Time) {
 	if !m.Running() || m.Stop != nil || m.Abort != nil || m.Watchdog.Period <= 0 {
 		return
 	}
-	late := now.Sub(m.Watchdog.due)
 	v, next := m.Watchdog.look(now, e.SincePing, e.Queued)
 	switch v {
 	case wdWait, wdDefer:
@@ -95,7 +100,7 @@ func (m *Machine) watchdogFired(o *out, e TimerFired, now time.Time) {
 	case wdFrozen:
 		// The agent's pings could not be read while supervise was stopped
 		// (SIGSTOP, a stalled VM): give it one more look.
-		o.warn("watchdog: supervise was frozen itself; looking again before judging the agent", "frozen", late.Round(time.Millisecond))
+		o.warn("watchdog: supervise was frozen itself; looking again before judging the agent", "frozen", m.Watchdog.late.Round(time.Millisecond))
 		m.armWatchdog(o, next, now)
 	case wdKill:
 		if m.Watchdog.deferred >= maxWatchdogDeferrals {

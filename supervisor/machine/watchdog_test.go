@@ -69,4 +69,15 @@ func TestWatchdogLook(t *testing.T) {
 			t.Errorf("got %v, want kill: the grace is given once", v)
 		}
 	})
+	t.Run("supervise was frozen while the socket filled", func(t *testing.T) {
+		w := WatchdogState{Period: period, due: now.Add(-3 * time.Second)}
+		if v, next := w.look(now, 4*time.Second, busy); v != wdDefer {
+			t.Fatalf("got %v %v, want a deferral", v, next)
+		}
+		now := now.Add(watchdogDeferral)
+		w.due = now // the deferral re-armed the timer
+		if v, next := w.look(now, 4*time.Second, idle); v != wdFrozen || next != period {
+			t.Errorf("got %v %v, want one more period: supervise was frozen before the deferral", v, next)
+		}
+	})
 }
