@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/supervise-dev/supervise/integration/mockapi"
 )
@@ -31,7 +32,7 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 	}
 	t.Parallel()
 	r, rep := chaosRealRun(t, cli)
-	if !rep.OK && r.lostSession {
+	for try := 1; try < 3 && !rep.OK && r.lostSession; try++ {
 		// Claude Code writes its transcript a moment after a turn's first
 		// message: killed within that moment, its session is gone, and
 		// `claude -r` exits 1 "No conversation found with session ID".
@@ -101,6 +102,15 @@ func chaosRealRun(t *testing.T, cli realCLI) (realChaosRun, chaosJSON) {
 			// The resumed turn checks the state with a tool too: a kill
 			// point for the second kill.
 			return mockapi.Reply{Kind: mockapi.Tool, Command: "cat chaos.txt"}
+		}
+		// The model answers the task once the CLI has written the
+		// conversation down (Claude Code writes it lazily): the kill in
+		// the tool that follows is then one a resume can recover from.
+		if r.cli.transcript != nil && q.Session != "" {
+			deadline := time.Now().Add(20 * time.Second)
+			for !r.cli.transcript(r, q.Session) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
 		return mockapi.Reply{Kind: mockapi.Tool, Command: "echo task >> chaos.txt"}
 	})

@@ -41,6 +41,12 @@ type realCLI struct {
 	// failHook: the CLI reports a turn that an API error ended (Claude's
 	// StopFailure), so supervise ends the task without a resume.
 	failHook bool
+	// transcript, when set, reports whether the CLI has written session's
+	// conversation down: Claude Code writes it lazily, and a kill before
+	// that loses the conversation ("No conversation found"), which no
+	// resume can bring back. A scenario that means to test the resume waits
+	// for it, as a user's kill cannot (issue 22 handles the early kill).
+	transcript func(r *realEnv, session string) bool
 }
 
 // realEnv is one scenario: a private $HOME with the example installed, a
@@ -262,6 +268,15 @@ func (r *realEnv) happy() {
 	}
 }
 
+// waitTranscript waits until the CLI has written session's conversation,
+// for a CLI that writes it lazily (realCLI.transcript).
+func (r *realEnv) waitTranscript(session string) {
+	if r.cli.transcript == nil {
+		return
+	}
+	waitFor(r.t, 60*time.Second, r.cli.bin+"'s transcript of the session", func() bool { return r.cli.transcript(r, session) })
+}
+
 // killOnce: kill -9 inside the tool call; supervise relaunches the template
 // with the same session, whose next API request carries the continuation;
 // the resumed turn completes and supervise exits 0.
@@ -280,6 +295,7 @@ func (r *realEnv) killOnce() {
 	})
 	sv := r.run()
 	session, pid := r.waitSession("in_turn", "tool")
+	r.waitTranscript(session)
 	syscall.Kill(pid, syscall.SIGKILL)
 	q := r.waitRequest("the continuation in an API request", continuation)
 	if q.Session != "" && q.Session != session {
@@ -333,6 +349,7 @@ func (r *realEnv) killTwice() {
 	})
 	sv := r.run()
 	session, pid := r.waitSession("in_turn", "tool")
+	r.waitTranscript(session)
 	syscall.Kill(pid, syscall.SIGKILL)
 	r.waitRequest("the continuation in an API request", continuation)
 	waitFor(t, 120*time.Second, "the resumed run in its turn", func() bool {
@@ -458,6 +475,15 @@ func claudeCodeCLI() realCLI {
 		template: "claude -p -r {session} {message}",
 		mock:     mockapi.Anthropic,
 		failHook: true,
+		transcript: func(r *realEnv, session string) bool {
+			m, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", session+".jsonl"))
+			for _, p := range m {
+				if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
+					return true
+				}
+			}
+			return false
+		},
 		env: func(url string) []string {
 			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-mock",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
