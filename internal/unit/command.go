@@ -45,7 +45,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	var f runflags.Flags
 	f.Register(fs)
 	user := fs.Bool("user-unit", false, "systemd: a user unit (for ~/.config/systemd/user) instead of a system unit; launchd plists are always per-user LaunchAgents. (--user USER[:GROUP] is the run flag: the agent runs as that user, supervise as root)")
-	fs.Usage = func() { fmt.Fprintln(stderr, "Run 'supervise unit --help' for the flags.") }
+	fs.Usage = func() {} // the help is printed below for -h; a bad flag gets a hint
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 			usage(fs, stdout)()
@@ -66,6 +66,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 			usage(fs, stdout)()
 			return exitcode.OK
 		}
+		fmt.Fprintln(stderr, "Run 'supervise unit --help' for the flags.")
 		return exitcode.Usage
 	}
 	set := map[string]bool{}

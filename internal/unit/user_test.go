@@ -25,3 +25,15 @@ func TestUnitPassesUser(t *testing.T) {
 		t.Errorf("an unknown --user: exit %d, %q; want 2 and the reason", code, errs)
 	}
 }
+
+// `supervise unit systemd --help` opens with the help itself, not a line
+// telling the reader to ask for it; a bad flag gets that hint.
+func TestUnitHelpOpensWithUsage(t *testing.T) {
+	code, out, errs := call(t, "unit", "systemd", "--help")
+	if code != 0 || errs != "" || !strings.HasPrefix(out, "Usage: supervise unit") {
+		t.Errorf("unit systemd --help: exit %d, stderr %q, stdout starts %q", code, errs, out[:min(len(out), 40)])
+	}
+	if code, _, errs := call(t, "unit", "systemd", "--nope", "--", "sh"); code != 2 || !strings.Contains(errs, "supervise unit --help") {
+		t.Errorf("a bad flag: exit %d, stderr %q; want 2 and the hint", code, errs)
+	}
+}
