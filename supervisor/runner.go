@@ -462,6 +462,7 @@ func (s *Supervisor) flushTick() {
 func (s *Supervisor) reaped() {
 	p := s.run.proc
 	s.drain()
+	s.signalsBefore()
 	s.root.Store(nil)
 	for _, k := range []machine.Timer{machine.TimerWatchdog, machine.TimerDeadline, machine.TimerGrace} {
 		s.timers.clear(int(k))
@@ -478,6 +479,21 @@ func (s *Supervisor) reaped() {
 	exit := p.Exit()
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), Started: exit.Started,
 		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Random: rand.Float64()})
+}
+
+// signalsBefore applies the stop signals that reached supervise before it
+// saw the death: a terminal's Ctrl-C reaches the agent and supervise at
+// once, and an agent that dies of it was stopped by the user, not crashed,
+// whichever of the two supervise hears first.
+func (s *Supervisor) signalsBefore() {
+	for {
+		select {
+		case sig := <-s.ch.sigc:
+			s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
+		default:
+			return
+		}
+	}
 }
 
 // signalNumber is sig's number, 0 for a signal that has none.
