@@ -114,6 +114,7 @@ func TestFault43BlockingBarrierInsideTheTree(t *testing.T) {
 // its tree: refused, and the session stays parked.
 func TestFault44SelfResumeRefused(t *testing.T) {
 	t.Parallel()
+	requireLinuxBackend(t, "the control socket's peer credentials (SO_PEERCRED)")
 	e := newEnv(t)
 	e.set("SV="+superviseBin,
 		"TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; exit 1",
