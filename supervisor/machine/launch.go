@@ -95,7 +95,7 @@ func short(sum string) string {
 func (m *Machine) prepareDelivery(o *out, n uint64) {
 	pending := m.pending()
 	if ids := m.heldSessions(); len(ids) > 0 {
-		o.warn("automatic resumes held", "why", m.held(), "sessions", ids)
+		o.warn("automatic resumes held", "why", m.Hold(), "sessions", ids)
 	}
 	if len(pending) == 0 {
 		m.Task.Ran = true
@@ -203,7 +203,7 @@ func (m *Machine) started(o *out, e Started) {
 	sort.Strings(ids)
 	held := ""
 	if len(m.heldSessions()) > 0 {
-		held = m.held()
+		held = m.Hold()
 	}
 	o.add(ObserveStart{Run: e.Run, Argv: e.Argv, Delivered: ids, Held: held})
 }
@@ -223,13 +223,11 @@ func (m *Machine) Hold() string {
 	return ""
 }
 
-func (m *Machine) held() string { return m.Hold() }
-
 // pending returns the sessions owed a resume that may be dispatched now:
 // automatic ones unless held, manual ones always. Oldest first, at most
 // --max-open-sessions of them (one run is never handed more).
 func (m *Machine) pending() []*journal.Session {
-	held := m.held() != ""
+	held := m.Hold() != ""
 	var out []*journal.Session
 	for _, sess := range m.Sessions {
 		if sess.State == journal.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
@@ -261,7 +259,7 @@ func (m *Machine) pendingIgnoringHold() []*journal.Session {
 
 // heldSessions lists the sessions whose resume is held back.
 func (m *Machine) heldSessions() []string {
-	if m.held() == "" {
+	if m.Hold() == "" {
 		return nil
 	}
 	var ids []string

@@ -115,7 +115,7 @@ func (m *Machine) taskBlocked(o *out) int {
 		case journal.Stopped:
 			what = "was stopped mid-turn"
 		case journal.ResumePending:
-			what = "is owed a resume that is held (" + m.held() + "): " + sess.Reason
+			what = "is owed a resume that is held (" + m.Hold() + "): " + sess.Reason
 		default:
 			what = "is parked: " + sess.Reason
 		}
@@ -192,7 +192,7 @@ func (m *Machine) taskStopped(o *out) {
 		return
 	}
 	var lines []string
-	held := m.held()
+	held := m.Hold()
 	for _, id := range m.touchedIn(journal.Stopped, journal.ResumePending) {
 		what := "was stopped mid-turn"
 		if sess := m.Sessions[id]; sess.State == journal.ResumePending {
@@ -237,7 +237,7 @@ func (m *Machine) taskReport(o *out) int {
 	ids := m.touchedIn(journal.Parked, journal.ResumePending)
 	for _, id := range ids {
 		sess := m.Sessions[id]
-		switch held := m.held(); {
+		switch held := m.Hold(); {
 		case sess.State == journal.Parked:
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason)
 		case held != "":
