@@ -90,6 +90,14 @@ type Session struct {
 	// Detail is what the tool runs (a command, a path), from
 	// X_SUPERVISE_DETAIL: one bounded line.
 	Detail string `json:"detail,omitempty"`
+	// ToolRan is true once the current turn reported a tool phase: the
+	// turn may have changed things, so a lost conversation is not simply
+	// started again.
+	ToolRan bool `json:"tool_ran,omitempty"`
+	// TurnAlias is the id the agent gave the continuation of a resumed
+	// turn when it differs from Turn (Codex numbers it afresh): a turn-end
+	// naming it ends Turn. Cleared when the turn ends.
+	TurnAlias string `json:"turn_alias,omitempty"`
 	// Prompt is the agent's excerpt of the current turn's request.
 	Prompt string `json:"prompt,omitempty"`
 	// Task identifies the task-mode command that opened the session (a

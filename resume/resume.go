@@ -80,6 +80,9 @@ type Death struct {
 	// Run is the run that died; At is when.
 	Run uint64
 	At  time.Time
+	// Said is the agent's own last words (a line of its stderr), "" when
+	// unknown: quoted in the reason, never trusted for anything else.
+	Said string
 }
 
 // Action is what happens to one session.
@@ -184,7 +187,7 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
 		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
 	case p.Exhausted(s.CrashCount):
-		dec := park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): it may be what kills the agent")
+		dec := park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): "+suspect(d))
 		dec.Session.ParkedBy = journal.ParkedByBreaker
 		return dec
 	}
@@ -203,8 +206,36 @@ func park(s journal.Session, reason string) Decision {
 	return Decision{Park, s}
 }
 
-// describe says how the process died, in words.
+// suspect says, by the death's cause, why the breaker parks rather than
+// resumes again: only a cause the turn can have (a crash, memory, a hang)
+// makes the turn a suspect.
+func suspect(d Death) string {
+	switch {
+	case d.Reason == journal.ReasonOOM || d.Reason == journal.ReasonMemory:
+		return "the turn may be what exhausts the agent's memory; resume it by hand once the cause is known"
+	case d.Reason == journal.ReasonWatchdog || d.Reason == journal.ReasonTurnTimeout:
+		return "the turn may be what hangs the agent; resume it by hand once the cause is known"
+	case d.Reason == journal.ReasonSupervisorDied:
+		return "supervise died with it again; resume it by hand once supervise runs steadily"
+	case d.Signal == 9 || d.Signal == 15 || d.Signal == 2 || d.Signal == 1:
+		return "the signal came from outside the agent (a person, a script, a chaos test): resume it by hand when that is over"
+	case d.Signal != 0:
+		return "the turn may be what crashes the agent; resume it by hand once the cause is known"
+	}
+	return "the agent ended with its own error each time (an API error, a lost conversation, bad credentials): fix that, then resume it by hand"
+}
+
+// describe says how the process died, in words, with the agent's own
+// last words when they are known.
 func describe(d Death) string {
+	how := describeCause(d)
+	if d.Said != "" {
+		how += `, saying "` + d.Said + `"`
+	}
+	return how
+}
+
+func describeCause(d Death) string {
 	switch d.Reason {
 	case journal.ReasonWatchdog:
 		return "killed by the watchdog after it stopped responding"

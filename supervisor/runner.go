@@ -248,6 +248,15 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Credential: s.cfg.User,
 	}
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
+	var tailW *os.File
+	if s.m.Config.Task.On {
+		w, t, err := startTail(s.cfg.Stderr)
+		if err != nil {
+			s.log.Warn("cannot keep the agent's last words: its stderr is passed through as it is", "err", err)
+		} else {
+			spec.Stderr, tailW, s.run.tail = w, w, t
+		}
+	}
 	s.refused.Forget()                               // the last tree's pids mean nothing now
 	s.notify.ForgetRefusals()
 	// Datagrams the child sends before its start is recorded wait for it
@@ -262,7 +271,11 @@ func (s *Supervisor) launch(e machine.Launch) {
 		}
 	}
 	s.logHold.release()
+	if tailW != nil {
+		tailW.Close() // the child has its own copy; the pipe ends when its tree's copies close
+	}
 	if err != nil {
+		s.run.tail = nil
 		s.root.Store(nil)
 		close(pending.ready)
 		s.endRunCgroup()
@@ -477,8 +490,10 @@ func (s *Supervisor) reaped() {
 		s.run.resumeFile = false
 	}
 	exit := p.Exit()
+	said := s.run.tail.said()
+	s.run.tail = nil
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), Started: exit.Started,
-		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Random: rand.Float64()})
+		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Said: said, Random: rand.Float64()})
 }
 
 // signalsBefore applies the stop signals that reached supervise before it

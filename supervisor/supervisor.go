@@ -206,6 +206,8 @@ type runState struct {
 	// liveDelivered: the last DeliverLive reached the running agent.
 	liveDelivered bool
 	quitSeen      bool
+	// tail keeps the end of the agent's stderr (task mode; nil otherwise).
+	tail *stderrTail
 	end           *machine.End
 	reply         *machine.Reply
 }

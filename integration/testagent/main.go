@@ -110,6 +110,9 @@ func run(step string) {
 	switch verb {
 	case "log":
 		logf("log %s", arg)
+	case "say":
+		fmt.Fprintln(os.Stderr, arg) // as a CLI says why it exits
+		logf("said")
 	case "sleep":
 		d, _ := time.ParseDuration(arg)
 		time.Sleep(d)

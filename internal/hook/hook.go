@@ -102,8 +102,10 @@ func (m Marker) Resolve(over Marker, resumeFile string) Marker {
 		if item, ok := PendingResume(resumeFile, m.Session, m.Prompt); ok {
 			// The agent took the resume: the interrupted turn goes on (its
 			// prompt excerpt and start time stay).
+			// A turn id of the CLI's own stays: the loop maps it onto the
+			// interrupted turn (Codex numbers the continuation afresh).
 			m.Event, m.Prompt = notify.EventResumed, ""
-			if item.Turn != "" {
+			if m.Turn == "" {
 				m.Turn = item.Turn
 			}
 		}

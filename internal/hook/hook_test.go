@@ -157,6 +157,8 @@ func TestResolve(t *testing.T) {
 		{"heartbeat drops turn", Marker{Event: notify.EventHeartbeat, Session: "s1", Turn: "u"}, Marker{}, "", `heartbeat --session "s1"`},
 		{"resumed", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "please: go on"}, Marker{}, resumeFile,
 			`resumed --session "r1" --turn "t0"`},
+		{"resumed keeps the CLI's turn id (Codex numbers the continuation afresh)", Marker{Event: notify.EventTurnBegin, Session: "r1", Turn: "t9", Prompt: "please: go on"}, Marker{}, resumeFile,
+			`resumed --session "r1" --turn "t9"`},
 		{"no resume file", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "go on"}, Marker{}, "",
 			`turn-begin --session "r1" --prompt "go on"`},
 		{"missing resume file", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "go on"}, Marker{}, filepath.Join(dir, "none"),

@@ -33,10 +33,11 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 		}
 	}
 	requested := r.Reason == journal.ReasonStopped && !r.Dirty
+	m.lostConversation(o, e, r)
 	var decs []resume.Decision
 	if !e.ExecFailed {
 		decs = m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
-			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended}, now)
+			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, now)
 	}
 	dec, st := m.Config.Policy.Next(m.Backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
 		Dirty: r.Dirty, ExecFailed: e.ExecFailed, Proven: m.TurnDone}, e.jitter())
@@ -88,9 +89,13 @@ func (m *Machine) logDeath(o *out, e Exited, r journal.Run, dec crashloop.Decisi
 	if r.Dirty {
 		level = LevelWarn
 	}
-	o.log(level, "child exited", "run", r.Run, "pid", r.PID, "how", e.How,
+	attrs := []any{"run", r.Run, "pid", r.PID, "how", e.How,
 		"exit_code", r.ExitCode, "signal", r.Signal, "reason", r.Reason, "dirty", r.Dirty,
-		"uptime", e.Ended.Sub(e.Started).Round(time.Millisecond), "next", next)
+		"uptime", e.Ended.Sub(e.Started).Round(time.Millisecond), "next", next}
+	if e.Said != "" {
+		attrs = append(attrs, "agent_said", e.Said)
+	}
+	o.log(level, "child exited", attrs...)
 }
 
 // next decides what follows a death whose record is committed.

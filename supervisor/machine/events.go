@@ -64,6 +64,10 @@ type Exited struct {
 	How        string // "exited with status 1", "killed by SIGKILL", for the log
 	Argv       []string
 	OOMKills   uint64
+	// Said is the telling line of what the agent last wrote to its
+	// stderr (task mode; "" when unknown): the agent's own words, quoted
+	// in the log and in reasons, never trusted.
+	Said string
 	// Random, in [0,1), is drawn by the runner for the backoff's jitter.
 	Random float64
 }

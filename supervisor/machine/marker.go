@@ -66,6 +66,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	sess.LastHeartbeat = now
 	sess.Updated = now
 	m.taskMarker(msg)
+	m.inheritRerun(o, sess, msg)
 	if m.Run.Run != 0 {
 		sess.Run = m.Run.Run
 	}
@@ -167,12 +168,14 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 		sess.State = journal.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = msg.Turn, msg.Prompt, now
 		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
+		sess.ToolRan, sess.TurnAlias = false, ""
 		newAttempt(sess, now)
 		sess.ParkedBy, sess.Fingerprint = "", nil
 	case notify.EventTurnEnd:
-		if msg.Turn != "" {
+		if msg.Turn != "" && msg.Turn != sess.TurnAlias {
 			sess.Turn = msg.Turn
 		}
+		sess.TurnAlias = ""
 		sess.State = journal.Idle
 		sess.Outcome = string(msg.Outcome)
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
@@ -188,6 +191,9 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 	case notify.EventPhase:
 		sess.Phase, sess.Tool, sess.Detail = string(msg.Phase), msg.Tool, msg.Detail
 		sess.PhaseStarted, sess.PhaseExtended = now, time.Time{}
+		if msg.Phase == notify.PhaseTool {
+			sess.ToolRan = true
+		}
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
 			if sess.Wait != WaitReconnect {
@@ -197,7 +203,13 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 			sess.Wait = ""
 		}
 	case notify.EventResumed:
-		if msg.Turn != "" {
+		switch {
+		case msg.Turn == "":
+		case sess.Resume != nil && sess.Turn != "" && msg.Turn != sess.Turn:
+			// The agent numbers the continuation afresh (Codex): it goes on
+			// as the interrupted turn, and its turn-end may name either.
+			sess.TurnAlias = msg.Turn
+		default:
 			sess.Turn = msg.Turn
 		}
 		if sess.Resume != nil {
@@ -229,7 +241,7 @@ func outOfSequence(sess *journal.Session, msg notify.Message) (why string, ignor
 	if msg.Turn == "" || sess.Turn == "" {
 		return "", false
 	}
-	same := msg.Turn == sess.Turn
+	same := msg.Turn == sess.Turn || (sess.TurnAlias != "" && msg.Turn == sess.TurnAlias)
 	open := sess.State == journal.InTurn || sess.State == journal.Waiting
 	ended := sess.State == journal.Idle && sess.Outcome != ""
 	switch msg.Event {

@@ -58,6 +58,16 @@ type TaskState struct {
 	// outcome is the outcome of the last turn-end seen, "" after a
 	// turn-begin or resumed.
 	outcome notify.Outcome
+	// runMarkers is true once a session marker arrived from the current
+	// run: a resume launch that dies without one never took its session.
+	runMarkers bool
+	// reran is true once the task was started again for a lost
+	// conversation (once per invocation); rerunDue while that launch is
+	// still to come. inherit is the crash count the lost session had,
+	// which the rerun's new session takes at its first turn-begin, so the
+	// rerun counts toward the breaker like any resume.
+	reran, rerunDue bool
+	inherit         int
 }
 
 // touch records that session id was seen in this invocation.
@@ -76,7 +86,7 @@ func (m *Machine) taskMarker(msg notify.Message) {
 	if !m.Config.Task.On {
 		return
 	}
-	m.Task.Markers = true
+	m.Task.Markers, m.Task.runMarkers = true, true
 	m.touch(msg.Session)
 	switch msg.Event {
 	case notify.EventTurnBegin, notify.EventResumed:
@@ -132,7 +142,12 @@ func (m *Machine) taskBlocked(o *out) int {
 // (taskNext): a resume launch, or the end, also when the resume launch
 // could not start.
 func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
-	if e.ExecFailed || len(m.pending()) == 0 {
+	switch {
+	case e.ExecFailed:
+		return "end of task"
+	case len(m.pending()) == 0 && m.Task.rerunDue:
+		return "the task again as a new session"
+	case len(m.pending()) == 0:
 		return "end of task"
 	}
 	if dec.Action == crashloop.Relaunch && dec.Delay > 0 {
@@ -161,6 +176,12 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 			m.backoff(o, dec.Delay)
 			return
 		}
+	}
+	if m.Task.rerunDue {
+		m.Task.rerunDue = false
+		o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		m.backoff(o, dec.Delay)
+		return
 	}
 	o.add(End{Code: m.taskEnd(o, e)})
 }
@@ -230,7 +251,7 @@ func (m *Machine) touchedIn(states ...journal.SessionState) []string {
 // resumes it. It returns how many such sessions there are.
 func (m *Machine) taskReport(o *out) int {
 	var lines []string
-	if !m.Task.Markers {
+	if !m.Task.Markers && !m.taskSeenBefore() {
 		lines = append(lines, "warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.",
 			"the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")
 	}
@@ -238,6 +259,11 @@ func (m *Machine) taskReport(o *out) int {
 	for _, id := range ids {
 		sess := m.Sessions[id]
 		switch held := m.Hold(); {
+		case sess.State == journal.Parked && strings.HasPrefix(sess.Reason, lostReason):
+			lines = append(lines, "session "+id+" is parked: "+sess.Reason,
+				"to start the task afresh (check first what the interrupted turn did): "+m.rerunTaskCommand(),
+				"or, if the CLI can resume it after all: "+m.rerunCommand(id))
+			continue
 		case sess.State == journal.Parked:
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason)
 		case held != "":
@@ -262,6 +288,20 @@ func (m *Machine) rerunCommand(id string) string {
 		argv = append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
 	}
 	return QuoteArgs([]string{argv[0], "resume", "--state-dir", m.Config.StateDir, id}) + " && " + QuoteArgs(argv)
+}
+
+// rerunTaskCommand is this supervise's command line with --rerun-task.
+func (m *Machine) rerunTaskCommand() string {
+	argv := m.Config.Task.Command
+	if len(argv) == 0 {
+		argv = append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
+	}
+	at := 1
+	if len(argv) > 1 && argv[1] == "run" {
+		at = 2
+	}
+	out := append(append(append([]string{}, argv[:at]...), "--rerun-task"), argv[at:]...)
+	return QuoteArgs(out)
 }
 
 // QuoteArgs quotes argv for a POSIX shell.

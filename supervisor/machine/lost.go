@@ -1,0 +1,110 @@
+package machine
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// A one-shot CLI asked to resume a conversation it does not have exits at
+// once, saying so: Claude Code writes its transcript lazily and has none
+// for a conversation killed in its first moments; Gemini CLI has none
+// after an API error ended its first request; Codex has no rollout for a
+// thread it never started. Resuming it again cannot work. When nothing ran
+// in the interrupted turn (no tool phase, no declared effect), the task is
+// started again once, as a new session, and the new session takes the
+// lost one's crash count; when something ran, the session is parked with
+// the CLI's own words and both ways on.
+
+// lostWords are what the pinned CLIs say when asked to resume a
+// conversation they do not have (lower case).
+var lostWords = []string{
+	"no conversation found",      // Claude Code 2.1: "No conversation found with session ID: ..."
+	"no previous sessions found", // Gemini CLI 0.61: "Error resuming session: No previous sessions found for this project."
+	"no rollout found",           // Codex 0.171: "thread/resume failed: no rollout found for thread id ..."
+	"conversation not found",
+	"session not found",
+}
+
+// lostReason begins the reason of a session whose conversation is lost.
+const lostReason = "its conversation is lost: asked to resume it, the CLI said "
+
+// LostConversation reports whether line, an agent's last words, says that
+// the conversation it was asked to resume does not exist.
+func LostConversation(line string) bool {
+	l := strings.ToLower(line)
+	for _, w := range lostWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// lostConversation handles, before the death's decisions, a --resume-exec
+// launch that exited by itself before any marker, with the CLI saying the
+// conversation is unknown. The session handed to it is taken out of the
+// decisions: its resume can never work, and the death is not the turn's
+// doing. It reports whether it handled one.
+func (m *Machine) lostConversation(o *out, e Exited, r journal.Run) bool {
+	if !m.Config.Task.On || !r.Dirty || r.Reason != journal.ReasonExit || m.Task.runMarkers || !LostConversation(e.Said) {
+		return false
+	}
+	var sess *journal.Session
+	for _, s := range m.Sessions {
+		if s.State == journal.ResumePending && s.Resume != nil && s.Resume.Run == r.Run {
+			sess = s
+		}
+	}
+	if sess == nil {
+		return false
+	}
+	said := strconv.Quote(e.Said) + " (exit status " + strconv.Itoa(r.ExitCode) + ")"
+	sess.Resume = nil
+	lostWhy := lostReason + said
+	if sess.ToolRan || m.Task.reran {
+		why := "a tool had run in the interrupted turn, so the task is not started again by itself"
+		if !sess.ToolRan {
+			why = "the task was already started again once for a lost conversation"
+		}
+		sess.State, sess.ParkedBy = journal.Parked, ""
+		sess.Reason = lostWhy + "; " + why
+		o.save(sess.ID)
+		o.add(Count{Metric: "park"})
+		o.warn("session parked: the CLI cannot resume its conversation, and "+why, "session", sess.ID,
+			"turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode)
+		return true
+	}
+	sess.State = journal.Closed
+	sess.Reason = lostWhy + "; nothing had run in the interrupted turn, so the task was started again as a new session"
+	m.Task.reran, m.Task.rerunDue, m.Task.inherit = true, true, sess.CrashCount
+	o.save(sess.ID)
+	o.warn("the CLI cannot resume the session: its conversation was lost before any tool ran; starting the task again once, as a new session",
+		"session", sess.ID, "turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode, "crash_count", sess.CrashCount)
+	return true
+}
+
+// inheritRerun gives the first session that begins a turn after the task
+// was started again for a lost conversation that conversation's crash
+// count: the rerun stands in for its resume.
+func (m *Machine) inheritRerun(o *out, sess *journal.Session, msg notify.Message) {
+	if m.Task.inherit == 0 || msg.Event != notify.EventTurnBegin || sess.State.Open() {
+		return
+	}
+	sess.CrashCount, m.Task.inherit = m.Task.inherit, 0
+	o.info("the task's new session stands in for the lost one's resume: it takes its crash count",
+		"session", sess.ID, "crash_count", sess.CrashCount)
+}
+
+// taskSeenBefore reports whether a session of this task command is known
+// (from this or an earlier invocation): its hooks are wired.
+func (m *Machine) taskSeenBefore() bool {
+	for _, sess := range m.Sessions {
+		if sess.Task == m.Config.Task.ID && m.Config.Task.ID != "" {
+			return true
+		}
+	}
+	return false
+}

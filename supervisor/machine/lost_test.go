@@ -1,0 +1,181 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// claudeLost is what Claude Code 2.1.197 says to `claude -p -r ID` for a
+// conversation whose transcript it never wrote.
+const claudeLost = "No conversation found with session ID: s1"
+
+// lostRig runs a task whose first run is killed mid-turn (after a tool
+// phase if tool), and whose resume launch the CLI refuses: it exits 1
+// before any marker, saying claudeLost. It returns the refusal's effects.
+func lostRig(t *testing.T, tool bool) (*rig, []Effect) {
+	t.Helper()
+	cfg := taskConfig()
+	cfg.Guard.Trip = 0 // the guard is TestRuleGuard's
+	r := newRig(t, cfg)
+	r.launch()
+	r.begin("s1", "")
+	if tool {
+		r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseTool, Tool: "Bash"})
+		r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseModel})
+	}
+	if n := nextOf(t, r.killed(sigKILL)); !n.relaunch {
+		t.Fatalf("the kill was not followed by the resume launch: %+v", n)
+	}
+	l := r.launch()
+	if len(l.IDs) != 1 || l.IDs[0] != "s1" {
+		t.Fatalf("the relaunch did not resume s1: %+v", l)
+	}
+	r.advance(300 * 1e6)
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: claudeLost})
+	return r, fx
+}
+
+// Nothing ran in the interrupted turn: the task starts again once as a
+// new session, which takes the lost session's crash count; it completes
+// and the task ends 0, saying nothing about hooks.
+func TestRuleLostConversationRerun(t *testing.T) {
+	r, fx := lostRig(t, false)
+	if s := r.sess("s1"); s.State != journal.Closed || !strings.Contains(s.Reason, claudeLost) {
+		t.Fatalf("lost session: state %s reason %q; want closed with the CLI's words", s.State, s.Reason)
+	}
+	if !savedBeforeCommit(fx, "s1") {
+		t.Error("the lost session's close is not journaled before the relaunch")
+	}
+	if n := nextOf(t, fx); !n.relaunch {
+		t.Fatalf("after the lost conversation: %+v, want the task started again", n)
+	}
+	if !logged(fx, "starting the task again once, as a new session") {
+		t.Error("the rerun is not logged with its reason")
+	}
+	l := r.launch()
+	if len(l.IDs) != 0 || l.Argv[0] != "agent" || len(l.Argv) != 1 {
+		t.Fatalf("the rerun launched %v (resumes %v), want the task argv", l.Argv, l.IDs)
+	}
+	r.begin("s2", "")
+	if got := r.sess("s2").CrashCount; got != 1 {
+		t.Errorf("the rerun's session has crash count %d, want the lost one's 1 (it counts like a resume)", got)
+	}
+	r.end("s2", "", notify.OutcomeCompleted)
+	fx = r.die(0, 0, 0)
+	if n := nextOf(t, fx); !n.end || n.code != ExitOK {
+		t.Fatalf("the completed rerun ended %+v, want exit 0", n)
+	}
+	if strings.Contains(reported(r.fx), "hooks are not wired") {
+		t.Errorf("the report blames the hooks:\n%s", reported(r.fx))
+	}
+}
+
+// The rerun counts toward the breaker: killed mid-turn, its session is
+// parked at once (crash count 2 with --resume-limit 1).
+func TestRuleLostConversationRerunCounts(t *testing.T) {
+	r, _ := lostRig(t, false)
+	r.launch()
+	r.begin("s2", "")
+	fx := r.killed(sigKILL)
+	if s := r.sess("s2"); s.State != journal.Parked || s.CrashCount != 2 {
+		t.Fatalf("rerun killed mid-turn: state %s crash_count %d, want parked at 2", s.State, s.CrashCount)
+	}
+	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
+		t.Fatalf("ended %+v, want exit %d", n, ExitParked)
+	}
+}
+
+// A tool had run: parked, with the CLI's own words and both ways on,
+// never "hooks not wired".
+func TestRuleLostConversationAfterTool(t *testing.T) {
+	r, fx := lostRig(t, true)
+	s := r.sess("s1")
+	if s.State != journal.Parked || !strings.Contains(s.Reason, claudeLost) || !strings.Contains(s.Reason, "a tool had run") {
+		t.Fatalf("state %s reason %q; want parked naming the CLI's words and the tool", s.State, s.Reason)
+	}
+	if s.CrashCount != 1 {
+		t.Errorf("crash count %d: the refused resume is not a crash of the turn, want 1", s.CrashCount)
+	}
+	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
+		t.Fatalf("ended %+v, want exit %d", n, ExitParked)
+	}
+	rep := reported(fx)
+	for _, want := range []string{claudeLost, "--rerun-task", "supervise resume"} {
+		if !strings.Contains(rep, want) {
+			t.Errorf("report lacks %q:\n%s", want, rep)
+		}
+	}
+	if strings.Contains(rep, "hooks are not wired") {
+		t.Errorf("report blames the hooks:\n%s", rep)
+	}
+}
+
+// Once per invocation: a second lost conversation parks.
+func TestRuleLostConversationOnce(t *testing.T) {
+	r, _ := lostRig(t, false)
+	r.launch()
+	r.begin("s2", "")
+	r.advance(1e9)
+	r.m.Sessions["s2"].CrashCount = 0 // as if its limit allowed one more resume
+	if n := nextOf(t, r.killed(sigKILL)); !n.relaunch {
+		t.Fatalf("kill of the rerun: %+v, want its resume", n)
+	}
+	r.launch()
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: "No conversation found with session ID: s2"})
+	if s := r.sess("s2"); s.State != journal.Parked || !strings.Contains(s.Reason, "already started again once") {
+		t.Fatalf("second lost conversation: state %s reason %q, want parked", s.State, s.Reason)
+	}
+	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
+		t.Fatalf("ended %+v, want exit %d", n, ExitParked)
+	}
+}
+
+// Not a lost conversation: a resume launch that sent a marker, or whose
+// words say something else, is decided as any death.
+func TestRuleLostConversationOnlyWhenSaid(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("s1", "")
+	r.killed(sigKILL)
+	r.launch()
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: "API Error: 500 overloaded"})
+	s := r.sess("s1")
+	if s.State != journal.Parked || s.CrashCount != 2 {
+		t.Fatalf("state %s crash %d, want parked by the breaker", s.State, s.CrashCount)
+	}
+	if !strings.Contains(s.Reason, `saying "API Error: 500 overloaded"`) || !strings.Contains(s.Reason, "its own error") {
+		t.Errorf("park reason %q does not name the cause and the agent's words", s.Reason)
+	}
+	if strings.Contains(s.Reason, "may be what kills") {
+		t.Errorf("park reason %q blames the turn for an API error", s.Reason)
+	}
+	_ = fx
+}
+
+// Codex numbers a resumed turn's continuation afresh: the resumed marker
+// carries its own id, and the turn-end that names it ends the interrupted
+// turn without an out-of-sequence warning.
+func TestRuleResumedTurnAlias(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("s1", "t-old")
+	r.killed(sigKILL)
+	r.launch()
+	fx := r.marker(notify.Message{Session: "s1", Event: notify.EventResumed, Turn: "t-new"})
+	fx = append(fx, r.end("s1", "t-new", notify.OutcomeCompleted)...)
+	if logged(fx, "out of sequence") {
+		t.Error("a normal Codex resume logged an out-of-sequence marker")
+	}
+	s := r.sess("s1")
+	if s.Turn != "t-old" || s.State != journal.Idle || s.Outcome != "completed" || s.TurnAlias != "" {
+		t.Fatalf("after the resumed turn ended: turn %q state %s outcome %q alias %q", s.Turn, s.State, s.Outcome, s.TurnAlias)
+	}
+	// A turn-end naming a third turn is still out of sequence.
+	r.begin("s1", "t3")
+	if fx := r.end("s1", "t4", notify.OutcomeCompleted); !logged(fx, "out of sequence") {
+		t.Error("a turn-end naming another turn was not recorded")
+	}
+}
