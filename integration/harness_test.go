@@ -367,6 +367,7 @@ type status struct {
 		Phase         string  `json:"phase"`
 		Tool          string  `json:"tool"`
 		ResumeCommand string  `json:"resume_command"`
+		LastOutcome   string  `json:"last_outcome"`
 	} `json:"sessions"`
 	Runs []runStatus `json:"runs"`
 }

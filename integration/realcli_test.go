@@ -257,8 +257,8 @@ func (r *realEnv) happy() {
 		t.Error("no API request carried the tool's output REALCLI-OK: the tool call did not run")
 	}
 	st := r.statusAllJSON()
-	if len(st.Sessions) != 1 || st.Sessions[0].State != "idle" {
-		t.Errorf("sessions = %+v, want one, idle", st.Sessions)
+	if len(st.Sessions) != 1 || st.Sessions[0].State != "idle" || st.Sessions[0].LastOutcome != "completed" {
+		t.Errorf("sessions = %+v, want one, idle, its last turn completed", st.Sessions)
 	}
 	if len(st.Runs) != 1 {
 		t.Errorf("%d runs, want 1", len(st.Runs))
@@ -325,6 +325,9 @@ func (r *realEnv) killOnce() {
 	}
 	if !strings.Contains(sv.stderr(), "agent took the resume") {
 		t.Error(`supervise did not log "agent took the resume": the resumed run's hooks did not report resumed`)
+	}
+	if strings.Contains(sv.stderr(), "out of sequence") {
+		t.Errorf("a normal resume logged an out-of-sequence marker:\n%s", sv.stderr())
 	}
 	if n := r.freshStarts(); n != 1 {
 		t.Errorf("the task opened %d conversations, want 1", n)
@@ -429,6 +432,166 @@ func (r *realEnv) sigterm() {
 	}
 }
 
+// heldRerun: with --guard-trip 1 the first kill mid-turn holds the
+// session's resume: supervise exits 5, and the same command run again
+// exits 5 too, sending nothing to the API (issue 22's rerun rule).
+func (r *realEnv) heldRerun() {
+	t := r.t
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		switch {
+		case !q.Agent:
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+		case !q.ToolResult:
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "sleep 60"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	sv := r.run("--guard-trip", "1")
+	session, pid := r.waitSession("in_turn", "tool")
+	r.waitTranscript(session)
+	syscall.Kill(pid, syscall.SIGKILL)
+	if code := sv.wait(150 * time.Second); code != 5 {
+		t.Fatalf("supervise exit code %d after a kill with --guard-trip 1, want 5\n%s", code, sv.stderr())
+	}
+	before := len(r.api.Requests())
+	again := r.run("--guard-trip", "1")
+	if code := again.wait(150 * time.Second); code != 5 {
+		t.Fatalf("the same command again: exit code %d, want 5\n%s", code, again.stderr())
+	}
+	if n := len(r.api.Requests()); n != before {
+		t.Errorf("the rerun sent %d requests to the API, want none", n-before)
+	}
+	if !strings.Contains(again.stderr(), "session "+session+" of this task is owed a resume that is held") {
+		t.Errorf("the rerun does not say the session's resume is held:\n%s", again.stderr())
+	}
+	if n := r.launches(); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+}
+
+// conversations counts the distinct sessions the task's agent requests
+// carried (the CLI's session id), or the fresh starts when the CLI sends
+// none.
+func (r *realEnv) conversations() int {
+	ids, fresh := map[string]bool{}, 0
+	for _, q := range r.api.AgentRequests() {
+		if !strings.Contains(q.FirstUser, realPrompt) {
+			continue
+		}
+		if q.Session != "" {
+			ids[q.Session] = true
+		}
+		if q.Replies == 0 && !q.Contains(continuationMark) {
+			fresh++
+		}
+	}
+	if len(ids) > 0 {
+		return len(ids)
+	}
+	return fresh
+}
+
+// earlyKill (CLIs that write their conversation lazily: Claude Code):
+// killed while its first request waits on the model, before it wrote the
+// conversation down. Its resume cannot work ("No conversation found"), and
+// nothing ran: the task runs again once as a new session, completes, and
+// supervise exits 0, without blaming the hooks.
+func (r *realEnv) earlyKill() {
+	t := r.t
+	if r.cli.transcript == nil {
+		t.Skip(r.cli.bin + " writes its conversation at once: a kill cannot lose it")
+	}
+	var first sync.Once
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		stall := false
+		if q.Agent {
+			first.Do(func() { stall = true })
+		}
+		if stall {
+			return mockapi.Reply{Kind: mockapi.Stall}
+		}
+		if !q.Agent {
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	sv := r.run()
+	session, pid := r.waitSession("in_turn", "")
+	r.waitRequest("the task's first API request", func(q mockapi.Request) bool { return strings.Contains(q.FirstUser, realPrompt) })
+	if r.cli.transcript(r, session) {
+		t.Skipf("%s wrote its transcript before its first answer: this version cannot lose the conversation this way", r.cli.bin)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if code := sv.wait(150 * time.Second); code != 0 {
+		t.Fatalf("supervise exit code %d, want 0 (the task run again once)\n%s", code, sv.stderr())
+	}
+	errs := sv.stderr()
+	if !strings.Contains(errs, "starting the task again once, as a new session") {
+		t.Errorf("supervise did not start the task again for the lost conversation:\n%s", errs)
+	}
+	if strings.Contains(errs, "hooks are not wired") {
+		t.Errorf("supervise blames the hooks:\n%s", errs)
+	}
+	if n := r.conversations(); n != 2 {
+		t.Errorf("the mock saw %d conversations, want 2 (the lost one and the rerun)", n)
+	}
+	if n := r.launches(); n != 3 {
+		t.Errorf("%d runs, want 3 (the task, the refused resume, the task again)", n)
+	}
+	s, ok := r.statusAllJSON().session(session)
+	if !ok || s.State != "closed" {
+		t.Errorf("the lost session %s = %+v, want closed", session, s)
+	}
+}
+
+// errorThenResume: the first model call fails, later ones answer. A CLI
+// whose hooks report the failed turn (Claude's StopFailure) ends with its
+// own status and nothing resumed; one whose turn stays open is resumed, and
+// when its resume cannot find the conversation (Gemini after an API error:
+// "No previous sessions found", exit 42), the task runs again once as a
+// new session; either way no loop, and never "hooks are not wired".
+func (r *realEnv) errorThenResume() {
+	t := r.t
+	var first sync.Once
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		fail := false
+		if q.Agent {
+			first.Do(func() { fail = true })
+		}
+		switch {
+		case fail:
+			return mockapi.Reply{Kind: mockapi.Error, Text: "mockapi: invalid request (the test's API error)"}
+		case !q.Agent:
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	sv := r.run()
+	code := sv.wait(150 * time.Second)
+	errs := sv.stderr()
+	t.Logf("API error then answers: exit %d after %d runs, %d agent requests, %d conversations", code, r.launches(), len(r.api.AgentRequests()), r.conversations())
+	if strings.Contains(errs, "hooks are not wired") {
+		t.Errorf("supervise blames the hooks:\n%s", errs)
+	}
+	if n := r.launches(); n > 3 {
+		t.Errorf("%d runs, want at most 3 (the task, one resume, the task again)", n)
+	}
+	switch {
+	case r.cli.failHook:
+		if code != 1 || r.launches() != 1 {
+			t.Errorf("exit %d after %d runs, want the agent's status 1 after 1 run (the hooks said the turn failed)", code, r.launches())
+		}
+	case strings.Contains(errs, "starting the task again once"):
+		if code != 0 || r.conversations() != 2 {
+			t.Errorf("the task run again: exit %d, %d conversations; want 0 and 2\n%s", code, r.conversations(), errs)
+		}
+	default:
+		if code != 0 {
+			t.Errorf("exit %d, want 0 (the resumed turn completes)\n%s", code, errs)
+		}
+	}
+}
+
 // runRealCLI runs every scenario for one CLI.
 func runRealCLI(t *testing.T, cli realCLI) {
 	// The installed package must be the pinned version (its package.json:
@@ -448,6 +611,9 @@ func runRealCLI(t *testing.T, cli realCLI) {
 		{"kill9twice", (*realEnv).killTwice},
 		{"apierror", (*realEnv).apiError},
 		{"sigterm", (*realEnv).sigterm},
+		{"heldrerun", (*realEnv).heldRerun},
+		{"earlykill", (*realEnv).earlyKill},
+		{"errorthenresume", (*realEnv).errorThenResume},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
