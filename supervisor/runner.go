@@ -257,7 +257,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 			spec.Stderr, tailW, s.run.tail = w, w, t
 		}
 	}
-	s.refused.Forget()                               // the last tree's pids mean nothing now
+	s.refused.Forget() // the last tree's pids mean nothing now
 	s.notify.ForgetRefusals()
 	// Datagrams the child sends before its start is recorded wait for it
 	// in accept, rather than being taken for a stranger's.

@@ -207,9 +207,9 @@ type runState struct {
 	liveDelivered bool
 	quitSeen      bool
 	// tail keeps the end of the agent's stderr (task mode; nil otherwise).
-	tail *stderrTail
-	end           *machine.End
-	reply         *machine.Reply
+	tail  *stderrTail
+	end   *machine.End
+	reply *machine.Reply
 }
 
 // New returns a supervisor over an open journal and a reaper, with its
