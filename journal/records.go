@@ -54,6 +54,8 @@ const (
 	ReasonTurnOpen       = "turn-open"       // exited 0 with a turn still open
 	ReasonTurnTimeout    = "turn-timeout"    // a turn or phase outlived --turn-timeout or --phase-timeout
 	ReasonOOM            = "oom"             // the kernel's OOM killer killed a process of its cgroup
+	ReasonStreamStall    = "stream-stall"    // a model stream sent no content for --stream-stall (API proxy)
+	ReasonTokenBudget    = "token-budget"    // a session went past --max-tokens (API proxy)
 )
 
 // SessionState is where an agent session stands.
@@ -100,6 +102,13 @@ type Session struct {
 	TurnAlias string `json:"turn_alias,omitempty"`
 	// Prompt is the agent's excerpt of the current turn's request.
 	Prompt string `json:"prompt,omitempty"`
+	// Tokens is the model-API usage of the session, summed across its
+	// resumes, as the API proxy saw it (nil: none seen).
+	Tokens *Tokens `json:"tokens,omitempty"`
+	// RetryAt is when a session waiting out a rate limit may call the
+	// model API again (from the API's own headers, through the proxy);
+	// zero otherwise.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Task identifies the task-mode command that opened the session (a
 	// hash of its working directory and argv), "" outside task mode: the
 	// same command run again must not open a new session while this one
@@ -144,6 +153,15 @@ type Session struct {
 
 // ParkedByBreaker marks a session parked at the consecutive-crash breaker.
 const ParkedByBreaker = "breaker"
+
+// ParkedByBudget marks a session parked for going past --max-tokens.
+const ParkedByBudget = "budget"
+
+// Tokens is a session's model-API usage.
+type Tokens struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+}
 
 // Fingerprint identifies the agent's build and configuration: the agent
 // binary and the files named by --fingerprint.

@@ -213,7 +213,7 @@ func suspect(d Death) string {
 	switch {
 	case d.Reason == journal.ReasonOOM || d.Reason == journal.ReasonMemory:
 		return "the turn may be what exhausts the agent's memory; resume it by hand once the cause is known"
-	case d.Reason == journal.ReasonWatchdog || d.Reason == journal.ReasonTurnTimeout:
+	case d.Reason == journal.ReasonWatchdog || d.Reason == journal.ReasonTurnTimeout || d.Reason == journal.ReasonStreamStall:
 		return "the turn may be what hangs the agent; resume it by hand once the cause is known"
 	case d.Reason == journal.ReasonSupervisorDied:
 		return "supervise died with it again; resume it by hand once supervise runs steadily"
@@ -253,6 +253,10 @@ func describeCause(d Death) string {
 		return "stopped by supervise because a turn ran past its deadline (--turn-timeout or --phase-timeout)"
 	case journal.ReasonOOM:
 		return "killed by the kernel's OOM killer (out of memory in its cgroup)"
+	case journal.ReasonStreamStall:
+		return "stopped by supervise because a model stream sent no content for --stream-stall"
+	case journal.ReasonTokenBudget:
+		return "stopped by supervise because a session went past --max-tokens"
 	}
 	if d.Signal != 0 {
 		return fmt.Sprintf("the agent was killed by signal %d (%s)", d.Signal, signalName(d.Signal))

@@ -52,20 +52,22 @@ type snapshot struct {
 
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
-	"supervise_restarts_total":              "Relaunches of the agent after a death.",
-	"supervise_dirty_deaths_total":          "Dirty deaths of the agent, by reason (signal, exit, watchdog, memory, turn-open, exec-failed, supervisor-died).",
-	"supervise_resumes_dispatched_total":    "Resumes handed to an agent (resume file, --resume-exec or live).",
-	"supervise_sessions_parked_total":       "Sessions parked after a dirty death.",
-	"supervise_watchdog_kills_total":        "Agents killed because no WATCHDOG=1 came within the period.",
-	"supervise_journal_commits_total":       "Journal transactions committed (fsync).",
-	"supervise_journal_commit_errors_total": "Journal commits that failed; nothing in them was acknowledged.",
-	"supervise_sessions":                    "Sessions known to the running supervise, by state.",
-	"supervise_child_up":                    "1 while an agent process runs.",
-	"supervise_crashloop_guard_open":        "1 while the crash-loop guard holds automatic resumes.",
-	"supervise_heartbeat_age_seconds":       "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
-	"supervise_notify_accepted_total":       "Notify datagrams accepted.",
-	"supervise_notify_dropped_total":        "Notify datagrams dropped, by reason.",
-	"supervise_loop_last_tick_age_seconds":  "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
+	"supervise_restarts_total":                 "Relaunches of the agent after a death.",
+	"supervise_dirty_deaths_total":             "Dirty deaths of the agent, by reason (signal, exit, watchdog, memory, turn-open, exec-failed, supervisor-died).",
+	"supervise_resumes_dispatched_total":       "Resumes handed to an agent (resume file, --resume-exec or live).",
+	"supervise_sessions_parked_total":          "Sessions parked after a dirty death.",
+	"supervise_watchdog_kills_total":           "Agents killed because no WATCHDOG=1 came within the period.",
+	"supervise_journal_commits_total":          "Journal transactions committed (fsync).",
+	"supervise_journal_commit_errors_total":    "Journal commits that failed; nothing in them was acknowledged.",
+	"supervise_sessions":                       "Sessions known to the running supervise, by state.",
+	"supervise_child_up":                       "1 while an agent process runs.",
+	"supervise_crashloop_guard_open":           "1 while the crash-loop guard holds automatic resumes.",
+	"supervise_heartbeat_age_seconds":          "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
+	"supervise_notify_accepted_total":          "Notify datagrams accepted.",
+	"supervise_notify_dropped_total":           "Notify datagrams dropped, by reason.",
+	"supervise_loop_last_tick_age_seconds":     "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
+	"supervise_model_tokens_total":             "Model-API tokens the agent's answers reported, by kind (input, output), through the API proxy.",
+	"supervise_api_proxy_events_dropped_total": "What the API proxy saw but the loop could not take in time (its queue was full).",
 }
 
 func newMetrics(s *Supervisor) *metrics {
@@ -74,6 +76,10 @@ func newMetrics(s *Supervisor) *metrics {
 	m.resumes = m.set.NewCounter("supervise_resumes_dispatched_total")
 	m.parks = m.set.NewCounter("supervise_sessions_parked_total")
 	m.watchdogKills = m.set.NewCounter("supervise_watchdog_kills_total")
+	for _, name := range []string{`supervise_model_tokens_total{kind="input"}`, `supervise_model_tokens_total{kind="output"}`,
+		"supervise_api_proxy_events_dropped_total"} {
+		m.set.GetOrCreateCounter(name) // present from the start, at 0
+	}
 	m.snap.Store(&snapshot{})
 	m.set.RegisterMetricsWriter(func(w io.Writer) { writeLive(w, s, m.load(), time.Now()) })
 	return m
@@ -92,6 +98,12 @@ func (m *metrics) count(c machine.Count) {
 		m.restarts.Inc()
 	case "resume":
 		m.resumes.Add(c.N)
+	case "tokens_input":
+		m.set.GetOrCreateCounter(`supervise_model_tokens_total{kind="input"}`).Add(c.N)
+	case "tokens_output":
+		m.set.GetOrCreateCounter(`supervise_model_tokens_total{kind="output"}`).Add(c.N)
+	case "proxy_dropped":
+		m.set.GetOrCreateCounter(`supervise_api_proxy_events_dropped_total`).Add(c.N)
 	}
 }
 

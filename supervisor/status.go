@@ -123,6 +123,12 @@ type SessionStatus struct {
 	// Fingerprint is the agent's fingerprint when the crash breaker parked
 	// the session: a launch with a different one lifts the park once.
 	Fingerprint *journal.Fingerprint `json:"fingerprint,omitempty"`
+	// Tokens is the session's model-API usage across its resumes, as the
+	// API proxy counted it.
+	Tokens *journal.Tokens `json:"tokens,omitempty"`
+	// RetryAt is when a session waiting out a rate limit may call the
+	// model API again (RFC 3339).
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 
 // DeadlineStatus is a turn or phase deadline.
@@ -182,7 +188,10 @@ func runStatus(r journal.Run) RunStatus {
 func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
 		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail,
-		LastOutcome: s.Outcome}
+		LastOutcome: s.Outcome, Tokens: s.Tokens}
+	if s.State == journal.Waiting && !s.RetryAt.IsZero() {
+		st.RetryAt = timePtr(s.RetryAt.UTC())
+	}
 	if s.State == journal.Parked || s.State == journal.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
 	}

@@ -38,10 +38,11 @@ type Deadline struct {
 
 // clocked reports whether the deadlines of sess run: mid-turn, or waiting
 // for the model API (reconnect). A wait for a person stops the clock: a
-// human who takes an hour to approve is not a hung turn.
+// human who takes an hour to approve is not a hung turn; so does a wait
+// for a rate limit's reset time the API named (RetryAt, through the proxy).
 func clocked(sess *journal.Session) bool {
 	return sess.State == journal.InTurn ||
-		(sess.State == journal.Waiting && sess.Wait == WaitReconnect)
+		(sess.State == journal.Waiting && sess.Wait == WaitReconnect && sess.RetryAt.IsZero())
 }
 
 // WaitReconnect is notify.WaitReconnect as journal.Session.Wait holds it.

@@ -116,8 +116,18 @@ func (m *Machine) next(o *out, e Exited, dec crashloop.Decision) {
 	case dec.Action == crashloop.Exit:
 		o.add(End{Code: e.Code})
 	default:
-		m.backoff(o, dec.Delay)
+		m.backoff(o, m.waitForRetry(o, dec.Delay, e.Ended))
 	}
+}
+
+// waitForRetry is the relaunch delay, stretched to the rate limit's reset
+// time of a session it would resume (retryDelay), and says so.
+func (m *Machine) waitForRetry(o *out, delay time.Duration, now time.Time) time.Duration {
+	d := m.retryDelay(delay, now)
+	if d > delay {
+		o.info("the resume waits for the model API's rate limit to reset", "delay", d.Round(time.Millisecond))
+	}
+	return d
 }
 
 // backoff waits delay before the next launch.

@@ -56,6 +56,10 @@ type Config struct {
 	// resume, parked, stopped): a turn-begin that would open one more is
 	// refused (--max-open-sessions). 0: DefaultMaxOpenSessions.
 	MaxOpenSessions int
+	// MaxTokens is a session's token budget (input plus output, across
+	// its resumes, as the API proxy counts them): past it the agent is
+	// stopped and the session parked. 0: no budget (--max-tokens).
+	MaxTokens int64
 }
 
 // DefaultMaxOpenSessions is --max-open-sessions' default.
@@ -196,6 +200,8 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 		m.manualResume(&o, e, now)
 	case Evict:
 		m.evict(e)
+	case Traffic:
+		m.traffic(&o, e, now)
 	}
 	m.trackOpen(o.fx)
 	return o.fx

@@ -72,7 +72,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	}
 	m.transition(o, sess, msg, now)
 	if msg.Event != notify.EventWaiting && sess.State != journal.Waiting {
-		sess.Wait = ""
+		sess.Wait, sess.RetryAt = "", time.Time{}
 	}
 	if m.Config.Task.On && sess.Task == "" {
 		sess.Task = m.Config.Task.ID
@@ -196,8 +196,9 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 		}
 		if sess.State == journal.Waiting {
 			sess.State = journal.InTurn // the turn goes on: the wait is over
-			if sess.Wait != WaitReconnect {
-				// A person answered: the turn's clock starts again.
+			if sess.Wait != WaitReconnect || !sess.RetryAt.IsZero() {
+				// A person answered, or a rate limit's wait is over: the
+				// turn's clock starts again.
 				sess.ClockFrom, sess.TurnExtended = now, time.Time{}
 			}
 			sess.Wait = ""

@@ -173,7 +173,7 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 	for _, sess := range m.pending() {
 		if _, ok := m.templated(o, sess); ok {
 			o.info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
-			m.backoff(o, dec.Delay)
+			m.backoff(o, m.waitForRetry(o, dec.Delay, e.Ended))
 			return
 		}
 	}

@@ -1,0 +1,182 @@
+package machine
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
+)
+
+// The model-API proxy (--api-proxy on) sees what the agent does without its
+// cooperation: a request that offers tools opens a turn, an answer with
+// tool calls is a tool phase, a final answer ends the turn, a 429 or 529 is
+// a wait for the API until retry_at, and the usage it returns is counted.
+// The runner hands each as a Traffic event. Turn markers become the same
+// markers hooks send, applied through the same path, so a death is decided
+// exactly as with hooks; a proxy marker that only restates what the
+// session's state already says (hooks and proxy both running) changes and
+// journals nothing.
+
+// TrafficKind is what the proxy saw.
+type TrafficKind int
+
+const (
+	TrafficTurnBegin TrafficKind = iota // a main request, no turn open
+	TrafficTool                         // an answer calling a tool
+	TrafficModel                        // a request after a tool's result, or after a limit wait
+	TrafficTurnEnd                      // a final answer (Outcome)
+	TrafficLimited                      // a 429/529 with a reset time (RetryAt)
+	TrafficUsage                        // tokens an answer reported (Input, Output)
+	TrafficStall                        // a stream sent no content for --stream-stall (Stalled)
+)
+
+// Traffic is one thing the API proxy saw of a session.
+type Traffic struct {
+	Kind         TrafficKind
+	Session      string
+	Turn         string // TrafficTurnBegin: the proxy's turn id
+	Tool, Detail string
+	Outcome      notify.Outcome
+	RetryAt      time.Time
+	Input        int64
+	Output       int64
+	Stalled      time.Duration
+	// Stored is the session as the journal holds it, when the machine
+	// does not hold it (nil: not in the journal).
+	Stored *journal.Session
+}
+
+// traffic applies what the proxy saw.
+func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
+	if !m.Running() {
+		return
+	}
+	switch e.Kind {
+	case TrafficStall:
+		if m.Stop == nil && m.Abort == nil {
+			m.abort(o, journal.ReasonStreamStall, "a model stream stalled: no content for --stream-stall; stopping the agent",
+				m.Config.StopSignal, now, "session", e.Session, "stalled", e.Stalled)
+		}
+		return
+	case TrafficUsage:
+		m.usage(o, e, now)
+		return
+	}
+	msg, ok := m.trafficMarker(e)
+	if !ok {
+		return
+	}
+	m.marker(o, Marker{Msg: msg, Stored: e.Stored}, now)
+	if sess := m.Sessions[e.Session]; sess != nil && e.Kind == TrafficLimited && sess.State == journal.Waiting {
+		sess.RetryAt = e.RetryAt
+		o.save(sess.ID)
+		o.info("the model API asked the agent to wait: the session waits for it, its deadlines paused",
+			"session", sess.ID, "retry_at", e.RetryAt.UTC().Format(time.RFC3339))
+	}
+}
+
+// trafficMarker turns e into the marker hooks would send, false when it
+// would only restate the session's state.
+func (m *Machine) trafficMarker(e Traffic) (notify.Message, bool) {
+	msg := notify.Message{PID: int32(m.Run.PID), Session: e.Session}
+	sess := m.Sessions[e.Session]
+	if sess == nil && e.Stored != nil {
+		sess = e.Stored
+	}
+	state := journal.Idle
+	if sess != nil {
+		state = sess.State
+	}
+	open := state == journal.InTurn || state == journal.Waiting
+	switch e.Kind {
+	case TrafficTurnBegin:
+		switch {
+		case open:
+			return msg, false
+		case state == journal.ResumePending && sess.Resume != nil && sess.Resume.Run == m.Run.Run:
+			// The relaunched agent calls the model for the session it was
+			// handed: it took the resume.
+			msg.Event = notify.EventResumed
+		default:
+			msg.Event, msg.Turn = notify.EventTurnBegin, e.Turn
+		}
+	case TrafficTool:
+		if !open || (sess.Phase == string(notify.PhaseTool) && sess.Tool == e.Tool && sess.Detail == e.Detail && state == journal.InTurn) {
+			return msg, false
+		}
+		msg.Event, msg.Phase, msg.Tool, msg.Detail = notify.EventPhase, notify.PhaseTool, e.Tool, e.Detail
+	case TrafficModel:
+		if !open || (state == journal.InTurn && sess.Phase == string(notify.PhaseModel)) {
+			return msg, false
+		}
+		msg.Event, msg.Phase = notify.EventPhase, notify.PhaseModel
+	case TrafficTurnEnd:
+		if !open {
+			return msg, false
+		}
+		msg.Event, msg.Outcome = notify.EventTurnEnd, e.Outcome
+	case TrafficLimited:
+		if !open || (state == journal.Waiting && sess.RetryAt.Equal(e.RetryAt)) {
+			return msg, false
+		}
+		msg.Event, msg.Wait = notify.EventWaiting, notify.WaitReconnect
+	default:
+		return msg, false
+	}
+	return msg, true
+}
+
+// usage adds the tokens an answer reported to its session; a session past
+// --max-tokens is parked and the agent stopped: never auto-resumed.
+func (m *Machine) usage(o *out, e Traffic, now time.Time) {
+	sess := m.Sessions[e.Session]
+	if sess == nil {
+		if e.Stored == nil {
+			return // usage of a session no request opened: nothing to add it to
+		}
+		s := *e.Stored
+		sess = &s
+		m.Sessions[s.ID] = sess
+	}
+	t := journal.Tokens{}
+	if sess.Tokens != nil {
+		t = *sess.Tokens
+	}
+	t.Input += max(e.Input, 0)
+	t.Output += max(e.Output, 0)
+	sess.Tokens = &t
+	o.save(sess.ID)
+	o.add(Count{Metric: "tokens_input", N: int(max(e.Input, 0))}, Count{Metric: "tokens_output", N: int(max(e.Output, 0))})
+	budget := m.Config.MaxTokens
+	if budget <= 0 || t.Input+t.Output <= budget || sess.State == journal.Parked {
+		return
+	}
+	sess.State, sess.ParkedBy, sess.Resume = journal.Parked, journal.ParkedByBudget, nil
+	sess.Reason = "over its token budget: " + strconv.FormatInt(t.Input+t.Output, 10) + " tokens used (" +
+		strconv.FormatInt(t.Input, 10) + " in, " + strconv.FormatInt(t.Output, 10) + " out), --max-tokens " +
+		strconv.FormatInt(budget, 10) + ": never resumed automatically"
+	m.touch(sess.ID)
+	o.add(Count{Metric: "park"})
+	o.add(Commit{Kind: CommitPending, Why: "recording a park for the token budget"})
+	if m.Stop == nil && m.Abort == nil {
+		m.abort(o, journal.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
+			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Input+t.Output, "max_tokens", budget)
+	}
+}
+
+// retryDelay stretches a relaunch's delay to the latest retry_at of the
+// sessions it would resume: a resume after a death during a limit wait is
+// not dispatched before the API said it may be called again.
+func (m *Machine) retryDelay(delay time.Duration, now time.Time) time.Duration {
+	for _, sess := range m.pending() {
+		if !sess.RetryAt.IsZero() {
+			if d := sess.RetryAt.Sub(now); d > delay {
+				delay = d
+			}
+		}
+	}
+	return delay
+}
+
+func (Traffic) event() {}
