@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // anthropic is the Messages API: POST /v1/messages with "stream": true,
@@ -64,6 +65,27 @@ func (anthropic) parse(req *Request) {
 }
 
 func (anthropic) write(w http.ResponseWriter, r *http.Request, req Request, reply Reply, stop <-chan struct{}) {
+	if reply.Kind == Limit {
+		typ := "rate_limit_error"
+		if reply.Status == 529 {
+			typ = "overloaded_error"
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Retry-After", retrySeconds(reply))
+		h.Set("Anthropic-Ratelimit-Requests-Limit", "50")
+		h.Set("Anthropic-Ratelimit-Requests-Remaining", "0")
+		h.Set("Anthropic-Ratelimit-Requests-Reset", time.Now().Add(reply.RetryAfter).UTC().Format(time.RFC3339))
+		w.WriteHeader(reply.Status)
+		json.NewEncoder(w).Encode(map[string]any{"type": "error",
+			"error": map[string]any{"type": typ, "message": reply.Text}})
+		return
+	}
+	if reply.Kind == Pings {
+		e := newSSE(w)
+		pings(r, stop, reply.Every, func() { e.event("ping", map[string]any{"type": "ping"}) })
+		return
+	}
 	if reply.Kind == Error {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.Status)
@@ -81,7 +103,7 @@ func (anthropic) write(w http.ResponseWriter, r *http.Request, req Request, repl
 	e := newSSE(w)
 	e.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_mock", "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": reply.InputTokens, "output_tokens": 1}}})
 	if reply.Kind == Stall {
 		e.event("ping", map[string]any{"type": "ping"})
 		hold(r, stop)
@@ -103,6 +125,6 @@ func (anthropic) write(w http.ResponseWriter, r *http.Request, req Request, repl
 	}
 	e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	e.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stopReason, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 5}})
+		"delta": map[string]any{"stop_reason": stopReason, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": reply.OutputTokens}})
 	e.event("message_stop", map[string]any{"type": "message_stop"})
 }

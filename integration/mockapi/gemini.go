@@ -75,6 +75,25 @@ func (gemini) parse(req *Request) {
 }
 
 func (gemini) write(w http.ResponseWriter, r *http.Request, req Request, reply Reply, stop <-chan struct{}) {
+	if reply.Kind == Limit {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+			"code": reply.Status, "message": reply.Text, "status": "RESOURCE_EXHAUSTED",
+			"details": []any{
+				map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []any{
+					map[string]any{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+						"quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}}},
+				map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+					"retryDelay": fmt.Sprintf("%gs", reply.RetryAfter.Seconds())},
+			}}})
+		return
+	}
+	if reply.Kind == Pings {
+		e := newSSE(w)
+		pings(r, stop, reply.Every, func() { e.comment("keep-alive") })
+		return
+	}
 	if reply.Kind == Error {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.Status)
@@ -105,8 +124,9 @@ func (gemini) write(w http.ResponseWriter, r *http.Request, req Request, reply R
 	chunk := map[string]any{
 		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}},
 			"finishReason": finish, "index": 0}},
-		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-		"modelVersion":  "gemini-mock",
+		"usageMetadata": map[string]any{"promptTokenCount": reply.InputTokens, "candidatesTokenCount": reply.OutputTokens,
+			"totalTokenCount": reply.InputTokens + reply.OutputTokens},
+		"modelVersion": "gemini-mock",
 	}
 	if !strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
 		if reply.Kind == Stall {

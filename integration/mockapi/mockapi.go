@@ -4,7 +4,10 @@
 // supervise without any other network traffic. Each server records every
 // request and answers it as the test's script says: text, a shell tool call,
 // a stall (the stream stays open until the client goes away or the server is
-// closed), or an API error.
+// closed), an API error, a rate-limit refusal with the provider's retry
+// headers, or a stream of keep-alive pings only. Every answer reports token
+// usage as its API does (10 input and 5 output tokens unless the reply says
+// otherwise).
 package mockapi
 
 import (
@@ -28,6 +31,17 @@ const (
 	Tool              // a call of the CLI's shell tool with Command
 	Stall             // headers and a first event, then nothing until the client leaves
 	Error             // an HTTP error with an API error body
+	// Limit is a rate-limit refusal: HTTP Status (default 429; 529 is
+	// Anthropic's "overloaded") with the provider's retry hints for
+	// RetryAfter: retry-after in seconds and anthropic-ratelimit-requests-*
+	// (Anthropic), retry-after and x-ratelimit-*-requests (OpenAI), a
+	// google.rpc.RetryInfo retryDelay in the error body (Gemini, which
+	// sends no retry header).
+	Limit
+	// Pings is a stream that sends only keep-alive pings, every Every,
+	// until the client leaves or the server closes: Anthropic's
+	// "event: ping", an SSE comment ": keep-alive" for OpenAI and Gemini.
+	Pings
 )
 
 // Reply is the answer to one request.
@@ -35,7 +49,16 @@ type Reply struct {
 	Kind    Kind
 	Text    string // Text
 	Command string // Tool: the shell command
-	Status  int    // Error: the HTTP status (default 400, which no CLI retries)
+	Status  int    // Error: the HTTP status (default 400, which no CLI retries); Limit: 429 or 529 (default 429)
+
+	// InputTokens and OutputTokens are the usage a Text or Tool answer
+	// reports (default 10 and 5).
+	InputTokens, OutputTokens int
+	// RetryAfter is when a Limit says to retry (default 30s; whole
+	// seconds in retry-after).
+	RetryAfter time.Duration
+	// Every is the interval of Pings (default 200ms).
+	Every time.Duration
 }
 
 // Request is one recorded request, with the parts tests ask about.
@@ -175,15 +198,64 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if script != nil {
 		reply = script(req)
 	}
-	if reply.Kind == Error {
+	switch reply.Kind {
+	case Error:
 		if reply.Status == 0 {
 			reply.Status = http.StatusBadRequest
 		}
 		if reply.Text == "" {
 			reply.Text = "mockapi: the test asked for an error"
 		}
+	case Limit:
+		if reply.Status == 0 {
+			reply.Status = http.StatusTooManyRequests
+		}
+		if reply.RetryAfter <= 0 {
+			reply.RetryAfter = 30 * time.Second
+		}
+		if reply.Text == "" {
+			reply.Text = "mockapi: rate limited (the test asked for a limit)"
+		}
+	case Pings:
+		if reply.Every <= 0 {
+			reply.Every = 200 * time.Millisecond
+		}
+	}
+	if reply.InputTokens == 0 {
+		reply.InputTokens = 10
+	}
+	if reply.OutputTokens == 0 {
+		reply.OutputTokens = 5
 	}
 	s.p.write(w, r, req, reply, s.stop)
+}
+
+// retrySeconds is a Limit's retry-after value: whole seconds, at least 1.
+func retrySeconds(reply Reply) string {
+	return fmt.Sprint(max(1, int((reply.RetryAfter+time.Second-1)/time.Second)))
+}
+
+// pings sends ping every interval until the client leaves or the server
+// stops.
+func pings(r *http.Request, stop <-chan struct{}, every time.Duration, ping func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-stop:
+			return
+		case <-t.C:
+			ping()
+		}
+	}
+}
+
+// comment writes an SSE comment line (a keep-alive), flushed.
+func (e sse) comment(text string) {
+	fmt.Fprintf(e.w, ": %s\n\n", text)
+	e.w.(http.Flusher).Flush()
 }
 
 // sse writes Server-Sent Events, flushing each.

@@ -72,6 +72,23 @@ func (openai) parse(req *Request) {
 }
 
 func (openai) write(w http.ResponseWriter, r *http.Request, req Request, reply Reply, stop <-chan struct{}) {
+	if reply.Kind == Limit {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Retry-After", retrySeconds(reply))
+		h.Set("X-Ratelimit-Limit-Requests", "500")
+		h.Set("X-Ratelimit-Remaining-Requests", "0")
+		h.Set("X-Ratelimit-Reset-Requests", reply.RetryAfter.String())
+		w.WriteHeader(reply.Status)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+			"type": "requests", "code": "rate_limit_exceeded", "message": reply.Text, "param": nil}})
+		return
+	}
+	if reply.Kind == Pings {
+		e := newSSE(w)
+		pings(r, stop, reply.Every, func() { e.comment("keep-alive") })
+		return
+	}
 	if reply.Kind == Error {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.Status)
@@ -115,6 +132,7 @@ func (openai) write(w http.ResponseWriter, r *http.Request, req Request, reply R
 	e.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
 	e.event("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
 		"id": id, "object": "response", "status": "completed", "output": []any{item},
-		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15}}})
+		"usage": map[string]any{"input_tokens": reply.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": reply.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+			"total_tokens": reply.InputTokens + reply.OutputTokens}}})
 }
