@@ -247,6 +247,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Tag:        s.tag(e.Run),
 		Credential: s.cfg.User,
 	}
+	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
 	var tailW *os.File
 	if s.m.Config.Task.On {
@@ -276,6 +277,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 	}
 	if err != nil {
 		s.run.tail = nil
+		s.stopProxy()
 		s.root.Store(nil)
 		close(pending.ready)
 		s.endRunCgroup()
@@ -411,6 +413,8 @@ func (s *Supervisor) wait() {
 		if !m.fence {
 			s.take(m)
 		}
+	case x := <-s.px.c:
+		s.traffic(x)
 	case err := <-s.cs.w.out:
 		s.committed(err)
 	case <-s.retryC():
@@ -481,6 +485,7 @@ func (s *Supervisor) reaped() {
 		s.timers.clear(int(k))
 	}
 	s.endRunCgroup()
+	s.stopProxy() // what the proxy saw before the death, in order
 	s.flushBeats()
 	s.run.proc = nil
 	if s.run.resumeFile {

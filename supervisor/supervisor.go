@@ -114,6 +114,13 @@ type Config struct {
 	// MaxOpenSessions caps the open sessions: a turn-begin that would open
 	// one more is refused (--max-open-sessions); 0: 1000.
 	MaxOpenSessions int
+	// APIProxy runs a model-API proxy per run (--api-proxy on);
+	// StreamStall stops the agent when a stream sends no content for that
+	// long (--stream-stall, 0: off); MaxTokens parks a session past that
+	// many tokens (--max-tokens, 0: off). See package apiproxy.
+	APIProxy    bool
+	StreamStall time.Duration
+	MaxTokens   int64
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns int
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
@@ -163,6 +170,7 @@ type Supervisor struct {
 	verifyc  chan error
 	// logHold keeps log output off the restart path (see logHold).
 	logHold logHold
+	px      proxyState // the model-API proxy (--api-proxy on)
 }
 
 // health is what the loop shares with the watchers that judge it: when
@@ -244,6 +252,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		run: runState{resumeFile: true},
 	}
 	s.lateLogs.interval = time.Second
+	s.px.c = make(chan proxied, proxyQueue)
 	s.log = newHoldLogger(cfg.Log, &s.logHold)
 	s.met = newMetrics(s)
 	if len(cfg.Argv) > 0 {
@@ -274,7 +283,7 @@ func machineConfig(cfg Config) machine.Config {
 		StopSignal: int(cfg.StopSignal), StopSignalName: signalName(cfg.StopSignal), StopTimeout: cfg.StopTimeout,
 		Watchdog: cfg.Watchdog, Deadlines: cfg.Deadlines, Foreground: cfg.Foreground,
 		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0,
-		MaxOpenSessions: cfg.MaxOpenSessions}
+		MaxOpenSessions: cfg.MaxOpenSessions, MaxTokens: cfg.MaxTokens}
 	if cfg.ResumeExec != nil {
 		dir := cfg.Dir
 		if dir == "" {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/apiproxy"
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -57,6 +58,9 @@ type Flags struct {
 	cgroup      string
 	user        string
 	maxOpen     int
+	apiProxy    string
+	streamStall time.Duration
+	maxTokens   int64
 
 	// euid stands in for os.Geteuid in the --user check when set
 	// (SetEUID); cred is what --user resolved to in the last Config that
@@ -97,6 +101,9 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.fingerprint, "fingerprint", "a file whose change, like the agent binary's, lifts a park by the crash breaker once, e.g. the agent's config or a model pin (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "auto: run each launch in a cgroup of its own (supervise-NAME-ID/run-N under supervise's cgroup) where cgroup v2 is writable (root, or systemd Delegate=yes): the tree is killed whole with cgroup.kill, and with the memory controller an OOM kill is named (reason oom); off: never")
 	fs.StringVar(&f.user, "user", "", "run the agent's process tree as USER[:GROUP] (a name or uid, a group name or gid; default group: the user's primary one) with the user's supplementary groups and its HOME, USER and LOGNAME, as systemd's User= does; supervise must run as root (empty = supervise's own user)")
+	fs.StringVar(&f.apiProxy, "api-proxy", "off", "on: run a model-API proxy on 127.0.0.1 for each run and point the agent's ANTHROPIC_BASE_URL, OPENAI_BASE_URL and GOOGLE_GEMINI_BASE_URL at it (forwarded to supervise's own values, else the public endpoints): turns, tool phases, rate-limit waits and token usage are seen without hooks (docs/proxy.md); off: none")
+	durationVar(fs, &f.streamStall, "stream-stall", 0, "with --api-proxy on: a model stream that sends no content for this long (keep-alive pings do not count) stops the agent, reason stream-stall, decided as a watchdog death (0 = off)")
+	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "with --api-proxy on: a session whose input plus output tokens, across its resumes, exceed this is parked (reason names the budget, never resumed automatically) and the agent stopped; task mode exits 5 (0 = no budget)")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -151,6 +158,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	}
 	if err := checkAddr(f.MetricsAddr); err != nil {
 		return cfg, nil, fmt.Errorf("%s %s: %w", Source("metrics-addr", set), f.MetricsAddr, err)
+	}
+	if err := f.checkProxy(set); err != nil {
+		return cfg, nil, err
 	}
 	if f.maxOpen < 1 {
 		return cfg, nil, fmt.Errorf("%s must be at least 1, not %d", Source("max-open-sessions", set), f.maxOpen)
@@ -241,6 +251,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		ResumeSignal:    resumeSig,
 		User:            cred,
 		MaxOpenSessions: f.maxOpen,
+		APIProxy:        f.apiProxy == "on",
+		StreamStall:     f.streamStall,
+		MaxTokens:       f.maxTokens,
 		Rerun:           os.Args,
 		Report:          stderr,
 		Stdin:           stdin,
@@ -248,6 +261,32 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	}
 	f.cred = cred
 	return cfg, log, nil
+}
+
+// checkProxy checks --api-proxy and the flags that need it, and the
+// upstream base URLs in the environment the proxy would forward to.
+func (f *Flags) checkProxy(set map[string]bool) error {
+	if f.apiProxy != "on" && f.apiProxy != "off" {
+		return fmt.Errorf("%s must be on or off, not %q", Source("api-proxy", set), f.apiProxy)
+	}
+	if f.streamStall < 0 || f.maxTokens < 0 {
+		return fmt.Errorf("%s and %s must not be negative", Source("stream-stall", set), Source("max-tokens", set))
+	}
+	if f.apiProxy == "off" {
+		for _, n := range []string{"stream-stall", "max-tokens"} {
+			if set[n] {
+				return fmt.Errorf("%s needs --api-proxy on: only the proxy sees streams and token usage", Source(n, set))
+			}
+		}
+		return nil
+	}
+	// Start checks the upstream base URLs in supervise's environment; a
+	// bad one is a usage error now, not a failure at every launch.
+	p, err := apiproxy.Start(apiproxy.Config{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", Source("api-proxy", set), err)
+	}
+	return p.Close()
 }
 
 // resolveUser checks --user and looks its user and group up: only root

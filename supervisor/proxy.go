@@ -1,0 +1,133 @@
+package supervisor
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/supervise-dev/supervise/apiproxy"
+	"github.com/supervise-dev/supervise/supervisor/machine"
+)
+
+// With --api-proxy on, each run gets a model-API proxy of its own
+// (package apiproxy): the agent's ANTHROPIC_BASE_URL, OPENAI_BASE_URL and
+// GOOGLE_GEMINI_BASE_URL point at it, and what it derives from the
+// traffic reaches the loop as machine.Traffic events. The proxy's sink
+// never blocks: it queues the event, tagged with its run, or counts it
+// dropped when the queue is full. The proxy closes at the death, before
+// the loop drains the queue, so nothing of a dead run is taken for the
+// next one's.
+
+// proxyQueue bounds the events queued between the proxy and the loop.
+const proxyQueue = 4096
+
+// proxied is one event of the proxy of run.
+type proxied struct {
+	run uint64
+	ev  apiproxy.Event
+}
+
+// proxyState is the runner's side of the API proxy.
+type proxyState struct {
+	c       chan proxied
+	dropped atomic.Uint64
+	p       *apiproxy.Proxy // the current run's, nil between runs
+}
+
+// proxyEnvKeys are the variables the proxy sets in the agent's environment.
+var proxyEnvKeys = []string{"ANTHROPIC_BASE_URL=", "OPENAI_BASE_URL=", "GOOGLE_GEMINI_BASE_URL="}
+
+// startProxy starts run's proxy and returns the agent's environment with
+// its base URLs in place of supervise's own; env unchanged when the proxy
+// is off or cannot start (said in the log: the agent then calls the API
+// directly, and nothing of its traffic is seen).
+func (s *Supervisor) startProxy(run uint64, env []string) []string {
+	if !s.cfg.APIProxy {
+		return env
+	}
+	c := s.px.c
+	p, err := apiproxy.Start(apiproxy.Config{
+		StreamStall: s.cfg.StreamStall,
+		Log:         s.log.With("component", "api-proxy"),
+		Sink: func(ev apiproxy.Event) {
+			select {
+			case c <- proxied{run: run, ev: ev}:
+			default:
+				s.px.dropped.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		s.log.Error("the model-API proxy cannot start: this run calls the API directly, unseen", "run", run, "err", err)
+		return env
+	}
+	s.px.p = p
+	out := env[:0:0]
+	for _, kv := range env {
+		if !hasAnyPrefix(kv, proxyEnvKeys) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, p.Env()...)
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopProxy closes the run's proxy and applies what it queued.
+func (s *Supervisor) stopProxy() {
+	if s.px.p == nil {
+		return
+	}
+	s.px.p.Close()
+	s.px.p = nil
+	for {
+		select {
+		case x := <-s.px.c:
+			s.traffic(x)
+		default:
+			return
+		}
+	}
+}
+
+// traffic hands one proxy event of the current run to the machine.
+func (s *Supervisor) traffic(x proxied) {
+	if n := s.px.dropped.Swap(0); n > 0 {
+		s.log.Warn("the API proxy saw more than the loop could take in time: events dropped", "dropped", n)
+		s.met.count(machine.Count{Metric: "proxy_dropped", N: int(n)})
+	}
+	if x.run != s.m.Run.Run || !s.m.Running() {
+		return
+	}
+	ev := machine.Traffic{Session: x.ev.Session, Turn: x.ev.Turn, Tool: x.ev.Tool, Detail: x.ev.Detail,
+		RetryAt: x.ev.RetryAt, Input: x.ev.Input, Output: x.ev.Output}
+	switch x.ev.Kind {
+	case apiproxy.TurnBegin:
+		ev.Kind = machine.TrafficTurnBegin
+	case apiproxy.Phase:
+		ev.Kind = machine.TrafficTool
+		if x.ev.Tool == "" {
+			ev.Kind = machine.TrafficModel
+		}
+	case apiproxy.TurnEnd:
+		ev.Kind, ev.Outcome = machine.TrafficTurnEnd, "completed"
+	case apiproxy.Waiting:
+		ev.Kind = machine.TrafficLimited
+	case apiproxy.Usage:
+		ev.Kind = machine.TrafficUsage
+	case apiproxy.Stall:
+		ev.Kind, ev.Stalled = machine.TrafficStall, s.cfg.StreamStall
+	default:
+		return
+	}
+	if !s.m.Held(ev.Session) {
+		ev.Stored = s.stored(ev.Session)
+	}
+	s.step(ev)
+}
