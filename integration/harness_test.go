@@ -358,16 +358,21 @@ type status struct {
 		LastExit *runStatus `json:"last_exit"`
 	} `json:"child"`
 	Sessions []struct {
-		ID            string  `json:"id"`
-		State         string  `json:"state"`
-		CrashCount    int     `json:"crash_count"`
-		Reason        string  `json:"reason"`
-		Turn          string  `json:"turn"`
-		LastHeartbeat *string `json:"last_heartbeat"`
-		Phase         string  `json:"phase"`
-		Tool          string  `json:"tool"`
-		ResumeCommand string  `json:"resume_command"`
-		LastOutcome   string  `json:"last_outcome"`
+		ID            string     `json:"id"`
+		State         string     `json:"state"`
+		CrashCount    int        `json:"crash_count"`
+		Reason        string     `json:"reason"`
+		Turn          string     `json:"turn"`
+		LastHeartbeat *string    `json:"last_heartbeat"`
+		Phase         string     `json:"phase"`
+		Tool          string     `json:"tool"`
+		ResumeCommand string     `json:"resume_command"`
+		LastOutcome   string     `json:"last_outcome"`
+		RetryAt       *time.Time `json:"retry_at"`
+		Tokens        *struct {
+			Input  int64 `json:"input"`
+			Output int64 `json:"output"`
+		} `json:"tokens"`
 	} `json:"sessions"`
 	Runs []runStatus `json:"runs"`
 }
