@@ -467,8 +467,15 @@ func writeSessionNotes(b *strings.Builder, s SessionStatus, now time.Time) {
 		}
 		fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", id, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
 	}
-	if s.Wait != "" {
+	switch {
+	case s.Wait != "" && s.RetryAt != nil:
+		fmt.Fprintf(b, "  %s: waiting for %s: the model API's rate limit resets at %s (in %s); deadlines paused\n",
+			id, s.Wait, s.RetryAt.Format(time.RFC3339), s.RetryAt.Sub(now).Round(time.Second))
+	case s.Wait != "":
 		fmt.Fprintf(b, "  %s: waiting for %s\n", id, s.Wait)
+	}
+	if t := s.Tokens; t != nil {
+		fmt.Fprintf(b, "  %s: %d tokens (%d in, %d out)\n", id, t.Input+t.Output, t.Input, t.Output)
 	}
 	if f := s.Fingerprint; f != nil && len(f.Files) > 0 {
 		a := f.Files[0]
