@@ -46,6 +46,10 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 	}
 	c := s.px.c
 	p, err := apiproxy.Start(apiproxy.Config{
+		// Traffic that names no session (Gemini CLI with an API key) is
+		// one session of this state dir, the same in every run, so a
+		// resume launch (`gemini -r latest ...`) continues it.
+		Session:     "proxy-" + s.id.treeID,
 		StreamStall: s.cfg.StreamStall,
 		Log:         s.log.With("component", "api-proxy"),
 		Sink: func(ev apiproxy.Event) {
