@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +22,40 @@ func claudeNoHooks() realCLI {
 	cli := claudeCodeCLI()
 	cli.install = nil
 	return cli
+}
+
+// geminiNoHooks is Gemini CLI as TestRealGemini sets it up, minus the
+// example's hooks. Gemini names no session in its requests, so the proxy's
+// session is the state dir's, and the resume continues Gemini's latest.
+func geminiNoHooks() realCLI {
+	cli := geminiCLI()
+	setup := cli.setup
+	cli.setup = func(r *realEnv) {
+		setup(r)
+		path := filepath.Join(r.home, ".gemini", "settings.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		var settings map[string]any
+		if err := json.Unmarshal(b, &settings); err != nil {
+			r.t.Fatal(err)
+		}
+		delete(settings, "hooks")
+		out, _ := json.Marshal(settings)
+		writeFile(r.t, path, string(out))
+	}
+	cli.proxyTemplate = "gemini -r latest -p {message}"
+	return cli
+}
+
+// The same kill -9 with Gemini CLI: no hooks, no session id in its
+// traffic.
+func TestRealGeminiProxy(t *testing.T) {
+	t.Parallel()
+	r := newRealEnv(t, geminiNoHooks())
+	proxyKill9(r)
+	t.Logf("summary gemini proxy kill9: %s", r.summary())
 }
 
 func TestRealClaudeProxy(t *testing.T) {

@@ -47,6 +47,10 @@ type realCLI struct {
 	// resume can bring back. A scenario that means to test the resume waits
 	// for it, as a user's kill cannot (issue 22 handles the early kill).
 	transcript func(r *realEnv, session string) bool
+	// proxyTemplate, when set, is the --resume-exec template without
+	// hooks, under --api-proxy on (docs/proxy.md): used instead of
+	// template, which the example's README gives.
+	proxyTemplate string
 }
 
 // realEnv is one scenario: a private $HOME with the example installed, a
@@ -174,7 +178,11 @@ func (r *realEnv) answer(script func(mockapi.Request) mockapi.Reply) {
 // run starts supervise in task mode on the CLI's task, with the example's
 // resume template.
 func (r *realEnv) run(flags ...string) *proc {
-	args := append([]string{"run", "--resume-exec", r.cli.template}, flags...)
+	tmpl := r.cli.template
+	if r.cli.proxyTemplate != "" {
+		tmpl = r.cli.proxyTemplate
+	}
+	args := append([]string{"run", "--resume-exec", tmpl}, flags...)
 	args = append(append(append(args, "--"), r.cli.task...), realPrompt)
 	return r.start(args...)
 }

@@ -49,7 +49,7 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 		// Traffic that names no session (Gemini CLI with an API key) is
 		// one session of this state dir, the same in every run, so a
 		// resume launch (`gemini -r latest ...`) continues it.
-		Session:     "proxy-" + s.id.treeID,
+		Session:     s.proxySession(),
 		StreamStall: s.cfg.StreamStall,
 		Log:         s.log.With("component", "api-proxy"),
 		Sink: func(ev apiproxy.Event) {
@@ -73,6 +73,9 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 	}
 	return append(out, p.Env()...)
 }
+
+// proxySession names the session of traffic that names none.
+func (s *Supervisor) proxySession() string { return "proxy-" + s.id.treeID }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
 	for _, p := range prefixes {
@@ -110,7 +113,7 @@ func (s *Supervisor) traffic(x proxied) {
 		return
 	}
 	ev := machine.Traffic{Session: x.ev.Session, Turn: x.ev.Turn, Tool: x.ev.Tool, Detail: x.ev.Detail,
-		RetryAt: x.ev.RetryAt, Input: x.ev.Input, Output: x.ev.Output}
+		RetryAt: x.ev.RetryAt, Input: x.ev.Input, Output: x.ev.Output, Invented: x.ev.Session == s.proxySession()}
 	switch x.ev.Kind {
 	case apiproxy.TurnBegin:
 		ev.Kind = machine.TrafficTurnBegin

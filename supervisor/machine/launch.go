@@ -181,7 +181,7 @@ func (m *Machine) delivered(o *out, e Delivered) {
 func (m *Machine) started(o *out, e Started) {
 	relaunch := m.LastExit != nil
 	m.Child = "running"
-	m.Task.runMarkers = false
+	m.Task.runMarkers, m.hooked = false, ""
 	m.Run = journal.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
 		Reason: journal.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}

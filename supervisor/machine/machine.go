@@ -18,6 +18,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -112,6 +113,9 @@ type State struct {
 	// open holds the ids of the open sessions (State.Open), kept by Step
 	// from the sessions its effects save: every change of a session is saved.
 	open map[string]bool
+	// hooked is the session the agent's own markers last named in this
+	// run: traffic that names none is taken for it (Traffic.Invented).
+	hooked string
 	// Refused counts turn-begins refused at --max-open-sessions.
 	Refused       uint64
 	lastInterrupt time.Time
@@ -185,6 +189,9 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case Exited:
 		m.exited(&o, e, now)
 	case Marker:
+		if e.Msg.Session != "" && e.Msg.Event != notify.EventNone {
+			m.hooked = e.Msg.Session // the agent names its own session
+		}
 		m.marker(&o, e, now)
 	case Beats:
 		m.beats(&o, e, now)

@@ -42,6 +42,11 @@ type Traffic struct {
 	Input        int64
 	Output       int64
 	Stalled      time.Duration
+	// Invented: the traffic named no session (Gemini CLI with an API
+	// key), and Session is the proxy's own name for it. When the agent's
+	// hooks reported a session in this run, the traffic is that
+	// session's: hooks and proxy then tell of one session, not two.
+	Invented bool
 	// Stored is the session as the journal holds it, when the machine
 	// does not hold it (nil: not in the journal).
 	Stored *journal.Session
@@ -51,6 +56,9 @@ type Traffic struct {
 func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 	if !m.Running() {
 		return
+	}
+	if e.Invented && m.hooked != "" {
+		e.Session, e.Stored = m.hooked, nil
 	}
 	switch e.Kind {
 	case TrafficStall:

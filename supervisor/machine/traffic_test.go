@@ -173,3 +173,26 @@ func TestRuleTrafficStall(t *testing.T) {
 		t.Fatalf("after the stall: %s, want resume_pending", s.State)
 	}
 }
+
+// Traffic that names no session (Gemini CLI) is the session the agent's
+// hooks named in this run: one session, not a phantom beside it.
+func TestRuleTrafficInventedSession(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.step(Traffic{Kind: TrafficTurnBegin, Session: "proxy-x", Invented: true})
+	if r.sess("proxy-x") == nil {
+		t.Fatal("with no hooks, traffic that names no session is the proxy's session")
+	}
+	r.killed(sigKILL)
+	r2 := newRig(t, taskConfig())
+	r2.launch()
+	r2.begin("g1", "")
+	r2.step(Traffic{Kind: TrafficTurnBegin, Session: "proxy-x", Invented: true})
+	r2.step(Traffic{Kind: TrafficUsage, Session: "proxy-x", Invented: true, Input: 3, Output: 4})
+	if r2.sess("proxy-x") != nil {
+		t.Error("hooks named the session, yet the proxy opened one of its own")
+	}
+	if s := r2.sess("g1"); s.Tokens == nil || s.Tokens.Input != 3 {
+		t.Errorf("the usage did not go to the hooks' session: %+v", s)
+	}
+}
