@@ -61,6 +61,7 @@ type Marker struct {
 	Phase   string `json:"phase,omitempty"`
 	Tool    string `json:"tool,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
+	Effect  string `json:"effect,omitempty"` // the key of an effect event
 }
 
 // observeMarker queues a marker for the observer; it is told once the
@@ -70,7 +71,7 @@ func (s *Supervisor) observeMarker(e machine.ObserveMarker) {
 		return
 	}
 	s.cs.markers = append(s.cs.markers, Marker{Run: e.Run, Session: e.Session, Event: e.Event,
-		Turn: e.Turn, Phase: e.Phase, Tool: e.Tool, Outcome: e.Outcome})
+		Turn: e.Turn, Phase: e.Phase, Tool: e.Tool, Outcome: e.Outcome, Effect: e.Effect})
 }
 
 // observeBatch tells the observer about a committed batch's markers, before
