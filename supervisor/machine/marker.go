@@ -60,6 +60,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		if ignore {
 			sess.LastHeartbeat = now
 			o.save(sess.ID)
+			o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn, Ignored: true})
 			return
 		}
 	}
