@@ -60,3 +60,21 @@ func TestEffectsFollowTheTurn(t *testing.T) {
 		t.Errorf("%d effects kept (first %q), want the first %d", len(got), got[0], journal.MaxEffects)
 	}
 }
+
+// A turn-begin supervise ignores (the turn that just ended, begun again)
+// still reaches the observer, marked ignored: chaos judges turn-fresh by
+// it.
+func TestIgnoredTurnBeginIsObserved(t *testing.T) {
+	r := newRig(t, testConfig())
+	r.launch()
+	r.begin("s1", "t1")
+	r.end("s1", "t1", notify.OutcomeCompleted)
+	fx := r.begin("s1", "t1")
+	o, ok := find[ObserveMarker](fx)
+	if !ok || !o.Ignored || o.Event != "turn-begin" || o.Turn != "t1" {
+		t.Errorf("the ignored turn-begin was not observed as such: %#v", fx)
+	}
+	if s := r.sess("s1"); s.State != journal.Idle {
+		t.Errorf("the ignored turn-begin was applied: %s", s.State)
+	}
+}
