@@ -31,7 +31,7 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 		t.Skip("four real CLI runs take 40 s or more: set SUPERVISE_LONG=1 (.ci/run does)")
 	}
 	t.Parallel()
-	r, rep := chaosRealRun(t, cli)
+	r, rep := chaosRealRun(t, cli, "tool")
 	for try := 1; try < 3 && !rep.OK && r.lostSession; try++ {
 		// Claude Code writes its transcript a moment after a turn's first
 		// message: killed within that moment, its session is gone, and
@@ -39,7 +39,7 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 		// supervise parks the session as it should; the CLI's race is not
 		// what this test is about, so it runs once more.
 		t.Logf("%s lost the session killed early (No conversation found): once more", cli.bin)
-		r, rep = chaosRealRun(t, cli)
+		r, rep = chaosRealRun(t, cli, "tool")
 	}
 	if !rep.OK {
 		t.Fatalf("supervise chaos against %s: %v\nstdout:\n%s\nstderr:\n%s\nlog (tail):\n%s", r.cli.bin, r.err, r.out, r.stderr, lastBytes(r.log, 6000))
@@ -89,7 +89,7 @@ type realChaosRun struct {
 	lostSession bool // the CLI said "No conversation found" at a resume
 }
 
-func chaosRealRun(t *testing.T, cli realCLI) (realChaosRun, chaosJSON) {
+func chaosRealRun(t *testing.T, cli realCLI, at string) (realChaosRun, chaosJSON) {
 	t.Helper()
 	r := newRealEnv(t, cli)
 	r.answer(func(q mockapi.Request) mockapi.Reply {
@@ -115,7 +115,7 @@ func chaosRealRun(t *testing.T, cli realCLI) (realChaosRun, chaosJSON) {
 		return mockapi.Reply{Kind: mockapi.Tool, Command: "echo task >> chaos.txt"}
 	})
 	logPath := filepath.Join(r.dir, "chaos.log")
-	cmd := exec.Command(superviseBin, "chaos", "--json", "--at", "tool", "--kills", "3", "--seed", "15",
+	cmd := exec.Command(superviseBin, "chaos", "--json", "--at", at, "--kills", "3", "--seed", "15",
 		"--timeout", "4m", "--log", logPath,
 		"--resume-exec", r.cli.template, "--")
 	cmd.Args = append(append(cmd.Args, r.cli.task...), realPrompt)
