@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,10 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 	t.Logf("chaos against %s:\n%s", r.cli.bin, r.out)
 }
 
+// realChaosTask is the task's shell command: each run makes one file
+// task.* in the project.
+const realChaosTask = "mktemp -p . task.XXXXXX"
+
 // realChaosRun is one `supervise chaos` run against a real CLI.
 type realChaosRun struct {
 	*realEnv
@@ -101,7 +106,7 @@ func chaosRealRun(t *testing.T, cli realCLI, at string) (realChaosRun, chaosJSON
 		case continuation(q):
 			// The resumed turn checks the state with a tool too: a kill
 			// point for the second kill.
-			return mockapi.Reply{Kind: mockapi.Tool, Command: "cat chaos.txt"}
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "ls"}
 		}
 		// The model answers the task once the CLI has written the
 		// conversation down (Claude Code writes it lazily): the kill in
@@ -112,18 +117,31 @@ func chaosRealRun(t *testing.T, cli realCLI, at string) (realChaosRun, chaosJSON
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		return mockapi.Reply{Kind: mockapi.Tool, Command: "echo task >> chaos.txt"}
+		// A side effect every CLI runs headless: a new file each time
+		// (Gemini CLI asks before a command with a redirection, and so
+		// never runs one with -p).
+		return mockapi.Reply{Kind: mockapi.Tool, Command: realChaosTask}
 	})
 	logPath := filepath.Join(r.dir, "chaos.log")
 	cmd := exec.Command(superviseBin, "chaos", "--json", "--at", at, "--kills", "3", "--seed", "15",
 		"--timeout", "4m", "--log", logPath,
 		"--resume-exec", r.cli.template, "--")
 	cmd.Args = append(append(cmd.Args, r.cli.task...), realPrompt)
-	cmd.Env = append(os.Environ(), r.vars...)
+	// chaos runs on a scratch state dir of its own and refuses a real one:
+	// the scenario's SUPERVISE_STATE_DIR is not passed.
+	vars := slices.DeleteFunc(slices.Clone(r.vars), func(kv string) bool { return strings.HasPrefix(kv, "SUPERVISE_STATE_DIR=") })
+	// Its temp dir is the test's: a failing run's scratch dir goes with it
+	// (a short path: supervise's socket paths must fit in 108 bytes).
+	tmp, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	cmd.Env = append(append(os.Environ(), vars...), "TMPDIR="+tmp)
 	cmd.Dir = r.proj
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
