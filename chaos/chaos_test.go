@@ -334,7 +334,7 @@ func TestRandomKillsLong(t *testing.T) {
 		t.Skip("set SUPERVISE_LONG=1 for the longer chaos runs")
 	}
 	py := python(t)
-	for _, at := range []chaos.Point{chaos.Random, chaos.Tool, chaos.TurnBegin} {
+	for _, at := range []chaos.Point{chaos.Random, chaos.Tool, chaos.ToolEnd, chaos.TurnBegin} {
 		rep := run(t, chaos.Config{Argv: []string{py, repo("examples/python/agent.py"), "loop"}, Kills: 9, At: at,
 			Timeout: 2 * time.Minute})
 		wantPass(t, rep, 9)
