@@ -30,6 +30,9 @@ func TestEffectsFollowTheTurn(t *testing.T) {
 		t.Errorf("the observer was not told of the repeated effect with its key: %#v", fx)
 	}
 	r.effect("s1", "Bash:npm publish")
+	if !r.sess("s1").ToolRan {
+		t.Error("an effect does not count as a tool that ran (DESIGN: a lost conversation is started again only when no tool phase or effect came)")
+	}
 	if got := r.sess("s1").Effects; !slices.Equal(got, []string{"write:a.go", "Bash:npm publish"}) {
 		t.Fatalf("effects %q", got)
 	}

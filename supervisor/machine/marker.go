@@ -226,6 +226,7 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 		newAttempt(sess, now) // the phase clock starts at the next phase marker
 	case notify.EventEffect:
 		sess.AddEffect(msg.Effect) // bounded: journal.MaxEffects
+		sess.ToolRan = true        // something changed: a lost conversation is not simply started again
 	case notify.EventClosed:
 		sess.State = journal.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
