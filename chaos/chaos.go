@@ -475,6 +475,7 @@ type killState struct {
 type sessState struct {
 	inTurn      bool
 	turn        string
+	alias       string // the id a resumed turn was renumbered to (Codex)
 	phase, tool string
 	began       time.Time
 	resumed     bool   // the open turn is a resumed one
@@ -756,14 +757,21 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 			h.expectFresh(m, s)
 			h.expectBegin(m, known)
 			s.inTurn, s.turn, s.phase, s.tool, s.began, s.resumed = true, m.Turn, "", "", now, false
-			s.effects, s.redone = nil, nil
+			s.effects, s.redone, s.alias = nil, nil, ""
 			s.gen++
 		case "resumed":
 			h.seenTurns++
 			h.allTurns++
+			owed := h.open != nil && h.open.session == m.Session && h.open.stage == stageResume
 			h.expectResumed(m)
 			s.inTurn, s.phase, s.tool, s.began, s.resumed = true, "", "", now, true
-			if m.Turn != "" {
+			switch {
+			case m.Turn == "" || m.Turn == s.turn:
+			case owed && s.turn != "":
+				// Numbered afresh (Codex): supervise maps it onto the
+				// interrupted turn, which goes on.
+				s.alias = m.Turn
+			default:
 				s.turn = m.Turn
 			}
 			s.gen++
@@ -772,9 +780,12 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 				s.turn = m.Turn
 			}
 			h.expectEnd(m)
-			if t := cmp.Or(m.Turn, s.turn); t != "" {
-				s.closeTurn(t, "ended "+m.Outcome, m.Run)
+			for _, t := range []string{cmp.Or(m.Turn, s.turn), s.turn, s.alias} {
+				if t != "" {
+					s.closeTurn(t, "ended "+m.Outcome, m.Run)
+				}
 			}
+			s.alias = ""
 			if m.Outcome == "completed" {
 				h.rep.TurnsCompleted++
 				s.crashes = 0
@@ -1193,11 +1204,11 @@ func (h *harness) expectResumed(m supervisor.Marker) {
 	if o == nil || o.session != m.Session || o.stage != stageResume {
 		return
 	}
+	// A resumed marker may carry a turn id of the agent's own (Codex
+	// numbers the continuation afresh): supervise takes it as the
+	// interrupted turn, and so does chaos.
 	h.rep.Kills[o.idx].Resumed = true
 	o.stage, o.turnRun = stageTurn, m.Run
-	if m.Turn != "" && o.turn != "" && m.Turn != o.turn {
-		h.fail(CheckResumed, o, "run %d reported resumed for turn %q of session %s, but turn %q was interrupted", m.Run, m.Turn, m.Session, o.turn)
-	}
 }
 
 func (h *harness) expectEnd(m supervisor.Marker) {

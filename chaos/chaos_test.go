@@ -302,6 +302,16 @@ func TestReusedTurnIDsFailTurnFresh(t *testing.T) {
 	}
 }
 
+// An agent that numbers the continuation of a resumed turn afresh (Codex
+// does) passes: supervise maps the new id onto the interrupted turn, and so
+// does chaos; the renumbered turn's end closes both ids.
+func TestRenumberedResumedTurnPasses(t *testing.T) {
+	py := python(t)
+	out := filepath.Join(t.TempDir(), "effects.out")
+	rep := run(t, chaos.Config{Argv: []string{py, repo("chaos/testdata/effect_agent.py"), "renumber", out}, Kills: 3, Seed: 7})
+	wantPass(t, rep, 3)
+}
+
 // A state dir that holds anything (a real one holds a journal) is refused
 // before anything starts, and so are --state-dir and --name among the run
 // flags: chaos never writes into a real state dir.

@@ -10,6 +10,8 @@ Usage: effect_agent.py MODE OUT
               file entry lists as done ("effects")
   reuse-ids   resumes correctly, but its turn ids restart at t1 in every
               process
+  renumber    idempotent, and it numbers the continuation of a resumed turn
+              afresh (as Codex does): resumed and turn-end name a new id
 
 It is built on the shipped example client, examples/python/agent.py.
 """
@@ -38,18 +40,20 @@ def tool(session, turn, out):
 
 
 def main(mode, out):
-    if mode not in ("redo", "idempotent", "reuse-ids"):
+    if mode not in ("redo", "idempotent", "reuse-ids", "renumber"):
         sys.stderr.write(__doc__)
         return 2
     for item in agent.resumes():
         sess, turn = item["session"], item.get("turn") or ""
+        if mode == "renumber":
+            turn = "c%d" % agent._next_turn(out)  # the continuation's own id
         agent.resumed(sess, turn or None)
         agent.barrier()
-        key = "append:%s/%s" % (sess, turn)
+        key = "append:%s/%s" % (sess, item.get("turn") or "")
         if mode != "redo" and key in (item.get("effects") or []):
             print("resumed %s %s: %s is already done, not repeating it" % (sess, turn, key), flush=True)
         else:
-            tool(sess, turn, out)
+            tool(sess, item.get("turn") or "", out)
         agent.turn_end(sess, turn or None, "completed")
         agent.barrier()
     session, n = "s1", 0
