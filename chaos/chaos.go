@@ -15,7 +15,17 @@
 //   - one-tree: no process of an earlier run was alive when a run started;
 //   - turn-once: the interrupted turn was not started a second time (a
 //     fresh turn-begin with the same turn id instead of `resumed`);
+//   - effect-once: no side effect the turn declared done (an `effect`
+//     marker) was declared again by a later run of the same turn: a
+//     resumed turn must skip what its resume file lists as done;
+//   - turn-fresh: no turn-begin reused the id of a turn of that session
+//     that had ended or was parked (turn ids must stay fresh across
+//     restarts);
 //   - agent-died: the agent did not die dirty on its own.
+//
+// It never writes into a real state dir: supervise runs on a scratch one
+// of chaos's own (Config.StateDir, if given, must not exist or be empty),
+// and --state-dir or --name among the run flags is refused.
 //
 // # How it observes the agent
 //
@@ -26,8 +36,10 @@
 // its decisions on it, and its loop waits for the harness's answer before
 // it acknowledges the batch's barriers or launches the next run. So a kill
 // "at turn-begin" lands right after the marker is journaled and before the
-// agent's barrier returns, and a kill "at tool" lands inside the tool phase
-// of an agent that barriers before its side effects, every time, without
+// agent's barrier returns, a kill "at tool" lands inside the tool phase
+// of an agent that barriers before its side effects, and a kill "at
+// tool-end" lands right after a declared effect (or the phase leaving the
+// tool) is journaled, before the agent goes on, every time, without
 // polling `supervise status` and racing the agent. Only `random` kills from
 // a timer, at a seeded offset within the duration of the first completed
 // turn; a random kill that lands after the turn ended is a miss, retried at
@@ -42,6 +54,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -75,6 +88,11 @@ const (
 	// Tool kills right after a `phase tool` marker is journaled: inside
 	// the tool, before its side effect when the agent barriers first.
 	Tool Point = "tool"
+	// ToolEnd kills right after a tool finished: an `effect` marker, or a
+	// `phase` marker that leaves the tool phase, is journaled, before the
+	// turn ends. Where a redone side effect bites: the effect is done, the
+	// turn is not.
+	ToolEnd Point = "tool-end"
 	// Random kills at a seeded offset within the turn.
 	Random Point = "random"
 )
@@ -82,10 +100,10 @@ const (
 // ParsePoint parses a kill point name.
 func ParsePoint(s string) (Point, error) {
 	switch p := Point(s); p {
-	case TurnBegin, Tool, Random:
+	case TurnBegin, Tool, ToolEnd, Random:
 		return p, nil
 	}
-	return "", fmt.Errorf("unknown kill point %q: want turn-begin, tool or random", s)
+	return "", fmt.Errorf("unknown kill point %q: want turn-begin, tool, tool-end or random", s)
 }
 
 // Check names, as they prefix each failure.
@@ -97,6 +115,8 @@ const (
 	CheckSurvivors = "survivors"
 	CheckOneTree   = "one-tree"
 	CheckTurnOnce  = "turn-once"
+	CheckEffect    = "effect-once"
+	CheckFresh     = "turn-fresh"
 	CheckAgentDied = "agent-died"
 	CheckNoTurns   = "no-turns"
 	CheckKillPoint = "kill-point"
@@ -112,13 +132,17 @@ type Config struct {
 	Argv []string
 	// Supervise is the supervise binary; "" finds one (see Binary).
 	Supervise string
-	// StateDir is supervise's state dir; "" makes a scratch one, removed
-	// after a passing run (Report.StateDir names it after a failing one).
+	// StateDir is supervise's state dir, a scratch one: it must not exist
+	// or be empty (a dir that holds anything, such as a real journal, is
+	// refused with ErrUsage: chaos never writes into one). "" makes one in
+	// the temp dir, removed after a passing run (Report.StateDir names it
+	// after a failing one).
 	StateDir string
 	// RunFlags are extra `supervise run` flags, e.g.
 	// "--resume-exec=claude -p -r {session} {message}", checked before
 	// anything starts as supervise run checks them (SUPERVISE_<FLAG> in
-	// Env fills those not given).
+	// Env fills those not given). --state-dir and --name are refused:
+	// chaos picks the state dir.
 	RunFlags []string
 	// Kills is how many kills to make (default 3: a resume that completes,
 	// then a resume killed again, which must park).
@@ -240,6 +264,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := scratchOnly(cfg.StateDir); err != nil {
+		return nil, err
+	}
+	// The state dir is chaos's own: supervise gets it as --state-dir,
+	// which wins over these, but nothing of a real one is passed on.
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, runflags.EnvName("state-dir")+"=") || strings.HasPrefix(kv, runflags.EnvName("name")+"=")
+	})
 	bin := cfg.Supervise
 	var cleanBin func()
 	if bin == "" {
@@ -302,6 +334,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// scratchOnly refuses a state dir that exists and holds anything: it may
+// be a real one, with a journal chaos must never write into.
+func scratchOnly(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: state dir %s: %v", ErrUsage, dir, err)
+	case len(ents) > 0:
+		return fmt.Errorf("%w: state dir %s is not empty: chaos runs on a scratch state dir of its own and never writes into one that may hold a journal; leave StateDir empty", ErrUsage, dir)
+	}
+	return nil
+}
+
 // runArgs are the flags of the `supervise run` that Run starts, before its
 // "--" and the agent's argv. --rerun-task: each invocation after a park is
 // a fresh run of the task on purpose (a new session to kill), not a rerun
@@ -330,6 +380,23 @@ func resumeLimit(cfg Config, env []string) (int, error) {
 	}
 	if fs.NArg() > 0 {
 		return 0, fmt.Errorf("%w: run flags: %q is not a flag", ErrUsage, fs.Arg(0))
+	}
+	// The state dir is chaos's: a --state-dir or --name of the caller's
+	// would point supervise at a real journal.
+	own := flag.NewFlagSet("run flags", flag.ContinueOnError)
+	own.SetOutput(io.Discard)
+	var g runflags.Flags
+	g.Register(own)
+	if own.Parse(cfg.RunFlags) == nil {
+		var refused []string
+		own.Visit(func(f *flag.Flag) {
+			if f.Name == "state-dir" || f.Name == "name" {
+				refused = append(refused, "--"+f.Name)
+			}
+		})
+		if len(refused) > 0 {
+			return 0, fmt.Errorf("%w: run flags: %s refused: chaos runs on a scratch state dir of its own and never writes into a real one", ErrUsage, strings.Join(refused, " and "))
+		}
 	}
 	set, err := runflags.Overlay(fs, lookupIn(env))
 	if err != nil {
@@ -408,6 +475,7 @@ type killState struct {
 type sessState struct {
 	inTurn      bool
 	turn        string
+	alias       string // the id a resumed turn was renumbered to (Codex)
 	phase, tool string
 	began       time.Time
 	resumed     bool   // the open turn is a resumed one
@@ -416,6 +484,26 @@ type sessState struct {
 	// since its last completed turn (DESIGN.md, decision table).
 	crashes int
 	gen     uint64 // bumped at every turn start, for random timers
+	// leftTool is set while the marker being read moved the phase out of
+	// tool (toolEnded names that tool): a tool-end kill point.
+	leftTool  bool
+	toolEnded string
+	// effects are the keys the open turn declared done, with the run that
+	// first declared each; reset at turn-begin, kept across a resume.
+	effects map[string]uint64
+	redone  map[string]bool // keys already failed effect-once in this turn
+	// closed are the turn ids of the session that ended or were parked,
+	// with how and in which run: a turn-begin must not reuse them.
+	closed map[string]closedTurn
+	// lastKill is the last kill in this session, which failures of a
+	// later run name.
+	lastKill *killState
+}
+
+// closedTurn is how a turn of a session was closed.
+type closedTurn struct {
+	how string // "ended completed", "ended failed", "was parked", ...
+	run uint64
 }
 
 type runState struct {
@@ -448,6 +536,7 @@ type harness struct {
 	stopping  bool
 	stop      func()
 	seenTurns int // turn starts in the current supervise invocation
+	allTurns  int // turn starts in every invocation
 }
 
 // run invokes supervise until the plan is done, a check makes going on
@@ -649,18 +738,40 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 	now := time.Now()
 	var cand *candidate
 	for _, m := range ev.Markers {
+		_, known := h.sessions[m.Session]
 		s := h.sess(m.Session)
+		s.leftTool, s.toolEnded = false, ""
+		if m.Ignored {
+			// supervise did not take it (out of sequence): the agent sent
+			// it all the same.
+			if m.Event == "turn-begin" {
+				h.allTurns++
+				h.expectFresh(m, s)
+			}
+			continue
+		}
 		switch m.Event {
 		case "turn-begin":
 			h.seenTurns++
-			h.expectBegin(m)
+			h.allTurns++
+			h.expectFresh(m, s)
+			h.expectBegin(m, known)
 			s.inTurn, s.turn, s.phase, s.tool, s.began, s.resumed = true, m.Turn, "", "", now, false
+			s.effects, s.redone, s.alias = nil, nil, ""
 			s.gen++
 		case "resumed":
 			h.seenTurns++
+			h.allTurns++
+			owed := h.open != nil && h.open.session == m.Session && h.open.stage == stageResume
 			h.expectResumed(m)
 			s.inTurn, s.phase, s.tool, s.began, s.resumed = true, "", "", now, true
-			if m.Turn != "" {
+			switch {
+			case m.Turn == "" || m.Turn == s.turn:
+			case owed && s.turn != "":
+				// Numbered afresh (Codex): supervise maps it onto the
+				// interrupted turn, which goes on.
+				s.alias = m.Turn
+			default:
 				s.turn = m.Turn
 			}
 			s.gen++
@@ -669,6 +780,12 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 				s.turn = m.Turn
 			}
 			h.expectEnd(m)
+			for _, t := range []string{cmp.Or(m.Turn, s.turn), s.turn, s.alias} {
+				if t != "" {
+					s.closeTurn(t, "ended "+m.Outcome, m.Run)
+				}
+			}
+			s.alias = ""
 			if m.Outcome == "completed" {
 				h.rep.TurnsCompleted++
 				s.crashes = 0
@@ -679,14 +796,19 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 			}
 			s.inTurn, s.phase, s.tool, s.lastEnd = false, "", "", m.Outcome
 		case "phase":
+			if s.phase == "tool" && m.Phase != "tool" {
+				s.leftTool, s.toolEnded = true, s.tool
+			}
 			s.phase, s.tool = m.Phase, m.Tool
+		case "effect":
+			h.expectEffectOnce(m, s)
 		case "waiting":
 			s.phase = "waiting"
 		case "closed":
 			s.inTurn = false
 		}
-		if c := h.trigger(m, s); c != nil {
-			cand = c
+		if c := h.trigger(m, s); c != nil && (cand == nil || h.cfg.At != ToolEnd) {
+			cand = c // at tool-end, the first end of a tool in the batch
 		}
 	}
 	if cand != nil {
@@ -709,8 +831,11 @@ func (h *harness) idleTurn() {
 	h.idle++
 	if h.idle >= 10 {
 		what := "turn-begin marker"
-		if h.cfg.At == Tool {
+		switch h.cfg.At {
+		case Tool:
 			what = "`phase tool` marker inside a turn"
+		case ToolEnd:
+			what = "tool end inside a turn (an `effect` marker, or a `phase` marker leaving the tool phase, before turn-end)"
 		}
 		h.fail(CheckKillPoint, nil, "the agent completed %d turns without a %s to kill at", h.idle, what)
 		h.finishRun()
@@ -756,6 +881,15 @@ func (h *harness) trigger(m supervisor.Marker, s *sessState) *candidate {
 			return nil
 		}
 		c.at = "tool " + m.Tool
+	case ToolEnd:
+		switch {
+		case m.Event == "effect":
+			c.at = "tool-end, effect " + m.Effect
+		case m.Event == "phase" && s.leftTool:
+			c.at = strings.TrimSpace("tool-end " + s.toolEnded)
+		default:
+			return nil
+		}
 	case Random:
 		if !begin || h.turnDur == 0 {
 			return nil
@@ -806,6 +940,7 @@ func (h *harness) kill(c *candidate) {
 	h.inflight = k
 	h.open = k
 	h.idle = 0
+	h.sess(c.session).lastKill = k
 	fmt.Fprintf(h.out, "chaos: kill %d: SIGKILL to run %d (pid %d) at %s, session %s turn %q\n",
 		k.idx+1, c.run.n, c.run.t.pid, c.at, c.session, c.turn)
 }
@@ -824,6 +959,7 @@ func (h *harness) onDeath(ev supervisor.Event) {
 	}
 	k := h.inflight
 	if k == nil || k.run != ev.Run {
+		h.closeParked(ev)
 		if h.stopping || h.done {
 			return
 		}
@@ -841,6 +977,7 @@ func (h *harness) onDeath(ev supervisor.Event) {
 		return
 	}
 	h.inflight = nil
+	h.closeParked(ev)
 	row := &h.rep.Kills[k.idx]
 	h.survivors(k, row)
 	var dec *supervisor.SessionStatus
@@ -969,8 +1106,80 @@ func escapees(snap []proc, leader int) []proc {
 	return out
 }
 
-func (h *harness) expectBegin(m supervisor.Marker) {
+// closeParked records the turns a death's decisions parked: closed, so a
+// turn-begin must not reuse their ids.
+func (h *harness) closeParked(ev supervisor.Event) {
+	for _, d := range ev.Decisions {
+		if d.State == "parked" && d.Turn != "" {
+			h.sess(d.ID).closeTurn(d.Turn, "was parked", ev.Run)
+		}
+	}
+}
+
+func (s *sessState) closeTurn(turn, how string, run uint64) {
+	if s.closed == nil {
+		s.closed = map[string]closedTurn{}
+	}
+	s.closed[turn] = closedTurn{how: how, run: run}
+}
+
+// expectFresh checks that turn-begin m does not reuse the id of a turn of
+// its session that ended or was parked (turn-fresh): a reused id makes the
+// journal take the new turn for the old one (supervise ignores a
+// turn-begin for the turn that just ended, and with it the turn's
+// markers), and a resume file entry name the wrong turn.
+func (h *harness) expectFresh(m supervisor.Marker, s *sessState) {
+	c, ok := s.closed[m.Turn]
+	if m.Turn == "" || !ok {
+		return
+	}
+	ignored := ""
+	if m.Ignored {
+		ignored = " (supervise ignored that turn-begin as out of sequence, and with it the new turn)"
+	}
+	h.fail(CheckFresh, s.lastKill, "run %d began turn %q of session %s, but the session's turn %q already %s in run %d%s: "+
+		"turn ids must stay fresh across restarts; persist a counter before each turn-begin, or use unique ids (a UUID)",
+		m.Run, m.Turn, m.Session, m.Turn, c.how, c.run, ignored)
+	delete(s.closed, m.Turn) // once per reuse
+}
+
+// expectEffectOnce checks that effect m was not declared done by an
+// earlier run of the same turn (effect-once): the later run did the side
+// effect again after a resume.
+func (h *harness) expectEffectOnce(m supervisor.Marker, s *sessState) {
+	if m.Effect == "" {
+		return
+	}
+	first, ok := s.effects[m.Effect]
+	switch {
+	case !ok:
+		if s.effects == nil {
+			s.effects = map[string]uint64{}
+		}
+		s.effects[m.Effect] = m.Run
+	case first != m.Run && !s.redone[m.Effect]:
+		if s.redone == nil {
+			s.redone = map[string]bool{}
+		}
+		s.redone[m.Effect] = true
+		h.fail(CheckEffect, s.lastKill, "run %d declared effect %q of turn %q in session %s done again, after run %d had declared it done "+
+			"before the kill: the side effect ran twice. Skip what the resume file's \"effects\" lists for the turn "+
+			"(and what the continuation names as already done), or make the effect idempotent (check the world first)",
+			m.Run, m.Effect, s.turn, m.Session, first)
+	}
+}
+
+func (h *harness) expectBegin(m supervisor.Marker, known bool) {
 	o := h.open
+	if o != nil && o.stage == stageResume && o.deliveredTo == m.Run && o.session != m.Session && !known {
+		// The run handed the resume opened a new session instead: it
+		// ignored its resume file, and will never take the resume.
+		h.fail(CheckResumed, o, "run %d was handed the resume of session %s but began turn %q in a new session %s instead: "+
+			"it ignored its resume file; read $SUPERVISE_RESUME_FILE at start and report resumed for each entry, in its session, before new work",
+			m.Run, o.session, m.Turn, m.Session)
+		h.resolve(o)
+		return
+	}
 	if o == nil || o.session != m.Session || o.stage == stageDeath {
 		return
 	}
@@ -995,11 +1204,11 @@ func (h *harness) expectResumed(m supervisor.Marker) {
 	if o == nil || o.session != m.Session || o.stage != stageResume {
 		return
 	}
+	// A resumed marker may carry a turn id of the agent's own (Codex
+	// numbers the continuation afresh): supervise takes it as the
+	// interrupted turn, and so does chaos.
 	h.rep.Kills[o.idx].Resumed = true
 	o.stage, o.turnRun = stageTurn, m.Run
-	if m.Turn != "" && o.turn != "" && m.Turn != o.turn {
-		h.fail(CheckResumed, o, "run %d reported resumed for turn %q of session %s, but turn %q was interrupted", m.Run, m.Turn, m.Session, o.turn)
-	}
 }
 
 func (h *harness) expectEnd(m supervisor.Marker) {
@@ -1082,8 +1291,14 @@ func (h *harness) timedOut() {
 			what += fmt.Sprintf("; the resumed turn %q of session %s never completed after kill %d", o.turn, o.session, o.idx+1)
 		}
 	}
-	if h.cfg.At == Random && h.turnDur == 0 {
+	switch {
+	case h.allTurns == 0:
+		what += "; the agent never reported a turn (no turn-begin or resumed arrived): is it wired to NOTIFY_SOCKET " +
+			"(hooks installed and trusted), and does it run turns on its own?"
+	case h.cfg.At == Random && h.turnDur == 0:
 		what += "; no turn completed to measure (random kills wait for one)"
+	case h.open == nil && h.inflight == nil && len(h.rep.Kills) < h.cfg.Kills:
+		what += fmt.Sprintf("; %d turn(s) began, but the next kill point (--at %s) never came", h.allTurns, h.cfg.At)
 	}
 	h.fail(CheckTimeout, h.open, "timed out after %s: %s", h.cfg.Timeout, what)
 }

@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -213,6 +214,9 @@ func TestBrokenAgentsFailTheRightCheck(t *testing.T) {
 		{"no-resumed", chaos.CheckResumed},
 		{"twice", chaos.CheckTurnOnce},
 		{"setsid", chaos.CheckSurvivors},
+		// Judged when the run handed the resume opens a new session, not
+		// at the timeout.
+		{"new-session", chaos.CheckResumed},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -231,6 +235,108 @@ func TestSilentAgentFails(t *testing.T) {
 	wantOnly(t, rep, chaos.CheckNoTurns)
 }
 
+// One that runs on without reporting a turn fails at the timeout, and says
+// why no kill was made.
+func TestSilentLongAgentSaysWhy(t *testing.T) {
+	rep := run(t, chaos.Config{Argv: []string{"sleep", "600"}, Kills: 1, Timeout: time.Second})
+	wantOnly(t, rep, chaos.CheckTimeout)
+	if f := strings.Join(rep.Failures, "; "); !strings.Contains(f, "0 of 1 kills made; the agent never reported a turn") ||
+		!strings.Contains(f, "NOTIFY_SOCKET") {
+		t.Errorf("no hint why: %s", f)
+	}
+}
+
+// An agent that declares its side effect done and does it again after a
+// resume fails effect-once, killed right after the effect (--at
+// tool-end); the same agent skipping what its resume file lists as done
+// passes. The failure names the kill, the session, the turn, the key and
+// the fix.
+func TestRedoneEffectFailsEffectOnce(t *testing.T) {
+	py := python(t)
+	agent := repo("chaos/testdata/effect_agent.py")
+	t.Run("redo", func(t *testing.T) {
+		t.Parallel()
+		out := filepath.Join(t.TempDir(), "effects.out")
+		rep := run(t, chaos.Config{Argv: []string{py, agent, "redo", out}, Kills: 3, At: chaos.ToolEnd, Seed: 7})
+		wantOnly(t, rep, chaos.CheckEffect)
+		f := rep.Failures[0]
+		for _, want := range []string{"effect-once: kill 1 (session s1, turn \"t1\")", `"append:s1/t1"`, "ran twice", `"effects"`} {
+			if !strings.Contains(f, want) {
+				t.Errorf("failure lacks %q: %s", want, f)
+			}
+		}
+		if k := rep.Kills[0]; !strings.HasPrefix(k.At, "tool-end, effect append:s1/") {
+			t.Errorf("kill 1 at %q, want right after the effect", k.At)
+		}
+	})
+	t.Run("idempotent", func(t *testing.T) {
+		t.Parallel()
+		out := filepath.Join(t.TempDir(), "effects.out")
+		rep := run(t, chaos.Config{Argv: []string{py, agent, "idempotent", out}, Kills: 3, At: chaos.ToolEnd, Seed: 7})
+		wantPass(t, rep, 3)
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			key := strings.Fields(line)[0]
+			if seen[key] {
+				t.Errorf("side effect %s done twice:\n%s", key, b)
+			}
+			seen[key] = true
+		}
+	})
+}
+
+// Turn ids that restart at t1 in every process fail turn-fresh: the new
+// run begins the id of a turn that already ended.
+func TestReusedTurnIDsFailTurnFresh(t *testing.T) {
+	py := python(t)
+	out := filepath.Join(t.TempDir(), "effects.out")
+	rep := run(t, chaos.Config{Argv: []string{py, repo("chaos/testdata/effect_agent.py"), "reuse-ids", out}, Kills: 3, Seed: 7})
+	wantOnly(t, rep, chaos.CheckFresh)
+	if f := rep.Failures[0]; !strings.Contains(f, `began turn "t1" of session s1, but the session's turn "t1" already ended completed`) ||
+		!strings.Contains(f, "kill 1 (session s1") || !strings.Contains(f, "persist a counter") {
+		t.Errorf("failure: %s", f)
+	}
+}
+
+// An agent that numbers the continuation of a resumed turn afresh (Codex
+// does) passes: supervise maps the new id onto the interrupted turn, and so
+// does chaos; the renumbered turn's end closes both ids.
+func TestRenumberedResumedTurnPasses(t *testing.T) {
+	py := python(t)
+	out := filepath.Join(t.TempDir(), "effects.out")
+	rep := run(t, chaos.Config{Argv: []string{py, repo("chaos/testdata/effect_agent.py"), "renumber", out}, Kills: 3, Seed: 7})
+	wantPass(t, rep, 3)
+}
+
+// A state dir that holds anything (a real one holds a journal) is refused
+// before anything starts, and so are --state-dir and --name among the run
+// flags: chaos never writes into a real state dir.
+func TestRealStateDirRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "journal.db"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []chaos.Config{
+		{Argv: []string{"true"}, StateDir: dir},
+		{Argv: []string{"true"}, RunFlags: []string{"--state-dir", dir}},
+		{Argv: []string{"true"}, RunFlags: []string{"--name=prod"}},
+	} {
+		if _, err := chaos.Run(context.Background(), cfg); !errors.Is(err, chaos.ErrUsage) {
+			t.Errorf("%+v: %v, want a usage error", cfg, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "journal.db")); err != nil || string(b) != "x" {
+		t.Errorf("the state dir changed: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the state dir holds %d entries now", len(ents))
+	}
+}
+
 // Random kills land at seeded offsets within the turn (longer: several
 // turns of warm-up and misses).
 func TestRandomKillsLong(t *testing.T) {
@@ -238,7 +344,7 @@ func TestRandomKillsLong(t *testing.T) {
 		t.Skip("set SUPERVISE_LONG=1 for the longer chaos runs")
 	}
 	py := python(t)
-	for _, at := range []chaos.Point{chaos.Random, chaos.Tool, chaos.TurnBegin} {
+	for _, at := range []chaos.Point{chaos.Random, chaos.Tool, chaos.ToolEnd, chaos.TurnBegin} {
 		rep := run(t, chaos.Config{Argv: []string{py, repo("examples/python/agent.py"), "loop"}, Kills: 9, At: at,
 			Timeout: 2 * time.Minute})
 		wantPass(t, rep, 9)

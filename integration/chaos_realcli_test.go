@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 		t.Skip("four real CLI runs take 40 s or more: set SUPERVISE_LONG=1 (.ci/run does)")
 	}
 	t.Parallel()
-	r, rep := chaosRealRun(t, cli)
+	r, rep := chaosRealRun(t, cli, "tool")
 	for try := 1; try < 3 && !rep.OK && r.lostSession; try++ {
 		// Claude Code writes its transcript a moment after a turn's first
 		// message: killed within that moment, its session is gone, and
@@ -39,7 +40,7 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 		// supervise parks the session as it should; the CLI's race is not
 		// what this test is about, so it runs once more.
 		t.Logf("%s lost the session killed early (No conversation found): once more", cli.bin)
-		r, rep = chaosRealRun(t, cli)
+		r, rep = chaosRealRun(t, cli, "tool")
 	}
 	if !rep.OK {
 		t.Fatalf("supervise chaos against %s: %v\nstdout:\n%s\nstderr:\n%s\nlog (tail):\n%s", r.cli.bin, r.err, r.out, r.stderr, lastBytes(r.log, 6000))
@@ -80,6 +81,10 @@ func chaosRealCLI(t *testing.T, cli realCLI) {
 	t.Logf("chaos against %s:\n%s", r.cli.bin, r.out)
 }
 
+// realChaosTask is the task's shell command: each run makes one file
+// task.* in the project.
+const realChaosTask = "mktemp -p . task.XXXXXX"
+
 // realChaosRun is one `supervise chaos` run against a real CLI.
 type realChaosRun struct {
 	*realEnv
@@ -89,7 +94,7 @@ type realChaosRun struct {
 	lostSession bool // the CLI said "No conversation found" at a resume
 }
 
-func chaosRealRun(t *testing.T, cli realCLI) (realChaosRun, chaosJSON) {
+func chaosRealRun(t *testing.T, cli realCLI, at string) (realChaosRun, chaosJSON) {
 	t.Helper()
 	r := newRealEnv(t, cli)
 	r.answer(func(q mockapi.Request) mockapi.Reply {
@@ -101,7 +106,7 @@ func chaosRealRun(t *testing.T, cli realCLI) (realChaosRun, chaosJSON) {
 		case continuation(q):
 			// The resumed turn checks the state with a tool too: a kill
 			// point for the second kill.
-			return mockapi.Reply{Kind: mockapi.Tool, Command: "cat chaos.txt"}
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "ls"}
 		}
 		// The model answers the task once the CLI has written the
 		// conversation down (Claude Code writes it lazily): the kill in
@@ -112,18 +117,31 @@ func chaosRealRun(t *testing.T, cli realCLI) (realChaosRun, chaosJSON) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		return mockapi.Reply{Kind: mockapi.Tool, Command: "echo task >> chaos.txt"}
+		// A side effect every CLI runs headless: a new file each time
+		// (Gemini CLI asks before a command with a redirection, and so
+		// never runs one with -p).
+		return mockapi.Reply{Kind: mockapi.Tool, Command: realChaosTask}
 	})
 	logPath := filepath.Join(r.dir, "chaos.log")
-	cmd := exec.Command(superviseBin, "chaos", "--json", "--at", "tool", "--kills", "3", "--seed", "15",
+	cmd := exec.Command(superviseBin, "chaos", "--json", "--at", at, "--kills", "3", "--seed", "15",
 		"--timeout", "4m", "--log", logPath,
 		"--resume-exec", r.cli.template, "--")
 	cmd.Args = append(append(cmd.Args, r.cli.task...), realPrompt)
-	cmd.Env = append(os.Environ(), r.vars...)
+	// chaos runs on a scratch state dir of its own and refuses a real one:
+	// the scenario's SUPERVISE_STATE_DIR is not passed.
+	vars := slices.DeleteFunc(slices.Clone(r.vars), func(kv string) bool { return strings.HasPrefix(kv, "SUPERVISE_STATE_DIR=") })
+	// Its temp dir is the test's: a failing run's scratch dir goes with it
+	// (a short path: supervise's socket paths must fit in 108 bytes).
+	tmp, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	cmd.Env = append(append(os.Environ(), vars...), "TMPDIR="+tmp)
 	cmd.Dir = r.proj
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)

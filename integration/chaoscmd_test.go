@@ -12,15 +12,29 @@ import (
 )
 
 // chaosCmd runs `supervise chaos ARGS` in a private dir and returns its
-// stdout, stderr and exit code.
+// stdout, stderr and exit code. Its temp dir is the test's too: the scratch
+// dir a failing run keeps (and names) goes with the test.
 func chaosCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return chaosCmdEnv(t, nil, args...)
+}
+
+// chaosCmdEnv is chaosCmd with more environment.
+func chaosCmdEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	// A short one: the scratch state dir holds supervise's sockets, whose
+	// paths must fit in 108 bytes.
+	tmp, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	cmd := exec.Command(superviseBin, append([]string{"chaos"}, args...)...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "SUPERVISE_BACKOFF_INITIAL=20ms")
+	cmd.Env = append(append(os.Environ(), "SUPERVISE_BACKOFF_INITIAL=20ms", "TMPDIR="+tmp), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	code := 0
 	if errors.As(err, &ee) {
@@ -105,11 +119,16 @@ func TestChaosCommandUsage(t *testing.T) {
 		{"--at", "middle", "--", "true"},
 		{"--kills", "0", "--", "true"},
 		{"--resume", "off", "--", "true"},
-		{"--", "no-such-agent-anywhere"},
+		{"--state-dir", t.TempDir(), "--", "true"},
+		{"--name", "prod", "--", "true"},
 	} {
 		if _, errs, code := chaosCmd(t, args...); code != 2 {
 			t.Errorf("supervise chaos %q: exit %d, want 2 (%s)", args, code, errs)
 		}
+	}
+	// An agent that cannot start is not a usage error: 1, as the docs say.
+	if _, errs, code := chaosCmd(t, "--", "no-such-agent-anywhere"); code != 1 || !strings.Contains(errs, "cannot run the agent") {
+		t.Errorf("supervise chaos -- no-such-agent-anywhere: exit %d, want 1 (%s)", code, errs)
 	}
 	out, _, code := chaosCmd(t, "--help")
 	if code != 0 || !strings.Contains(out, "Exit codes") || !strings.Contains(out, "-kills") {

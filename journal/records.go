@@ -109,6 +109,11 @@ type Session struct {
 	// model API again (from the API's own headers, through the proxy);
 	// zero otherwise.
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Effects are the keys of the side effects the current turn declared
+	// done (X_SUPERVISE_EFFECT), in order, each once, at most MaxEffects;
+	// cleared at the next turn-begin. A resume carries them, so the
+	// resuming agent can skip them.
+	Effects []string `json:"effects,omitempty"`
 	// Task identifies the task-mode command that opened the session (a
 	// hash of its working directory and argv), "" outside task mode: the
 	// same command run again must not open a new session while this one
@@ -149,6 +154,26 @@ type Session struct {
 	// the session; nil for any other park. A later launch whose agent has
 	// a different fingerprint lifts the park once.
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
+}
+
+// MaxEffects bounds Session.Effects: the keys declared after it are not
+// kept (each key is at most notify.MaxEffectLen bytes, so one session
+// record holds at most 16 KiB of them).
+const MaxEffects = 64
+
+// AddEffect records that key was declared done in the session's turn:
+// appended once, in order, while fewer than MaxEffects are kept. It
+// reports whether key was new.
+func (s *Session) AddEffect(key string) bool {
+	for _, k := range s.Effects {
+		if k == key {
+			return false
+		}
+	}
+	if len(s.Effects) < MaxEffects {
+		s.Effects = append(s.Effects, key)
+	}
+	return true
 }
 
 // ParkedByBreaker marks a session parked at the consecutive-crash breaker.

@@ -3,6 +3,8 @@ package notify
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -249,6 +251,37 @@ func OneLine(s string, n int) string {
 // from the resume file.
 func (c *Client) Resumed(ctx context.Context, session, turn string) error {
 	return c.marker(ctx, EventResumed, session, "X_SUPERVISE_TURN", turn)
+}
+
+// Effect declares that a side effect of session's open turn completed;
+// key names it, such as "write:src/a.go" or a tool and a hash of its
+// arguments. supervise journals it with the turn and names it in the
+// resume file ("effects") and the continuation, so that an agent resuming
+// the turn can skip it. key is passed through EffectKey first. Send it
+// right after the effect and wait for a Barrier before going on, so a
+// crash after the barrier cannot lose it.
+func (c *Client) Effect(ctx context.Context, session, key string) error {
+	k := EffectKey(key)
+	if k == "" {
+		return fmt.Errorf("notify: effect: empty key: %w", ErrProtocol)
+	}
+	return c.marker(ctx, EventEffect, session, "X_SUPERVISE_EFFECT", k)
+}
+
+// EffectKey makes key a valid X_SUPERVISE_EFFECT value, deterministically:
+// flattened to one line (control characters become spaces, the ends are
+// trimmed) and, when longer than MaxEffectLen bytes, cut at a rune boundary
+// and ended with "#" and the first 16 hex digits of the SHA-256 of the
+// whole flattened key, so two long keys that differ only at their ends
+// stay apart. "" for a key that is empty once flattened.
+func EffectKey(key string) string {
+	k := strings.TrimSpace(flatten(key, 3*len(key)))
+	if len(k) <= MaxEffectLen {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	tail := "#" + hex.EncodeToString(sum[:8])
+	return string(cut([]byte(k), MaxEffectLen-len(tail))) + tail
 }
 
 // Closed reports that session is finished and must never be resumed.

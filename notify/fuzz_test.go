@@ -53,6 +53,7 @@ func FuzzParse(f *testing.F) {
 			{"Turn", m.Turn, MaxIDLen},
 			{"Tool", m.Tool, MaxIDLen},
 			{"Prompt", m.Prompt, MaxPromptLen},
+			{"Effect", m.Effect, MaxEffectLen},
 		} {
 			if !utf8.ValidString(s.v) || strings.ContainsRune(s.v, 0) || len(s.v) > s.max {
 				t.Fatalf("Parse(%q).%s = %q: invalid or longer than %d", b, s.name, s.v, s.max)
@@ -63,6 +64,10 @@ func FuzzParse(f *testing.F) {
 		case EventTurnEnd:
 			if m.Outcome == "" {
 				t.Fatalf("Parse(%q): turn-end without outcome", b)
+			}
+		case EventEffect:
+			if m.Effect == "" {
+				t.Fatalf("Parse(%q): effect event without key", b)
 			}
 		case EventPhase:
 			if m.Phase == "" {

@@ -24,6 +24,9 @@ const (
 	// MaxDetailLen is the longest X_SUPERVISE_DETAIL kept, in bytes; a
 	// longer one is cut at a rune boundary and ends with "…".
 	MaxDetailLen = 512
+	// MaxEffectLen is the longest X_SUPERVISE_EFFECT key, in bytes; a longer
+	// key is refused (EffectKey shortens one deterministically).
+	MaxEffectLen = 256
 	// MaxUSec is the largest WATCHDOG_USEC or EXTEND_TIMEOUT_USEC honoured:
 	// 24 hours in microseconds. Larger values are ignored.
 	MaxUSec = 24 * 60 * 60 * 1000 * 1000
@@ -60,6 +63,9 @@ const (
 	EventPhase     Event = "phase"
 	EventResumed   Event = "resumed"
 	EventClosed    Event = "closed"
+	// EventEffect declares that a side effect of the session's turn
+	// completed; X_SUPERVISE_EFFECT names it (Message.Effect).
+	EventEffect Event = "effect"
 	// EventHeartbeat is a session heartbeat: X_SUPERVISE_EVENT=heartbeat, or
 	// WATCHDOG=1 with X_SUPERVISE_SESSION and no event.
 	EventHeartbeat Event = "heartbeat"
@@ -131,7 +137,11 @@ type Message struct {
 	Prompt  string // X_SUPERVISE_PROMPT, at most MaxPromptLen bytes
 	// Detail is X_SUPERVISE_DETAIL: what the tool runs (a command, a path),
 	// one line of at most MaxDetailLen bytes; only with PhaseTool.
-	Detail  string
+	Detail string
+	// Effect is X_SUPERVISE_EFFECT, the key of a completed side effect:
+	// 1..MaxEffectLen bytes of one line; only with EventEffect, which
+	// requires it.
+	Effect  string
 	Event   Event
 	Outcome Outcome // set with EventTurnEnd
 	Phase   Phase
@@ -160,7 +170,7 @@ func (m *Message) IsHeartbeatOnly() bool {
 		(m.Event == EventNone || m.Event == EventHeartbeat) &&
 		!m.Ready && !m.Stopping && !m.WatchdogTrigger && !m.Barrier && !m.HasStatus &&
 		m.WatchdogUSec == 0 && m.ExtendTimeoutUSec == 0 &&
-		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Detail == "" && m.Outcome == "" && m.Phase == "" && m.Wait == "" &&
+		m.Turn == "" && m.Tool == "" && m.Prompt == "" && m.Detail == "" && m.Effect == "" && m.Outcome == "" && m.Phase == "" && m.Wait == "" &&
 		m.Fd == nil
 }
 
@@ -184,6 +194,7 @@ const (
 	seenPrompt
 	seenWait
 	seenDetail
+	seenEffect
 )
 
 // parser parses datagrams. It remembers the last session id so that a
@@ -218,7 +229,7 @@ func (p *parser) parse(b []byte) (Message, error) {
 		assignments                                     int
 		session, event, turn, outcome, phase, tool, pro []byte
 		wait                                            []byte
-		detail                                          []byte
+		detail, effect                                  []byte
 	)
 	for line := 1; len(b) > 0; line++ {
 		l := b
@@ -281,6 +292,8 @@ func (p *parser) parse(b []byte) (Message, error) {
 			bit, wait = seenWait, v
 		case "X_SUPERVISE_DETAIL":
 			bit, detail = seenDetail, v
+		case "X_SUPERVISE_EFFECT":
+			bit, effect = seenEffect, v
 		}
 		if seen&bit != 0 {
 			return m, fmt.Errorf("line %d repeats %s: %w", line, k, ErrMalformed)
@@ -307,7 +320,7 @@ func (p *parser) parse(b []byte) (Message, error) {
 
 	if seen&seenEvent != 0 {
 		switch e := Event(event); e {
-		case EventTurnBegin, EventTurnEnd, EventWaiting, EventPhase, EventResumed, EventClosed, EventHeartbeat:
+		case EventTurnBegin, EventTurnEnd, EventWaiting, EventPhase, EventResumed, EventClosed, EventHeartbeat, EventEffect:
 			m.Event = e
 		default:
 			return m, fmt.Errorf("unknown event %q: %w", event, ErrProtocol)
@@ -369,6 +382,17 @@ func (p *parser) parse(b []byte) (Message, error) {
 			return m, fmt.Errorf("X_SUPERVISE_DETAIL with a control character (one line, no tabs): %w", ErrProtocol)
 		}
 		m.Detail = bounded(detail, MaxDetailLen)
+	}
+	switch {
+	case seen&seenEffect != 0 && m.Event != EventEffect:
+		return m, fmt.Errorf("X_SUPERVISE_EFFECT without X_SUPERVISE_EVENT=effect: %w", ErrProtocol)
+	case m.Event == EventEffect && seen&seenEffect == 0:
+		return m, fmt.Errorf("effect event without X_SUPERVISE_EFFECT: %w", ErrProtocol)
+	case m.Event == EventEffect:
+		if len(effect) == 0 || len(effect) > MaxEffectLen || !validText(effect, false) {
+			return m, fmt.Errorf("bad effect key (1..%d bytes of one line): %w", MaxEffectLen, ErrProtocol)
+		}
+		m.Effect = string(effect)
 	}
 	return m, nil
 }

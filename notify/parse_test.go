@@ -145,6 +145,16 @@ func TestParse(t *testing.T) {
 		{name: "CR in detail", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=tool\nX_SUPERVISE_DETAIL=a\r", err: ErrProtocol},
 		{name: "escape in detail", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=tool\nX_SUPERVISE_DETAIL=\x1b[31mred", err: ErrProtocol},
 		{name: "duplicate detail", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=tool\nX_SUPERVISE_DETAIL=a\nX_SUPERVISE_DETAIL=a", err: ErrMalformed},
+		{name: "effect", in: sess + "X_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=write:src/a.go",
+			want: Message{Session: "s1", Event: EventEffect, Effect: "write:src/a.go"}},
+		{name: "effect key at the bound", in: sess + "X_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=" + long(MaxEffectLen),
+			want: Message{Session: "s1", Event: EventEffect, Effect: long(MaxEffectLen)}},
+		{name: "effect key over the bound", in: sess + "X_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=" + long(MaxEffectLen+1), err: ErrProtocol},
+		{name: "effect without key", in: sess + "X_SUPERVISE_EVENT=effect", err: ErrProtocol},
+		{name: "effect with empty key", in: sess + "X_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=", err: ErrProtocol},
+		{name: "effect key with a tab", in: sess + "X_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=a\tb", err: ErrProtocol},
+		{name: "effect key on another event", in: sess + "X_SUPERVISE_EVENT=phase\nX_SUPERVISE_PHASE=model\nX_SUPERVISE_EFFECT=k", err: ErrProtocol},
+		{name: "duplicate effect key", in: sess + "X_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=a\nX_SUPERVISE_EFFECT=b", err: ErrMalformed},
 		{name: "event without session", in: "X_SUPERVISE_EVENT=turn-begin", err: ErrProtocol},
 		{name: "turn without session", in: "X_SUPERVISE_TURN=t1", err: ErrProtocol},
 		{name: "unknown event", in: sess + "X_SUPERVISE_EVENT=bogus", err: ErrProtocol},
@@ -247,5 +257,29 @@ func BenchmarkParse(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// EffectKey keeps a short key as it is, flattens one to a line, and
+// shortens a long one deterministically, keeping long keys that differ
+// only at their ends apart.
+func TestEffectKey(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 300)
+	for _, c := range []struct{ in, want string }{
+		{"write:src/a.go", "write:src/a.go"},
+		{"  two\nlines\t", "two lines"},
+		{"\n", ""},
+	} {
+		if got := EffectKey(c.in); got != c.want {
+			t.Errorf("EffectKey(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	a, b := EffectKey(long+"a"), EffectKey(long+"b")
+	if a == b || len(a) > MaxEffectLen || len(b) > MaxEffectLen || a != EffectKey(long+"a") {
+		t.Errorf("long keys: %q (%d bytes), %q (%d bytes)", a, len(a), b, len(b))
+	}
+	if _, err := Parse([]byte("X_SUPERVISE_SESSION=s\nX_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=" + a)); err != nil {
+		t.Errorf("a shortened key does not parse: %v", err)
 	}
 }

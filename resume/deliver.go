@@ -32,6 +32,10 @@ type Item struct {
 	Prompt string `json:"prompt"`
 	// Message is the continuation to send as a hidden turn.
 	Message string `json:"message"`
+	// Effects are the keys of the side effects the interrupted turn
+	// declared done (X_SUPERVISE_EFFECT), in order: the resuming agent
+	// skips them. Always a list, empty when none was declared.
+	Effects []string `json:"effects"`
 }
 
 // Items returns the resume file entries of the pending sessions, oldest
@@ -48,7 +52,8 @@ func Items(pending []journal.Session) []Item {
 	for _, s := range pending {
 		items = append(items, Item{Session: s.ID, Turn: s.Turn, Attempt: s.Resume.Attempt,
 			InterruptedRun: s.Resume.Interrupted, Reason: s.Resume.Reason,
-			Phase: s.Phase, Tool: s.Tool, Detail: s.Detail, Prompt: s.Prompt, Message: s.Resume.Message})
+			Phase: s.Phase, Tool: s.Tool, Detail: s.Detail, Prompt: s.Prompt, Message: s.Resume.Message,
+			Effects: append([]string{}, s.Effects...)})
 	}
 	return items
 }

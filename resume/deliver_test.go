@@ -15,7 +15,8 @@ import (
 
 func TestResumeFile(t *testing.T) {
 	older := journal.Session{ID: "b", Turn: "t2", Phase: "tool", Tool: "bash", Detail: "npm test", Prompt: "p",
-		Resume: &journal.Resume{Attempt: 1, Reason: "r", Message: "m", Since: now.Add(-time.Minute)}}
+		Effects: []string{"write:a.go"},
+		Resume:  &journal.Resume{Attempt: 1, Reason: "r", Message: "m", Since: now.Add(-time.Minute)}}
 	newer := journal.Session{ID: "a", Resume: &journal.Resume{Attempt: 2, Message: "m2", Since: now}}
 	items := Items([]journal.Session{newer, older})
 	path := filepath.Join(t.TempDir(), "resume.json")
@@ -32,8 +33,8 @@ func TestResumeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"session": "b", "turn": "t2", "attempt": 1.0, "interrupted_run": 0.0, "reason": "r", "phase": "tool",
-		"tool": "bash", "detail": "npm test", "prompt": "p", "message": "m"}
-	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || got[1]["session"] != "a" {
+		"tool": "bash", "detail": "npm test", "prompt": "p", "message": "m", "effects": []any{"write:a.go"}}
+	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || got[1]["session"] != "a" || !reflect.DeepEqual(got[1]["effects"], []any{}) {
 		t.Errorf("resume file, oldest first, contract fields:\n%s", raw)
 	}
 }

@@ -278,8 +278,10 @@ func signalName(sig int) string {
 // built-in text says the turn was interrupted and how, in which phase and
 // tool, that work may already be done and a side effect's outcome is
 // unknown, to check the current state before redoing anything, and then the
-// original request excerpt. A template replaces it; its placeholders are
-// {session} {turn} {how} {phase} {tool} {detail} {prompt}.
+// original request excerpt. When the turn declared side effects done
+// (X_SUPERVISE_EFFECT), it names them: "Already done (...): `k1`, `k2`."
+// A template replaces it; its placeholders are {session} {turn} {how}
+// {phase} {tool} {detail} {prompt} {effects}.
 func Message(s journal.Session, d Death, template string) string {
 	return message(s, describe(d), template)
 }
@@ -320,6 +322,11 @@ func code(s string) string {
 func continuation(lead string, s journal.Session) string {
 	var b strings.Builder
 	b.WriteString(lead)
+	if len(s.Effects) > 0 {
+		b.WriteString(" Already done (side effects this turn declared completed; do not do them again): ")
+		b.WriteString(effectList(s.Effects))
+		b.WriteString(".")
+	}
 	b.WriteString(" Some of the work may already be done, and the outcome of any tool call that was in flight is unknown: ")
 	b.WriteString("check the current state before redoing anything, and do not repeat a side effect that already happened. Then finish the task.")
 	if s.Prompt != "" {
@@ -329,10 +336,33 @@ func continuation(lead string, s journal.Session) string {
 	return b.String()
 }
 
+// MessageEffects is how many effect keys a continuation message names;
+// the resume file's "effects" has them all (journal.MaxEffects).
+const MessageEffects = 16
+
+// effectList names keys for a message, each as inline code, at most
+// MessageEffects of them.
+func effectList(keys []string) string {
+	var parts []string
+	for i, k := range keys {
+		if i == MessageEffects {
+			parts = append(parts, fmt.Sprintf("and %d more (the resume file's \"effects\" lists them)", len(keys)-i))
+			break
+		}
+		parts = append(parts, code(k))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // fill applies a --resume-message template.
 func fill(template string, s journal.Session, how string) string {
+	effects := ""
+	if len(s.Effects) > 0 {
+		effects = effectList(s.Effects)
+	}
 	return strings.NewReplacer("{session}", s.ID, "{turn}", s.Turn, "{how}", how,
-		"{phase}", s.Phase, "{tool}", s.Tool, "{detail}", s.Detail, "{prompt}", s.Prompt).Replace(template)
+		"{phase}", s.Phase, "{tool}", s.Tool, "{detail}", s.Detail, "{prompt}", s.Prompt,
+		"{effects}", effects).Replace(template)
 }
 
 // Errors of Manual.

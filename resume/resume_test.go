@@ -2,6 +2,7 @@ package resume
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,25 @@ func TestMessageIsHonest(t *testing.T) {
 	withDetail.Tool = ""
 	if msg := Message(withDetail, kill9, "{tool}|{detail}"); msg != "|echo `date`" {
 		t.Errorf("template {detail}: %q", msg)
+	}
+	withEffects := sess(journal.InTurn, 0)
+	withEffects.Effects = []string{"write:a.go", "Bash:npm publish#1f2e"}
+	if msg := Message(withEffects, kill9, ""); !strings.Contains(msg,
+		"Already done (side effects this turn declared completed; do not do them again): `write:a.go`, `Bash:npm publish#1f2e`.") {
+		t.Errorf("message does not name the declared effects:\n%s", msg)
+	}
+	if msg := Message(withEffects, kill9, "{effects}"); msg != "`write:a.go`, `Bash:npm publish#1f2e`" {
+		t.Errorf("template {effects}: %q", msg)
+	}
+	if msg := Message(sess(journal.InTurn, 0), kill9, ""); strings.Contains(msg, "Already done") {
+		t.Errorf("a turn without effects has an already-done list:\n%s", msg)
+	}
+	for i := range 20 {
+		withEffects.Effects = append(withEffects.Effects, fmt.Sprintf("k%d", i))
+	}
+	if msg := Message(withEffects, kill9, ""); !strings.Contains(msg, "`k13`, and 6 more (the resume file's \"effects\" lists them).") ||
+		strings.Contains(msg, "`k14`") {
+		t.Errorf("a long effect list is not bounded:\n%s", msg)
 	}
 	custom := Message(sess(journal.InTurn, 0), kill9, "continue {session}/{turn}: {how}; {prompt}")
 	if custom != "continue s/t1: the agent was killed by signal 9 (SIGKILL); rename the package" {

@@ -61,6 +61,11 @@ type Marker struct {
 	Phase   string `json:"phase,omitempty"`
 	Tool    string `json:"tool,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
+	Effect  string `json:"effect,omitempty"` // the key of an effect event
+	// Ignored is set for a marker supervise ignored as out of sequence (a
+	// turn-begin for a turn that already ended): the agent sent it, the
+	// journal did not take it.
+	Ignored bool `json:"ignored,omitempty"`
 }
 
 // observeMarker queues a marker for the observer; it is told once the
@@ -70,7 +75,7 @@ func (s *Supervisor) observeMarker(e machine.ObserveMarker) {
 		return
 	}
 	s.cs.markers = append(s.cs.markers, Marker{Run: e.Run, Session: e.Session, Event: e.Event,
-		Turn: e.Turn, Phase: e.Phase, Tool: e.Tool, Outcome: e.Outcome})
+		Turn: e.Turn, Phase: e.Phase, Tool: e.Tool, Outcome: e.Outcome, Effect: e.Effect, Ignored: e.Ignored})
 }
 
 // observeBatch tells the observer about a committed batch's markers, before

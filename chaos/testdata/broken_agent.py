@@ -10,6 +10,8 @@ Usage: broken_agent.py MODE [OUT]
                  (turn-begin with the same turn id) instead of reporting resumed
   setsid         correct, but every turn starts a helper in a session of its
                  own (setsid) and leaves it running
+  new-session    never reads SUPERVISE_RESUME_FILE, and opens a new session
+                 in every process
 
 It is built on the shipped example client, examples/python/agent.py.
 """
@@ -56,6 +58,8 @@ def main(mode, out="broken-agent.out"):
             agent.turn_end(item["session"], turn, "completed")
             agent.barrier()
         fresh_turns(session, out)
+    elif mode == "new-session":
+        fresh_turns("s-%d" % os.getpid(), out)
     elif mode == "setsid":
         def helper():
             subprocess.Popen(["sleep", "300"], start_new_session=True,

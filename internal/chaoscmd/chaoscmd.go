@@ -25,8 +25,9 @@ import (
 const usage = `Usage: supervise chaos [flags] [run flags] -- AGENT [ARGS...]
 
 Kill your own agent with SIGKILL in the middle of its turns, under a real
-supervise on a scratch state dir, and check that it survives the crash the
-way the protocol says. After each kill:
+supervise on a scratch state dir of its own (never a real one: --state-dir
+and --name are refused), and check that it survives the crash the way the
+protocol says. After each kill:
 
   decision    supervise journaled resume_pending for the interrupted session
               (parked once it died mid-turn more than --resume-limit times in a
@@ -40,6 +41,11 @@ way the protocol says. After each kill:
   one-tree    no process of an earlier run was alive when a run started
   turn-once   the interrupted turn was not begun a second time (turn-begin
               with the same turn id instead of 'resumed')
+  effect-once no side effect the turn declared done ('effect' marker) was
+              declared again by a later run of that turn: the resume must
+              skip what the resume file's "effects" lists
+  turn-fresh  no turn-begin reused the id of a turn of that session that
+              ended or was parked (ids fresh across restarts)
   agent-died  the agent never died dirty without being killed
 
 The kills go in cycles: a turn killed once must resume and complete; the
@@ -50,8 +56,9 @@ AGENT must run turns on its own: a test mode of your agent, a scripted
 prompt, or a one-shot task CLI with --resume-exec (each run of supervise is
 then one task; chaos runs it again until the kills are done). Examples:
 
-  supervise chaos -- python3 examples/python/agent.py loop
+  supervise chaos -- python3 examples/python/agent.py loop loop 0 /tmp/agent-loop.out
   supervise chaos --at tool --kills 6 -- ./my-agent --selftest
+  supervise chaos --at tool-end --kills 3 -- ./my-agent --selftest
   supervise chaos --resume-exec 'claude -p -r {session} {message}' -- claude -p 'run the tests'
 
 Output: a table (kill, when, session, decision, resumed, completed,
@@ -60,8 +67,13 @@ survivors, verdict), or with --json one object:
    "resumed", "completed", "parked", "survivors", ...}], "failures": ["check: ..."]}
 The seed is printed: --seed S replays the same choices.
 
+A PASS says the checks held at the kill points reached, no more: a side
+effect the agent did not declare with an 'effect' marker is not checked for
+repeats, and a kill elsewhere in a turn is not tried (docs/prove-your-agent.md
+lists what a PASS proves and what it does not).
+
 Exit codes: 0 every check held; 1 a check failed (the failures are listed),
-or supervise could not run; 2 usage error.
+the agent cannot be started, or supervise could not run; 2 usage error.
 
 Flags:
 `
@@ -76,7 +88,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	kills := fs.Int("kills", 3, "how many kills to make")
 	seed := fs.Uint64("seed", 0, "seed of the random choices, printed with the result; 0 picks one")
-	at := fs.String("at", "turn-begin", "where in a turn to kill: turn-begin (right after it is journaled), tool (right after a 'phase tool' marker is journaled), random (a seeded offset within the turn)")
+	at := fs.String("at", "turn-begin", "where in a turn to kill: turn-begin (right after it is journaled), tool (right after a 'phase tool' marker is journaled), tool-end (right after a tool finished: an 'effect' marker, or the phase leaving tool, before turn-end), random (a seeded offset within the turn)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up (and fail) after this long")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object, for CI")
 	logPath := fs.String("log", "", "write supervise's log and the agent's output here ('-' = stderr; default: a file in the scratch dir, named after a failure)")
@@ -113,9 +125,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "supervise chaos: %v\n", err)
 		return exitcode.Usage
 	}
+	// The state dir is chaos's own scratch dir: a real one (and --name,
+	// which names one) would have supervise write into a real journal.
+	for _, name := range []string{"state-dir", "name"} {
+		if set[name] || os.Getenv(runflags.EnvName(name)) != "" {
+			fmt.Fprintf(stderr, "supervise chaos: %s refused: chaos runs the agent on a scratch state dir of its own and never writes into a real one; drop it\n",
+				runflags.Source(name, set))
+			return exitcode.Usage
+		}
+	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
+		// Not a usage error: the command line is fine, the agent cannot
+		// run (exit 1, "supervise could not run").
 		fmt.Fprintf(stderr, "supervise chaos: cannot run the agent: %v\n", err)
-		return exitcode.Usage
+		return exitcode.Internal
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -125,20 +148,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Run flags given on the command line go to supervise run as given;
 	// those from SUPERVISE_* it reads from the environment itself.
 	var runArgs []string
-	stateDir := ""
 	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case chaosOwn[f.Name]:
-		case f.Name == "state-dir":
-			stateDir = f.Value.String()
-		default:
+		if !chaosOwn[f.Name] {
 			runArgs = append(runArgs, "--"+f.Name+"="+f.Value.String())
 		}
 	})
 	if *seed == 0 {
 		*seed = rand.Uint64() >> 1
 	}
-	cfg := chaos.Config{Argv: argv, Supervise: self, StateDir: stateDir, RunFlags: runArgs, Kills: *kills,
+	cfg := chaos.Config{Argv: argv, Supervise: self, RunFlags: runArgs, Kills: *kills,
 		Seed: *seed, At: point, Timeout: *timeout}
 	switch *logPath {
 	case "":

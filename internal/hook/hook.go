@@ -10,6 +10,8 @@ package hook
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,10 +41,19 @@ type Marker struct {
 	// prompt) or input (a question). No CLI's hooks report the model API
 	// retries that reconnect stands for.
 	Wait notify.Wait
+	// Effect is the key of a side effect the payload says completed (a
+	// tool that changes things finished): sent as an effect marker, before
+	// the marker of Event when there is one.
+	Effect string
 }
 
-// Send sends m with c.
+// Send sends m with c: its effect first, if any, then its event.
 func (m Marker) Send(ctx context.Context, c *notify.Client) error {
+	if m.Effect != "" {
+		if err := c.Effect(ctx, m.Session, m.Effect); err != nil {
+			return err
+		}
+	}
 	switch m.Event {
 	case notify.EventTurnBegin:
 		return c.TurnBegin(ctx, m.Session, m.Turn, m.Prompt)
@@ -61,14 +72,27 @@ func (m Marker) Send(ctx context.Context, c *notify.Client) error {
 		return c.Closed(ctx, m.Session)
 	case notify.EventHeartbeat:
 		return c.Heartbeat(ctx, m.Session)
+	case notify.EventEffect:
+		if m.Effect == "" {
+			return fmt.Errorf("an effect marker needs a key")
+		}
+		return nil // sent above
 	}
 	return fmt.Errorf("no marker for event %q", m.Event)
 }
 
 // CommandLine is the `supervise notify` command m stands for (what
-// `supervise notify hook --print` prints).
+// `supervise notify hook --print` prints): two lines for a marker with an
+// effect and another event.
 func (m Marker) CommandLine() string {
 	var b strings.Builder
+	if m.Effect != "" {
+		fmt.Fprintf(&b, "%s --session %q --key %q", notify.EventEffect, m.Session, m.Effect)
+		if m.Event == notify.EventEffect {
+			return b.String()
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString(string(m.Event))
 	for _, f := range []struct{ flag, v string }{
 		{"session", m.Session}, {"turn", m.Turn}, {"outcome", string(m.Outcome)},
@@ -172,7 +196,10 @@ func Map(raw []byte) (Marker, string, error) {
 	case "PreToolUse", "BeforeTool", "pre_tool_call":
 		m.Event, m.Phase, m.Tool = notify.EventPhase, notify.PhaseTool, p.str("tool_name")
 		m.Detail = notify.OneLine(toolDetail(p.object("tool_input")), notify.MaxDetailLen)
-	case "PostToolUse", "PostToolUseFailure", "AfterTool", "post_tool_call":
+	case "PostToolUse", "AfterTool":
+		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
+		m.Effect = effectKey(p.str("tool_name"), p.object("tool_input"))
+	case "PostToolUseFailure", "post_tool_call":
 		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
 	case "PermissionRequest":
 		m.Event, m.Wait = notify.EventWaiting, notify.WaitApproval
@@ -223,6 +250,36 @@ func Map(raw []byte) (Marker, string, error) {
 		name = "hook"
 	}
 	return m, name, nil
+}
+
+// Changing names the tools whose completion is a side effect: Claude
+// Code's (and Codex's, which names its shell Bash too) file edits and
+// shell, Gemini CLI's.
+var Changing = map[string]bool{
+	"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true,
+	"write_file": true, "replace": true, "run_shell_command": true,
+}
+
+// effectKey is the effect key of a completed call of tool with input, ""
+// for a tool that does not change things: the tool, what it worked on (its
+// command or file, cut to 80 bytes) and a hash of all its arguments, so
+// the same call made again has the same key and another edit of the same
+// file another key: "Edit:/p/a.go#3f2a9c1d0b7e6a45".
+func effectKey(tool string, in fields) string {
+	if !Changing[tool] {
+		return ""
+	}
+	// The arguments in a canonical form: a JSON value, object keys sorted.
+	var v any
+	canon := []byte("null")
+	if raw, err := json.Marshal(in); err == nil && json.Unmarshal(raw, &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			canon = b
+		}
+	}
+	sum := sha256.Sum256(canon)
+	what := notify.OneLine(toolDetail(in), 80)
+	return notify.EffectKey(tool + ":" + what + "#" + hex.EncodeToString(sum[:8]))
 }
 
 // toolDetail is what a tool call runs, from its input: the shell command

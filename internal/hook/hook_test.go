@@ -3,6 +3,7 @@ package hook
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/supervise-dev/supervise/notify"
@@ -32,9 +33,15 @@ func TestMap(t *testing.T) {
 			`phase --session "s1" --phase "tool" --tool "Edit" --detail "/p/a.go"`},
 		{"codex shell argv", `{"hook_event_name":"PreToolUse","session_id":"c1","tool_name":"Bash","tool_input":{"command":["bash","-lc","npm test"]}}`,
 			`phase --session "c1" --phase "tool" --tool "Bash" --detail "npm test"`},
-		{"claude tool done", `{"hook_event_name":"PostToolUse","session_id":"s1","tool_name":"Bash"}`,
+		{"claude tool done", `{"hook_event_name":"PostToolUse","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls","description":"list"}}`,
+			"effect --session \"s1\" --key \"Bash:ls#f36a334108327ca2\"\n" + `phase --session "s1" --phase "model"`},
+		{"claude tool done, arguments in another order", `{"hook_event_name":"PostToolUse","session_id":"s1","tool_name":"Bash","tool_input":{"description":"list","command":"ls"}}`,
+			"effect --session \"s1\" --key \"Bash:ls#f36a334108327ca2\"\n" + `phase --session "s1" --phase "model"`},
+		{"claude read done", `{"hook_event_name":"PostToolUse","session_id":"s1","tool_name":"Read","tool_input":{"file_path":"/p/a.go"}}`,
 			`phase --session "s1" --phase "model"`},
-		{"claude tool failed", `{"hook_event_name":"PostToolUseFailure","session_id":"s1","tool_name":"Bash"}`,
+		{"gemini write done", `{"hook_event_name":"AfterTool","session_id":"g1","tool_name":"write_file","tool_input":{"file_path":"a.txt","content":"x"}}`,
+			"effect --session \"g1\" --key \"write_file:a.txt#e100f5912b138cfc\"\n" + `phase --session "g1" --phase "model"`},
+		{"claude tool failed", `{"hook_event_name":"PostToolUseFailure","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls"}}`,
 			`phase --session "s1" --phase "model"`},
 		{"claude permission", `{"hook_event_name":"Notification","session_id":"s1","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
 			`waiting --session "s1" --wait "approval"`},
@@ -154,6 +161,8 @@ func TestResolve(t *testing.T) {
 		{"phase drops turn", Marker{Event: notify.EventPhase, Session: "s1", Turn: "u", Phase: notify.PhaseTool, Tool: "Bash"}, Marker{}, "",
 			`phase --session "s1" --phase "tool" --tool "Bash"`},
 		{"closed drops turn", Marker{Event: notify.EventClosed, Session: "s1", Turn: "u"}, Marker{}, "", `closed --session "s1"`},
+		{"effect alone", Marker{Event: notify.EventEffect, Session: "s1", Turn: "u", Effect: "k"}, Marker{Session: "s2"}, "",
+			`effect --session "s2" --key "k"`},
 		{"heartbeat drops turn", Marker{Event: notify.EventHeartbeat, Session: "s1", Turn: "u"}, Marker{}, "", `heartbeat --session "s1"`},
 		{"resumed", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "please: go on"}, Marker{}, resumeFile,
 			`resumed --session "r1" --turn "t0"`},
@@ -169,5 +178,28 @@ func TestResolve(t *testing.T) {
 		if got := c.m.Resolve(c.over, c.resumeFile).CommandLine(); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+// Two edits of one file are two effects; the same edit made again is the
+// same effect; a long command still makes a key the protocol takes.
+func TestEffectKeys(t *testing.T) {
+	t.Parallel()
+	key := func(payload string) string {
+		m, _, err := Map([]byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Effect
+	}
+	a := key(`{"hook_event_name":"PostToolUse","session_id":"s","tool_name":"Edit","tool_input":{"file_path":"/p/a.go","old_string":"x","new_string":"y"}}`)
+	b := key(`{"hook_event_name":"PostToolUse","session_id":"s","tool_name":"Edit","tool_input":{"file_path":"/p/a.go","old_string":"y","new_string":"z"}}`)
+	again := key(`{"hook_event_name":"PostToolUse","session_id":"s","tool_name":"Edit","tool_input":{"new_string":"y","old_string":"x","file_path":"/p/a.go"}}`)
+	if a == "" || a == b || a != again || !strings.HasPrefix(a, "Edit:/p/a.go#") {
+		t.Errorf("keys %q %q %q", a, b, again)
+	}
+	long := key(`{"hook_event_name":"PostToolUse","session_id":"s","tool_name":"Bash","tool_input":{"command":"` + strings.Repeat("echo x; ", 100) + `"}}`)
+	if _, err := notify.Parse([]byte("X_SUPERVISE_SESSION=s\nX_SUPERVISE_EVENT=effect\nX_SUPERVISE_EFFECT=" + long)); err != nil || len(long) > 120 {
+		t.Errorf("long command's key %q: %v", long, err)
 	}
 }

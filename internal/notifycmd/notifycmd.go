@@ -42,6 +42,10 @@ Events:
                                            (reconnect: resumed like a turn)
   phase        --session ID --phase model|tool|idle [--tool NAME]
   resumed      --session ID [--turn ID]    the agent took a resume
+  effect       --session ID --key KEY      a side effect of the turn completed
+                                           (KEY names it: write:src/a.go, or a
+                                           tool and a hash of its arguments);
+                                           a resume lists it as already done
   closed       --session ID                the session is over
   heartbeat    [--session ID]              WATCHDOG=1 (liveness)
   ready | stopping | watchdog-trigger       READY=1, STOPPING=1, WATCHDOG=trigger
@@ -61,7 +65,14 @@ and Codex's notify program argument (agent-turn-complete):
                                                      the continuation supervise
                                                      handed over for that session
   PreToolUse, BeforeTool, pre_tool_call              phase tool (tool_name)
-  PostToolUse(Failure), AfterTool, post_tool_call    phase model
+  PostToolUse, AfterTool                             phase model; for a tool that
+                                                     changes things (Write, Edit,
+                                                     MultiEdit, NotebookEdit, Bash;
+                                                     write_file, replace,
+                                                     run_shell_command) an effect
+                                                     first, keyed TOOL:WHAT#HASH
+                                                     (the hash of its arguments)
+  PostToolUseFailure, post_tool_call                 phase model
   PermissionRequest, Notification of
     permission_prompt or ToolPermission              waiting --wait approval
   Elicitation, Notification elicitation_dialog       waiting --wait input
@@ -107,6 +118,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	tool := fs.String("tool", "", "tool name, with --phase tool")
 	detail := fs.String("detail", "", "what the tool runs (a command line, a file path), with --phase tool: one line, at most 512 bytes (longer is cut, ending with …); the continuation names it")
 	prompt := fs.String("prompt", "", "excerpt of the turn's request, for the continuation message")
+	key := fs.String("key", "", "effect: the key of the side effect that completed (one line; a key over 256 bytes is shortened with a hash)")
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message and report failure; false: only wait (at most 1s) until supervise has read it, as it hears live senders only")
@@ -155,7 +167,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			*prompt = payload.Prompt
 		}
 	}
-	needSession := map[string]bool{"turn-begin": true, "turn-end": true, "waiting": true, "phase": true, "resumed": true, "closed": true}
+	needSession := map[string]bool{"turn-begin": true, "turn-end": true, "waiting": true, "phase": true, "resumed": true, "closed": true, "effect": true}
 	if needSession[event] && *session == "" {
 		fmt.Fprintf(stderr, "supervise notify %s: --session is required\n", event)
 		return exitcode.Usage
@@ -174,6 +186,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer cancel()
 	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
 		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
+	if event == "effect" {
+		m.Effect = notify.EffectKey(*key)
+	}
 	if msg := check(event, &m); msg != "" {
 		fmt.Fprint(stderr, msg)
 		if event == "" {
@@ -218,6 +233,10 @@ func check(event string, m *hook.Marker) string {
 	case "waiting":
 		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
 			return "supervise notify waiting: --wait must be input, approval or reconnect\n"
+		}
+	case "effect":
+		if m.Effect == "" {
+			return "supervise notify effect: --key is required (it names the side effect that completed)\n"
 		}
 	case "turn-begin", "resumed", "closed", "heartbeat", "ready", "stopping", "watchdog-trigger", "status", "barrier":
 	case "":

@@ -40,8 +40,8 @@ func TestNotifyEvents(t *testing.T) {
 				notify.Ack(m.Fd)
 				return
 			}
-			got <- fmt.Sprintf("event=%s session=%s turn=%s outcome=%s phase=%s tool=%s prompt=%s watchdog=%v ready=%v stopping=%v status=%q",
-				m.Event, m.Session, m.Turn, m.Outcome, m.Phase, m.Tool, m.Prompt, m.Watchdog, m.Ready, m.Stopping, m.Status)
+			got <- fmt.Sprintf("event=%s session=%s turn=%s outcome=%s phase=%s tool=%s prompt=%s watchdog=%v ready=%v stopping=%v status=%q effect=%q",
+				m.Event, m.Session, m.Turn, m.Outcome, m.Phase, m.Tool, m.Prompt, m.Watchdog, m.Ready, m.Stopping, m.Status, m.Effect)
 		})
 	}()
 	t.Cleanup(func() { srv.Close(); <-served })
@@ -56,6 +56,8 @@ func TestNotifyEvents(t *testing.T) {
 		{[]string{"turn-end", "--session", "s1", "--turn", "t1", "--outcome", "cancelled"}, "event=turn-end session=s1 turn=t1 outcome=cancelled"},
 		{[]string{"resumed", "--session", "s1", "--turn", "t1"}, "event=resumed session=s1 turn=t1"},
 		{[]string{"closed", "--session", "s1"}, "event=closed session=s1 turn="},
+		{[]string{"effect", "--session", "s1", "--key", "write:a.go"}, `event=effect session=s1 turn= outcome= phase= tool= prompt= watchdog=false ready=false stopping=false status="" effect="write:a.go"`},
+		{[]string{"effect", "--session", "s1", "--key", "two\nlines"}, `effect="two lines"`},
 		{[]string{"heartbeat", "--session", "s1"}, "event=heartbeat session=s1"},
 		{[]string{"heartbeat"}, "watchdog=true"},
 		{[]string{"ready"}, "ready=true"},
@@ -78,6 +80,8 @@ func TestNotifyEvents(t *testing.T) {
 	for _, args := range [][]string{
 		{"turn-end", "--session", "s1", "--outcome", "done"},
 		{"phase", "--session", "s1", "--phase", "thinking"},
+		{"effect", "--session", "s1"},
+		{"effect", "--session", "s1", "--key", " "},
 		{"turn-begin"},
 	} {
 		if code, _, _ := call(t, args...); code != 2 {
@@ -119,6 +123,8 @@ func TestUsageErrors(t *testing.T) {
 		{sock: true, args: []string{"turn-end", "--session", "s"}, code: 2, stderr: "supervise notify turn-end: --outcome must be completed, failed or cancelled\n"},
 		{sock: true, args: []string{"phase", "--session", "s"}, code: 2, stderr: "supervise notify phase: --phase must be model, tool or idle\n"},
 		{sock: true, args: []string{"phase", "--session", "s", "--phase", "model", "--detail", "x"}, code: 2, stderr: "supervise notify phase: --detail goes with --phase tool\n"},
+		{sock: true, args: []string{"effect", "--session", "s"}, code: 2, stderr: "supervise notify effect: --key is required (it names the side effect that completed)\n"},
+		{args: []string{"effect", "--key", "k"}, code: 2, stderr: "supervise notify effect: --session is required\n"},
 		{sock: true, args: []string{"waiting", "--session", "s", "--wait", "x"}, code: 2, stderr: "supervise notify waiting: --wait must be input, approval or reconnect\n"},
 		{args: []string{"turn-begin", "--session", "s", "extra"}, code: 2, stderr: "supervise notify: unexpected argument \"extra\"\n"},
 		{args: []string{"--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus\n"},
@@ -134,6 +140,8 @@ func TestUsageErrors(t *testing.T) {
 		{args: []string{"hook", "--print", `{"hook_event_name":"Stop"}`}, code: 1, stderr: "supervise notify hook: the "},
 		{args: []string{"hook", "--print", `{"session_id":"s","hook_event_name":"Stop"}`}, code: 0, stderr: "turn-end --session \"s\" --outcome \"completed\"\n"},
 		{args: []string{"hook", "--print", `{"session_id":"s","hook_event_name":"SomethingElse"}`}, code: 0, stderr: ""},
+		{args: []string{"hook", "--print", `{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"/p/a.go","content":"x"}}`},
+			code: 0, stderr: "effect --session \"s\" --key \"Write:/p/a.go#"},
 		{args: []string{"-h"}, code: 0, stderr: ""},
 	} {
 		if c.env != "" {

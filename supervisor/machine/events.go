@@ -293,6 +293,8 @@ type HoldLogs struct{}
 type ObserveMarker struct {
 	Run                                        uint64
 	Session, Event, Turn, Phase, Tool, Outcome string
+	Effect                                     string // an effect's key
+	Ignored                                    bool   // out of sequence: not applied
 }
 
 // ObserveStart tells the observer that run Run started.

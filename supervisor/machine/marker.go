@@ -60,6 +60,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		if ignore {
 			sess.LastHeartbeat = now
 			o.save(sess.ID)
+			o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn, Ignored: true})
 			return
 		}
 	}
@@ -81,7 +82,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	m.noteDeadline(o, sess)
 	if msg.Event != notify.EventNone && msg.Event != notify.EventHeartbeat {
 		o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn,
-			Phase: string(msg.Phase), Tool: msg.Tool, Outcome: string(msg.Outcome)})
+			Phase: string(msg.Phase), Tool: msg.Tool, Outcome: string(msg.Outcome), Effect: msg.Effect})
 	}
 }
 
@@ -169,6 +170,7 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 		sess.Turn, sess.Prompt, sess.TurnStarted = msg.Turn, msg.Prompt, now
 		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
 		sess.ToolRan, sess.TurnAlias = false, ""
+		sess.Effects = nil
 		newAttempt(sess, now)
 		sess.ParkedBy, sess.Fingerprint = "", nil
 	case notify.EventTurnEnd:
@@ -222,6 +224,9 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 			sess.TurnStarted = now
 		}
 		newAttempt(sess, now) // the phase clock starts at the next phase marker
+	case notify.EventEffect:
+		sess.AddEffect(msg.Effect) // bounded: journal.MaxEffects
+		sess.ToolRan = true        // something changed: a lost conversation is not simply started again
 	case notify.EventClosed:
 		sess.State = journal.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
