@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,38 +21,21 @@ func claudeNoHooks() realCLI {
 	return cli
 }
 
-// geminiNoHooks is Gemini CLI as TestRealGemini sets it up, minus the
-// example's hooks. Gemini names no session in its requests, so the proxy's
-// session is the state dir's, and the resume continues Gemini's latest.
-func geminiNoHooks() realCLI {
-	cli := geminiCLI()
-	setup := cli.setup
-	cli.setup = func(r *realEnv) {
-		setup(r)
-		path := filepath.Join(r.home, ".gemini", "settings.json")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		var settings map[string]any
-		if err := json.Unmarshal(b, &settings); err != nil {
-			r.t.Fatal(err)
-		}
-		delete(settings, "hooks")
-		out, _ := json.Marshal(settings)
-		writeFile(r.t, path, string(out))
-	}
-	cli.proxyTemplate = "gemini -r latest -p {message}"
-	return cli
-}
-
-// The same kill -9 with Gemini CLI: no hooks, no session id in its
-// traffic.
-func TestRealGeminiProxy(t *testing.T) {
+// Gemini CLI names no session in its requests: without hooks it cannot be
+// resumed by id (supervise never resumes "latest"). With its hooks and the
+// proxy together, the traffic is the hooks' session: one session, resumed
+// by its id after kill -9, with the proxy's usage on it.
+func TestRealGeminiHooksAndProxy(t *testing.T) {
 	t.Parallel()
-	r := newRealEnv(t, geminiNoHooks())
+	r := newRealEnv(t, geminiCLI())
 	proxyKill9(r)
-	t.Logf("summary gemini proxy kill9: %s", r.summary())
+	st := r.statusAllJSON()
+	if len(st.Sessions) != 1 {
+		t.Errorf("%d sessions, want 1 (hooks and proxy tell of one): %+v", len(st.Sessions), st.Sessions)
+	} else if st.Sessions[0].Tokens == nil {
+		t.Errorf("the hooks' session has no tokens from the proxy: %+v", st.Sessions[0])
+	}
+	t.Logf("summary gemini hooks+proxy kill9: %s", r.summary())
 }
 
 func TestRealClaudeProxy(t *testing.T) {

@@ -47,10 +47,6 @@ type realCLI struct {
 	// resume can bring back. A scenario that means to test the resume waits
 	// for it, as a user's kill cannot (issue 22 handles the early kill).
 	transcript func(r *realEnv, session string) bool
-	// proxyTemplate, when set, is the --resume-exec template without
-	// hooks, under --api-proxy on (docs/proxy.md): used instead of
-	// template, which the example's README gives.
-	proxyTemplate string
 }
 
 // realEnv is one scenario: a private $HOME with the example installed, a
@@ -178,11 +174,7 @@ func (r *realEnv) answer(script func(mockapi.Request) mockapi.Reply) {
 // run starts supervise in task mode on the CLI's task, with the example's
 // resume template.
 func (r *realEnv) run(flags ...string) *proc {
-	tmpl := r.cli.template
-	if r.cli.proxyTemplate != "" {
-		tmpl = r.cli.proxyTemplate
-	}
-	args := append([]string{"run", "--resume-exec", tmpl}, flags...)
+	args := append([]string{"run", "--resume-exec", r.cli.template}, flags...)
 	args = append(append(append(args, "--"), r.cli.task...), realPrompt)
 	return r.start(args...)
 }
@@ -282,7 +274,7 @@ func (r *realEnv) happy() {
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	})
 	sv := r.run()
-	if code := r.wait(sv, 150 * time.Second); code != 0 {
+	if code := r.wait(sv, 150*time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d, want 0", code)
 	}
 	ran := false
@@ -345,7 +337,7 @@ func (r *realEnv) killOnce() {
 	if q.Contains("Continue from where you left off") {
 		t.Logf("the CLI added %q to the resumed conversation", "Continue from where you left off.")
 	}
-	if code := r.wait(sv, 150 * time.Second); code != 0 {
+	if code := r.wait(sv, 150*time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d after the resumed turn, want 0", code)
 	}
 	st := r.statusAllJSON()
@@ -397,7 +389,7 @@ func (r *realEnv) killTwice() {
 		return ok && found && s.State == "in_turn" && st.Child.PID > 0 && st.Child.PID != pid
 	})
 	syscall.Kill(r.status().Child.PID, syscall.SIGKILL)
-	if code := r.wait(sv, 150 * time.Second); code != 5 {
+	if code := r.wait(sv, 150*time.Second); code != 5 {
 		t.Fatalf("supervise exit code %d after the second kill, want 5 (a session is parked)", code)
 	}
 	s, ok := r.statusAllJSON().session(session)
@@ -423,7 +415,7 @@ func (r *realEnv) apiError() {
 		return mockapi.Reply{Kind: mockapi.Error, Text: "mockapi: invalid request (the test's API error)"}
 	})
 	sv := r.run()
-	code := r.wait(sv, 150 * time.Second)
+	code := r.wait(sv, 150*time.Second)
 	if code == 0 {
 		t.Errorf("supervise exit code 0 after API errors, want the failure")
 	}
@@ -461,7 +453,7 @@ func (r *realEnv) sigterm() {
 	session, _ := r.waitSession("in_turn", "")
 	r.waitRequest("the task's API request", func(q mockapi.Request) bool { return strings.Contains(q.FirstUser, realPrompt) })
 	sv.signal(syscall.SIGTERM)
-	if code := r.wait(sv, 60 * time.Second); code != 0 {
+	if code := r.wait(sv, 60*time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d after SIGTERM, want 0", code)
 	}
 	s, ok := r.statusAllJSON().session(session)
@@ -491,12 +483,12 @@ func (r *realEnv) heldRerun() {
 	session, pid := r.waitSession("in_turn", "tool")
 	r.waitTranscript(session)
 	syscall.Kill(pid, syscall.SIGKILL)
-	if code := r.wait(sv, 150 * time.Second); code != 5 {
+	if code := r.wait(sv, 150*time.Second); code != 5 {
 		t.Fatalf("supervise exit code %d after a kill with --guard-trip 1, want 5\n%s", code, sv.stderr())
 	}
 	before := len(r.api.Requests())
 	again := r.run("--guard-trip", "1")
-	if code := r.wait(again, 150 * time.Second); code != 5 {
+	if code := r.wait(again, 150*time.Second); code != 5 {
 		t.Fatalf("the same command again: exit code %d, want 5\n%s", code, again.stderr())
 	}
 	if n := len(r.api.Requests()); n != before {
@@ -563,7 +555,7 @@ func (r *realEnv) earlyKill() {
 		t.Skipf("%s wrote its transcript before its first answer: this version cannot lose the conversation this way", r.cli.bin)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	if code := r.wait(sv, 150 * time.Second); code != 0 {
+	if code := r.wait(sv, 150*time.Second); code != 0 {
 		t.Fatalf("supervise exit code %d, want 0 (the task run again once)\n%s", code, sv.stderr())
 	}
 	errs := sv.stderr()
@@ -608,7 +600,7 @@ func (r *realEnv) errorThenResume() {
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	})
 	sv := r.run()
-	code := r.wait(sv, 150 * time.Second)
+	code := r.wait(sv, 150*time.Second)
 	errs := sv.stderr()
 	t.Logf("API error then answers: exit %d after %d runs, %d agent requests, %d conversations", code, r.launches(), len(r.api.AgentRequests()), r.conversations())
 	if strings.Contains(errs, "hooks are not wired") {

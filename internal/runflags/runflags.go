@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/apiproxy"
+	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
