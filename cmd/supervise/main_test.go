@@ -54,6 +54,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--foreground", "maybe", "--", "true"}, nil, "--foreground"},
 		{[]string{"--metrics-addr", "nope", "--", "true"}, nil, "--metrics-addr nope: want HOST:PORT"},
 		{[]string{"--stop-timeout", "10", "--", "true"}, nil, "--stop-timeout 10: a duration needs a unit, e.g. 10s or 500ms"},
+		{[]string{"notify", "turn-begin", "--session", "s", "--timeout", "10"}, nil, "--timeout 10: a duration needs a unit, e.g. 10s or 500ms"},
+		{[]string{"--api-proxy", "maybe", "--", "true"}, nil, "--api-proxy must be on or off"},
+		{[]string{"--max-tokens", "10", "--", "true"}, nil, "--max-tokens needs --api-proxy on"},
+		{[]string{"--api-proxy", "on", "--", "true"}, map[string]string{"ANTHROPIC_BASE_URL": "not a url"}, "ANTHROPIC_BASE_URL is not an absolute http(s) URL"},
 		{[]string{"status", "extra"}, nil, "unexpected argument"},
 		// Usage errors found after the flags are parsed print the usage.
 		{[]string{"resume"}, nil, "Usage: supervise resume"},

@@ -122,7 +122,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	text := fs.String("text", "", "STATUS= line, for the status event")
 	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message and report failure; false: only wait (at most 1s) until supervise has read it, as it hears live senders only")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the send and the barrier")
+	timeout := new(time.Duration)
+	runflags.DurationVar(fs, timeout, "timeout", 5*time.Second, "how long to wait for the send and the barrier")
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
 	printOnly := fs.Bool("print", false, "hook: print the marker the payload maps to on stderr instead of sending it")
 	fs.Usage = func() {

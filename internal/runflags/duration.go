@@ -63,6 +63,12 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 	fs.Var(&durationValue{d: p}, name, usage+" (a `duration` with a unit: 10s, 1m30s)")
 }
 
+// DurationVar defines a duration flag whose refused value Parse reports
+// in one line that says what to type, for the other subcommands.
+func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	durationVar(fs, p, name, value, usage)
+}
+
 // refusedDuration is the line that names a duration flag whose value the
 // last parse refused ("--stop-timeout 10: a duration needs a unit, ..."),
 // "" when none was.
