@@ -128,7 +128,7 @@ func TestUsageErrors(t *testing.T) {
 		{sock: true, args: []string{"waiting", "--session", "s", "--wait", "x"}, code: 2, stderr: "supervise notify waiting: --wait must be input, approval or reconnect\n"},
 		{args: []string{"turn-begin", "--session", "s", "extra"}, code: 2, stderr: "supervise notify: unexpected argument \"extra\"\n"},
 		{args: []string{"--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus\n"},
-		{args: []string{"heartbeat"}, env: "SUPERVISE_TIMEOUT=zz", code: 2, stderr: "supervise: invalid value \"zz\" for SUPERVISE_TIMEOUT: parse error\n"},
+		{args: []string{"heartbeat"}, env: "SUPERVISE_TIMEOUT=zz", code: 2, stderr: "supervise: invalid value \"zz\" for SUPERVISE_TIMEOUT: not a duration: a number with a unit, e.g. 10s, 500ms or 1m30s\n"},
 		{args: []string{"turn-begin", "--hook-json"}, stdin: "{", code: 2, stderr: "supervise notify: --hook-json: unexpected EOF\n"},
 		{args: []string{"heartbeat"}, code: 0, stderr: "supervise notify: NOTIFY_SOCKET is not set (not running under supervise): nothing sent\n"},
 		{args: []string{"turn-begin", "--hook-json"}, stdin: `{"session_id":"s"}`, code: 0, stderr: "supervise notify: NOTIFY_SOCKET is not set"},
