@@ -144,13 +144,13 @@ func TestRequests(t *testing.T) {
 func TestClaudeSession(t *testing.T) {
 	const id = "6b7f1bb4-3c52-4a8c-9d2e-0c3a5f1e2d7a"
 	for uid, want := range map[string]string{
-		`{"device_id":"5ea4","account_uuid":"","session_id":"` + id + `"}`: id,
+		`{"device_id":"5ea4","account_uuid":"","session_id":"` + id + `"}`:                 id,
 		"user_5ea427261645424b_account_0b1c2d3e-aaaa-bbbb-cccc-111122223333_session_" + id: id,
-		"user_5ea4_account__session_" + id: id,
-		`{"session_id":"-rf"}`:             "",
-		`{"session_id":"a\u0000b"}`:        "",
-		"user_x_session_":                  "",
-		`{"session_id":"` + strings.Repeat("a", 300) + `"}`: "",
+		"user_5ea4_account__session_" + id:                                                 id,
+		`{"session_id":"-rf"}`:                                                             "",
+		`{"session_id":"a\u0000b"}`:                                                        "",
+		"user_x_session_":                                                                  "",
+		`{"session_id":"` + strings.Repeat("a", 300) + `"}`:                                "",
 		"": "",
 	} {
 		if got := claudeUserSession(uid); got != want {
@@ -190,7 +190,7 @@ func TestHeaderSession(t *testing.T) {
 
 func TestToolDetail(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"command":"npm test","description":"x"}`:      "npm test",
+		`{"command":"npm test","description":"x"}`:       "npm test",
 		`{"command":["bash","-lc","go test ./..."]}`:     "go test ./...",
 		`{"command":["ls","-la"]}`:                       "ls -la",
 		`{"cmd":"make"}`:                                 "make",
