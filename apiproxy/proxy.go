@@ -56,9 +56,9 @@ type Config struct {
 	// proxy's request goroutines while it holds the tracker's lock: it
 	// must not block (queue the event and return).
 	Sink func(Event)
-	// StreamStall reports a Stall for a streamed answer that sends no
-	// content event (keep-alive pings and comments do not count) for this
-	// long, from the request on. 0 = off.
+	// StreamStall reports a Stall for a streamed answer to a main request
+	// that sends no content event (keep-alive pings and comments do not
+	// count) for this long, from the request on. 0 = off.
 	StreamStall time.Duration
 	// Now is the clock for RetryAt and for judging stalls (a stall timer
 	// that fires re-arms while Now says less than StreamStall passed).
@@ -264,7 +264,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				io.Closer
 			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		}
-		if ex.parsed && ex.req.stream && p.cfg.StreamStall > 0 {
+		// Only main requests: a side request's stream (a title) does not
+		// hold the agent up.
+		if ex.parsed && ex.req.main && ex.req.stream && p.cfg.StreamStall > 0 {
 			ex.stall = p.startStall(ex)
 			defer ex.stall.stop()
 		}

@@ -815,3 +815,19 @@ func TestSessionTable(t *testing.T) {
 		t.Fatalf("the idle session was not evicted")
 	}
 }
+
+// TestCodexTurnIDs: Codex names its turns; a request naming another turn
+// than the open one begins it (the proxy saw no end of the last).
+func TestCodexTurnIDs(t *testing.T) {
+	var got []string
+	tr := newTracker("t", func(e Event) { got = append(got, e.Kind.String()+" "+e.Turn) })
+	for _, turn := range []string{"A", "A", "B", "B"} {
+		tr.request(OpenAI, "s", request{main: true, turn: turn})
+	}
+	tr.answer(OpenAI, "s", request{main: true, turn: "B"}, &answer{complete: true})
+	tr.request(OpenAI, "s", request{main: true})
+	want := []string{"turn-begin A", "turn-begin B", "turn-end B", "turn-begin t3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
