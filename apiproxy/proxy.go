@@ -162,6 +162,7 @@ func Start(cfg Config) (*Proxy, error) {
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		// Server errors name connections, never contents.
 		ErrorLog: log.New(io.Discard, "", 0),
