@@ -719,7 +719,7 @@ func TestNothingSecretLogged(t *testing.T) {
 	rec.waitFor(t, 2, func(e Event) bool { return e.Kind == Usage })
 	p.Close()
 	out := logs.String()
-	if !strings.Contains(out, "api_proxy_upstream_failed") {
+	if !strings.Contains(out, "the upstream cannot be reached") {
 		t.Fatalf("the upstream failures were not logged (is the log captured?):\n%s", out)
 	}
 	events := fmt.Sprintf("%+v", rec.all())
