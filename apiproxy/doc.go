@@ -55,7 +55,9 @@
 // streamGenerateContent that offers tools: Gemini CLI's own side calls use
 // generateContent). A main request opens a turn when its session has none
 // open (TurnBegin); its turn id is Codex's turn_id (X-Codex-Turn-Metadata,
-// the id Codex's hooks report) or Config.TurnPrefix followed by a count.
+// the id Codex's hooks report) or Config.TurnPrefix followed by a count; a
+// main request naming another turn than the open one (Codex began a new
+// turn after one whose end the proxy did not see) begins that turn.
 // An answer with tool calls is a tool phase (Phase with the first tool's
 // name and detail); the next main request is a model phase again. An
 // answer that completes without tool calls ends the turn completed
@@ -80,8 +82,8 @@
 // (Claude Code's StopFailure), and a turn the CLI abandons is found when
 // the process exits mid-turn.
 //
-// Stalls: with Config.StreamStall > 0, a streamed answer that sends no
-// content event for that long from its request on (Anthropic's ping
+// Stalls: with Config.StreamStall > 0, a streamed answer to a main request
+// that sends no content event for that long from its request on (Anthropic's ping
 // events, events without data and SSE comments do not count) sends Stall
 // once.
 package apiproxy

@@ -56,9 +56,9 @@ type Config struct {
 	// proxy's request goroutines while it holds the tracker's lock: it
 	// must not block (queue the event and return).
 	Sink func(Event)
-	// StreamStall reports a Stall for a streamed answer that sends no
-	// content event (keep-alive pings and comments do not count) for this
-	// long, from the request on. 0 = off.
+	// StreamStall reports a Stall for a streamed answer to a main request
+	// that sends no content event (keep-alive pings and comments do not
+	// count) for this long, from the request on. 0 = off.
 	StreamStall time.Duration
 	// Now is the clock for RetryAt and for judging stalls (a stall timer
 	// that fires re-arms while Now says less than StreamStall passed).
@@ -68,8 +68,9 @@ type Config struct {
 	// http.DefaultTransport (TLS verified with the system roots, proxy
 	// from the environment) that asks for no compression.
 	Transport http.RoundTripper
-	// Log gets the proxy's own errors; never a body, a header value, a
-	// query or a path. nil = discard.
+	// Log gets the proxy's own errors, each message at most once per 10
+	// seconds (with the count of those left out); never a body, a header
+	// value, a query or a path. nil = discard.
 	Log *slog.Logger
 	// Session names the session of requests that carry no session id
 	// (Gemini CLI with an API key sends none): one session per proxy.
@@ -97,12 +98,39 @@ type Proxy struct {
 	log      *slog.Logger
 	done     chan struct{}
 	wg       sync.WaitGroup
+
+	logMu      sync.Mutex
+	logged     map[string]time.Time // message -> when last logged
+	suppressed map[string]int       // message -> times not logged since
+}
+
+// logEvery is the least time between two log lines of one message.
+const logEvery = 10 * time.Second
+
+// warn logs msg at most once per logEvery, with the count of the ones
+// left out since the last.
+func (p *Proxy) warn(msg string, args ...any) {
+	p.logMu.Lock()
+	now := time.Now()
+	if last, ok := p.logged[msg]; ok && now.Sub(last) < logEvery {
+		p.suppressed[msg]++
+		p.logMu.Unlock()
+		return
+	}
+	n := p.suppressed[msg]
+	p.logged[msg], p.suppressed[msg] = now, 0
+	p.logMu.Unlock()
+	if n > 0 {
+		args = append(args, "suppressed", n)
+	}
+	p.log.Warn(msg, args...)
 }
 
 // Start listens on 127.0.0.1 on a free port and serves the proxy under a
 // random secret path prefix until Close.
 func Start(cfg Config) (*Proxy, error) {
-	p := &Proxy{cfg: cfg, now: cfg.Now, log: cfg.Log, done: make(chan struct{})}
+	p := &Proxy{cfg: cfg, now: cfg.Now, log: cfg.Log, done: make(chan struct{}),
+		logged: map[string]time.Time{}, suppressed: map[string]int{}}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -162,6 +190,7 @@ func Start(cfg Config) (*Proxy, error) {
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		// Server errors name connections, never contents.
 		ErrorLog: log.New(io.Discard, "", 0),
@@ -170,7 +199,7 @@ func Start(cfg Config) (*Proxy, error) {
 	go func() {
 		defer p.wg.Done()
 		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.log.Error("api_proxy_serve_failed", "err", err)
+			p.log.Error("api proxy: serving failed", "err", err)
 		}
 	}()
 	return p, nil
@@ -258,13 +287,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			p.track.request(prov, ex.session, ex.req)
 		} else {
-			p.log.Warn("api_proxy_body_too_large", "provider", prov.String(), "limit", maxBody)
+			p.warn("api proxy: a request body is over the read limit: forwarded without deriving events",
+				"provider", prov.String(), "limit_bytes", maxBody)
 			r.Body = struct {
 				io.Reader
 				io.Closer
 			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		}
-		if ex.parsed && ex.req.stream && p.cfg.StreamStall > 0 {
+		// Only main requests: a side request's stream (a title) does not
+		// hold the agent up.
+		if ex.parsed && ex.req.main && ex.req.stream && p.cfg.StreamStall > 0 {
 			ex.stall = p.startStall(ex)
 			defer ex.stall.stop()
 		}
@@ -335,7 +367,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		err = ue.Err
 	}
 	if r.Context().Err() == nil {
-		p.log.Warn("api_proxy_upstream_failed", "provider", ex.provider.String(), "err", err)
+		p.warn("api proxy: the upstream cannot be reached: the agent gets 502", "provider", ex.provider.String(), "err", err)
 	}
 	w.WriteHeader(http.StatusBadGateway)
 }

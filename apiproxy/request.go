@@ -60,113 +60,97 @@ func classify(p Provider, method, path string) api {
 
 // parseRequest reads a model call. A body that is not the API's JSON
 // yields a side request (no tools) of the named session: nothing derived
-// from it changes a turn.
+// from it changes a turn. Only the fields read are decoded (see scan.go).
 func parseRequest(a api, path string, h http.Header, body []byte) request {
 	r := request{api: a}
 	switch a {
 	case apiMessages:
 		r.session = headerSession(h, "X-Claude-Code-Session-Id")
-		var b struct {
-			Stream   bool              `json:"stream"`
-			Tools    []json.RawMessage `json:"tools"`
-			Metadata struct {
-				UserID string `json:"user_id"`
-			} `json:"metadata"`
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if json.Unmarshal(body, &b) != nil {
-			return r
-		}
-		r.main, r.stream = len(b.Tools) > 0, b.Stream
+		var userID string
+		fields(body, func(k, v []byte) bool {
+			switch string(k) {
+			case "stream":
+				r.stream = string(v) == "true"
+			case "tools":
+				r.main = nonEmptyArray(v)
+			case "metadata":
+				userID = str(field(v, "user_id"))
+			case "messages":
+				// tool_use_id is a member of tool_result blocks only.
+				keyValues(v, "tool_use_id", func(id []byte) {
+					if id := str(id); id != "" {
+						r.results = append(r.results, id)
+					}
+				})
+			}
+			return true
+		})
 		if r.session == "" {
-			r.session = claudeUserSession(b.Metadata.UserID)
-		}
-		for _, m := range b.Messages {
-			if m.Role != "user" || len(m.Content) == 0 || m.Content[0] != '[' {
-				continue
-			}
-			var parts []struct {
-				Type      string `json:"type"`
-				ToolUseID string `json:"tool_use_id"`
-			}
-			if json.Unmarshal(m.Content, &parts) != nil {
-				continue
-			}
-			for _, p := range parts {
-				if p.Type == "tool_result" && p.ToolUseID != "" {
-					r.results = append(r.results, p.ToolUseID)
-				}
-			}
+			r.session = claudeUserSession(userID)
 		}
 	case apiResponses, apiChat:
 		r.session = headerSession(h, "Session-Id", "session_id", "Conversation-Id", "conversation_id")
 		r.turn = codexTurn(h.Get("X-Codex-Turn-Metadata"))
-		var b struct {
-			Stream bool              `json:"stream"`
-			Tools  []json.RawMessage `json:"tools"`
-			Input  json.RawMessage   `json:"input"`
-			// Chat Completions
-			Messages []struct {
-				Role       string `json:"role"`
-				ToolCallID string `json:"tool_call_id"`
-			} `json:"messages"`
-		}
-		if json.Unmarshal(body, &b) != nil {
-			return r
-		}
-		r.main, r.stream = len(b.Tools) > 0, b.Stream
-		if len(b.Input) > 0 && b.Input[0] == '[' {
-			var items []struct {
-				Type   string `json:"type"`
-				CallID string `json:"call_id"`
-			}
-			if json.Unmarshal(b.Input, &items) == nil {
-				for _, it := range items {
-					if strings.HasSuffix(it.Type, "_call_output") && it.CallID != "" {
-						r.results = append(r.results, it.CallID)
+		// Responses: input items *_call_output; Chat: messages of role tool.
+		fields(body, func(k, v []byte) bool {
+			switch string(k) {
+			case "stream":
+				r.stream = string(v) == "true"
+			case "tools":
+				r.main = nonEmptyArray(v)
+			case "input":
+				// call_id names both calls and their outputs: read the
+				// items that are outputs.
+				elems(v, func(it []byte) {
+					if !bytes.Contains(it, []byte(`_call_output"`)) {
+						return
 					}
-				}
+					var out bool
+					var id string
+					fields(it, func(k, v []byte) bool {
+						switch string(k) {
+						case "type":
+							out = bytes.HasSuffix(v, []byte(`_call_output"`))
+						case "call_id":
+							id = str(v)
+						}
+						return true
+					})
+					if out && id != "" {
+						r.results = append(r.results, id)
+					}
+				})
+			case "messages":
+				// tool_call_id is a member of tool messages only.
+				keyValues(v, "tool_call_id", func(id []byte) {
+					if id := str(id); id != "" {
+						r.results = append(r.results, id)
+					}
+				})
 			}
-		}
-		for _, m := range b.Messages {
-			if m.Role == "tool" && m.ToolCallID != "" {
-				r.results = append(r.results, m.ToolCallID)
-			}
-		}
+			return true
+		})
 	case apiGemini:
 		r.session = headerSession(h, "X-Gemini-Session-Id")
 		r.stream = strings.HasSuffix(path, ":streamGenerateContent")
-		var b struct {
-			Tools []struct {
-				FunctionDeclarations []json.RawMessage `json:"functionDeclarations"`
-			} `json:"tools"`
-			Contents []struct {
-				Parts []struct {
-					FunctionResponse *struct {
-						ID string `json:"id"`
-					} `json:"functionResponse"`
-				} `json:"parts"`
-			} `json:"contents"`
-		}
-		if json.Unmarshal(body, &b) != nil {
-			return r
-		}
-		for _, t := range b.Tools {
-			r.main = r.main || len(t.FunctionDeclarations) > 0
-		}
+		fields(body, func(k, v []byte) bool {
+			switch string(k) {
+			case "tools":
+				elems(v, func(t []byte) {
+					r.main = r.main || nonEmptyArray(field(t, "functionDeclarations"))
+				})
+			case "contents":
+				keyValues(v, "functionResponse", func(fr []byte) {
+					if id := str(field(fr, "id")); id != "" {
+						r.results = append(r.results, id)
+					}
+				})
+			}
+			return true
+		})
 		// Gemini CLI's own side calls (routing, next-speaker checks) use
 		// generateContent; its agent loop streams.
 		r.main = r.main && r.stream
-		for _, c := range b.Contents {
-			for _, p := range c.Parts {
-				if p.FunctionResponse != nil && p.FunctionResponse.ID != "" {
-					r.results = append(r.results, p.FunctionResponse.ID)
-				}
-			}
-		}
 	}
 	return r
 }

@@ -29,6 +29,7 @@ const (
 type session struct {
 	id      string
 	turn    string // the open turn, "" for none
+	named   bool   // the CLI named the open turn (Codex's turn_id)
 	phase   phase
 	n       int                 // turns opened so far (for turn ids)
 	pending map[string]struct{} // tool calls of the session awaiting their results
@@ -111,13 +112,17 @@ func (t *tracker) request(p Provider, sid string, r request) {
 		delete(s.pending, id)
 	}
 	switch {
-	case s.turn == "":
+	case s.turn == "" || (r.turn != "" && s.named && r.turn != s.turn):
+		// No turn open, or the CLI names a new one (Codex starts a turn
+		// after one the proxy saw no end of: the user interrupted it, or
+		// it ended in an error): the new turn begins.
 		s.n++
-		s.turn = r.turn
+		s.turn, s.named = r.turn, r.turn != ""
 		if s.turn == "" {
 			s.turn = t.prefix + strconv.Itoa(s.n)
 		}
 		s.phase = phaseModel
+		clear(s.pending)
 		t.emit(s, p, Event{Kind: TurnBegin})
 	case s.phase != phaseModel:
 		s.phase = phaseModel

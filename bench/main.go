@@ -1,7 +1,7 @@
 // Command bench measures supervise on the paths it sits on: restart after a
 // kill -9, its memory, heartbeat intake, durable turn markers, the hook
-// round trip of `supervise notify`, and start-up
-// with a large journal. Every row of the table it prints is measured in the
+// round trip of `supervise notify`, start-up
+// with a large journal, and what the model-API proxy adds to a model call. Every row of the table it prints is measured in the
 // same run on the same machine, beside a floor (a minimal fork/exec/wait
 // loop, the disk's raw fsync rate) and, where installed, the peers runit
 // (runsv), s6 (s6-supervise) and supervisor (supervisord). It installs
@@ -69,7 +69,7 @@ func main() {
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,startup (default all)")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,startup,proxy (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -115,7 +115,7 @@ func run(c config, args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		return 1
 	}
-	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "startup": true}
+	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "startup": true, "proxy": true}
 	if c.only != "" {
 		clear(sections)
 		for _, s := range strings.Split(c.only, ",") {
@@ -131,6 +131,7 @@ func run(c config, args []string) int {
 		{"markers", b.markers},
 		{"hooks", b.hooks},
 		{"startup", b.startup},
+		{"proxy", b.proxy},
 	}
 	for _, st := range steps {
 		if !sections[st.name] {

@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	reply := flag.String("reply", "text", "text|tool|stall|error")
+	reply := flag.String("reply", "text", "text|tool|stall|error|limit|pings")
 	api := flag.String("api", "anthropic", "anthropic|openai|gemini")
 	flag.Parse()
 	script := func(r mockapi.Request) mockapi.Reply {
@@ -34,6 +34,14 @@ func main() {
 			}
 		case "error":
 			return mockapi.Reply{Kind: mockapi.Error}
+		case "limit":
+			if r.Agent {
+				return mockapi.Reply{Kind: mockapi.Limit}
+			}
+		case "pings":
+			if r.Agent {
+				return mockapi.Reply{Kind: mockapi.Pings}
+			}
 		}
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	}
