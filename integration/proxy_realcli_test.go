@@ -38,6 +38,30 @@ func TestRealGeminiHooksAndProxy(t *testing.T) {
 	t.Logf("summary gemini hooks+proxy kill9: %s", r.summary())
 }
 
+// codexNoHooks is Codex CLI as TestRealCodex sets it up, minus its hooks,
+// with docs/proxy.md's one line: Codex takes its provider's base URL from
+// configuration, so the task and the template pass the proxy's
+// OPENAI_BASE_URL on its command line, through sh -c ({session} and
+// {message} stay arguments, never shell text).
+func codexNoHooks() realCLI {
+	cli := codexCLI()
+	cli.install, cli.proxyDoc = nil, true
+	cli.task = []string{"sh", "-c", `exec codex exec -c model_providers.mock.base_url="$OPENAI_BASE_URL" "$0"`}
+	cli.template = `sh -c "exec codex exec -c model_providers.mock.base_url=\"\$OPENAI_BASE_URL\" resume \"\$0\" \"\$1\"" {session} {message}`
+	env := cli.env
+	cli.env = func(url string) []string { return append(env(url), "OPENAI_BASE_URL="+url+"/v1") }
+	return cli
+}
+
+// Codex CLI with no hooks: its session header names the thread `codex exec
+// resume` takes.
+func TestRealCodexProxy(t *testing.T) {
+	t.Parallel()
+	r := newRealEnv(t, codexNoHooks())
+	proxyKill9(r)
+	t.Logf("summary codex proxy kill9: %s", r.summary())
+}
+
 func TestRealClaudeProxy(t *testing.T) {
 	t.Parallel()
 	for _, sc := range []struct {
