@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -66,10 +67,24 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 	}
 	s.px.p = p
 	out := env[:0:0]
+	noProxy := map[string]string{"NO_PROXY": "", "no_proxy": ""}
 	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := noProxy[k]; ok {
+			noProxy[k] = v
+			continue
+		}
 		if !hasAnyPrefix(kv, proxyEnvKeys) {
 			out = append(out, kv)
 		}
+	}
+	// An agent whose HTTP(S)_PROXY is set must not send the proxy's
+	// requests to that proxy: 127.0.0.1 joins its NO_PROXY.
+	for k, v := range noProxy {
+		if !slices.Contains(strings.Split(v, ","), "127.0.0.1") {
+			v = strings.TrimPrefix(v+",127.0.0.1", ",")
+		}
+		out = append(out, k+"="+v)
 	}
 	return append(out, p.Env()...)
 }
