@@ -464,7 +464,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 	many := 24
 	cycles := 3
 	if long {
-		many, cycles = 120, 12
+		many, cycles = 40, 5
 	}
 	boot("boot commit of supervise A", 1)
 	launch(1, false)
@@ -632,7 +632,7 @@ func (en *enumerator) images(ep epoch, emit func([]byte)) {
 		}
 		random := 64
 		if en.long {
-			random = 1024
+			random = 192
 		}
 		for range random {
 			subset(en.rng.Uint64() & all)
@@ -649,7 +649,7 @@ func (en *enumerator) images(ep epoch, emit func([]byte)) {
 	}
 	extra, contexts := 1, 1
 	if en.long {
-		extra, contexts = 16, 6
+		extra, contexts = 4, 3
 	}
 	for range extra {
 		torn = append(torn, byte(1+en.rng.IntN(int(full)-1)))
