@@ -101,6 +101,7 @@ func (s *Server) Serve(handle func(Message)) error {
 		skipCB = make([]byte, maxBeats*len(oob)) // their control buffers
 		read   int                               // what recv read: readBeats, readFull, or readNone
 		walk   bool                              // SO_PEEK_OFF works: a peek can look past the last
+		deep   int                               // recvs in a row that found a datagram waiting
 		pidfds = true                            // the kernel has SO_PASSPIDFD, as far as we know
 	)
 	iov.SetLen(len(buf))
@@ -176,6 +177,9 @@ func (s *Server) Serve(handle func(Message)) error {
 	}
 	// recv reads datagrams: a run of heartbeats, or one other datagram
 	// in full; false means "wait until readable".
+	// recv walks on past the first heartbeat only while datagrams keep
+	// coming faster than it reads them (deep): a walk that ends on an
+	// empty queue costs one more peek, for nothing when it took one.
 	recv := func(fd uintptr) bool {
 		read, beats = readNone, beats[:0]
 		other := false // a datagram that is no heartbeat was peeked
@@ -183,6 +187,9 @@ func (s *Server) Serve(handle func(Message)) error {
 			msg.SetControllen(peekOOBSize)
 			msg.Flags = 0
 			if !recvmsg(fd, unix.MSG_PEEK) {
+				if len(beats) == 0 {
+					deep = 0
+				}
 				break
 			}
 			if errno != 0 {
@@ -194,10 +201,11 @@ func (s *Server) Serve(handle func(Message)) error {
 				break
 			}
 			beats = append(beats, m)
-			if !walk {
+			if !walk || deep < 2 {
 				break
 			}
 		}
+		deep++
 		if len(beats) > 0 {
 			consume(fd)
 			if walk && (other || len(beats) == 0) {
