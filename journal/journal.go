@@ -126,6 +126,7 @@ func Open(path string, opt Options) (db *DB, err error) {
 		opt.Timeout = 100 * time.Millisecond
 	}
 	fi, err := os.Lstat(path)
+	created := errors.Is(err, fs.ErrNotExist) && !opt.ReadOnly
 	switch {
 	case err == nil && !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s: %w: it is a %s, not a regular file", path, ErrNotJournal, fileKind(fi.Mode()))
@@ -166,10 +167,37 @@ func Open(path string, opt Options) (db *DB, err error) {
 		db.closeBolt()
 		return nil, err
 	}
+	if created {
+		// bbolt's fdatasyncs make the file's pages durable, not its name:
+		// after a power cut a new file can be gone with every commit in
+		// it, unless its directory is synced (ext4 with a journal happens
+		// to commit the name with the first fdatasync; POSIX and other
+		// filesystems do not promise it). Once here, before anything was
+		// acknowledged. It also makes the rename of a damaged journal
+		// durable, which Quarantine did just before a fresh Open.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			db.closeBolt()
+			return nil, fmt.Errorf("open journal %s: sync its directory: %w", path, err)
+		}
+	}
 	if !opt.ReadOnly {
 		writeOwnerPID(path)
 	}
 	return db, nil
+}
+
+// syncDir fsyncs the directory dir, making the names in it durable. A
+// filesystem that cannot sync a directory (EINVAL) has nothing to sync.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
 }
 
 // isIOError reports whether err comes from the operating system (permission,

@@ -76,9 +76,11 @@ import (
 // Limits. The model is the page cache of one file: it assumes fdatasync
 // is honest (the drive flushes its cache; not ext4 fast_commit before
 // 5.10.94, etcd-io/bbolt#562), and that a synced file size stays (bbolt
-// grows with ftruncate and fsync). It does not model the state dir's other
-// files (the owner sidecar, the resume file), nor reads of pages torn by
-// more than a power cut (bit rot: case 5). Torn pages are sampled, not all
+// grows with ftruncate and fsync). It models the file's pages, not its
+// name: that a new journal's name is durable before Open returns (its
+// directory fsynced) is TestNewJournalNameIsDurable's. It does not model
+// the state dir's other files (the owner sidecar, the resume file), nor
+// pages damaged by more than a power cut (bit rot: case 5). Torn pages are sampled, not all
 // 256 sector sets. The default run checks a few thousand images;
 // SUPERVISE_LONG=1 adds random subsets and sector sets and a longer
 // workload.
