@@ -355,6 +355,8 @@ func (db *DB) View(fn func(*Tx) error) error {
 
 // Verify runs bbolt's full consistency check (every page reachable or free,
 // none referenced twice) and returns ErrCorrupt with the first problems.
+// It first walks the page tree itself, following no page twice
+// (checkPageTree): bbolt descends a page cycle without end.
 func (db *DB) Verify() error {
 	var problems []string
 	err := db.run(false, func(tx *bolt.Tx) error {
@@ -369,6 +371,12 @@ func (db *DB) Verify() error {
 		}
 		if need := tx.Size(); fi.Size() < need {
 			problems = append(problems, fmt.Sprintf("the file is %d bytes but its pages reach %d: truncated", fi.Size(), need))
+			return nil
+		}
+		// bbolt's check and its cursors descend a page cycle without end:
+		// walk the page tree first, following no page twice.
+		if err := checkPageTree(tx, db.path); err != nil {
+			problems = append(problems, err.Error())
 			return nil
 		}
 		for e := range tx.Check() {
