@@ -222,6 +222,11 @@ func fileKind(m fs.FileMode) string {
 // file is a journal this supervise can read.
 func (db *DB) init() error {
 	check := func(tx *bolt.Tx) error {
+		// The few pages every open reads (the root bucket and v1), walked
+		// first: bbolt's cursors descend a page cycle without end.
+		if err := checkPageTree(tx, db.path, 1); err != nil {
+			return fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, err)
+		}
 		root := tx.Bucket(bucketRoot)
 		if root == nil {
 			empty := true
@@ -375,7 +380,7 @@ func (db *DB) Verify() error {
 		}
 		// bbolt's check and its cursors descend a page cycle without end:
 		// walk the page tree first, following no page twice.
-		if err := checkPageTree(tx, db.path); err != nil {
+		if err := checkPageTree(tx, db.path, -1); err != nil {
 			problems = append(problems, err.Error())
 			return nil
 		}

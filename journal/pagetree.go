@@ -31,9 +31,11 @@ const (
 // through a mapping of its own and never follows a page twice, so a cycle
 // ends the walk: bbolt's check and its cursors descend one without end (a
 // recursion that grows the stack until the runtime kills the process).
-// Call it inside a transaction (the file does not change under it) on a
-// goroutine with SetPanicOnFault, as DB.run does.
-func checkPageTree(tx *bolt.Tx, path string) error {
+// buckets bounds how deep it follows nested buckets: 1 walks the root
+// bucket's pages and those of the buckets in it (v1), not theirs; -1 walks
+// everything. Call it inside a transaction (the file does not change under
+// it) on a goroutine with SetPanicOnFault, as DB.run does.
+func checkPageTree(tx *bolt.Tx, path string, buckets int) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -72,8 +74,8 @@ func checkPageTree(tx *bolt.Tx, path string) error {
 		seen[w] |= b
 		return was
 	}
-	var walk func(id uint64, depth int) error
-	walk = func(id uint64, depth int) error {
+	var walk func(id uint64, depth, nested int) error
+	walk = func(id uint64, depth, nested int) error {
 		switch {
 		case id < 2:
 			return fmt.Errorf("a page refers to meta page %d", id)
@@ -108,7 +110,7 @@ func checkPageTree(tx *bolt.Tx, path string) error {
 			e := pageHeader + i*elementSize
 			switch flags {
 			case branchPageFlag:
-				if err := walk(binary.NativeEndian.Uint64(page[e+8:e+16]), depth+1); err != nil {
+				if err := walk(binary.NativeEndian.Uint64(page[e+8:e+16]), depth+1, nested); err != nil {
 					return err
 				}
 			case leafPageFlag:
@@ -124,8 +126,8 @@ func checkPageTree(tx *bolt.Tx, path string) error {
 				}
 				// Root 0 is an inline bucket: a leaf inside the value,
 				// which holds no buckets of its own.
-				if root := binary.NativeEndian.Uint64(page[v : v+8]); root != 0 {
-					if err := walk(root, depth+1); err != nil {
+				if root := binary.NativeEndian.Uint64(page[v : v+8]); root != 0 && (buckets < 0 || nested < buckets) {
+					if err := walk(root, depth+1, nested+1); err != nil {
 						return err
 					}
 				}
@@ -135,5 +137,5 @@ func checkPageTree(tx *bolt.Tx, path string) error {
 		}
 		return nil
 	}
-	return walk(uint64(tx.Cursor().Bucket().Root()), 1)
+	return walk(uint64(tx.Cursor().Bucket().Root()), 1, 0)
 }
