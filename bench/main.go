@@ -69,7 +69,7 @@ func main() {
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,startup,proxy (default all)")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,startup,proxy,powerloss (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -143,6 +143,13 @@ func run(c config, args []string) int {
 		if err := st.fn(); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", st.name, err)
 			b.note("%s: failed: %v", st.name, err)
+		}
+	}
+	// The journal's crash-image enumerator, in every full run.
+	if (c.only == "" || sections["powerloss"]) && ctx.Err() == nil {
+		if err := b.powerloss(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: powerloss: %v\n", err)
+			b.note("powerloss: failed: %v", err)
 		}
 	}
 	if ctx.Err() != nil {

@@ -36,6 +36,16 @@ func (b *bench) report(w io.Writer, command string) {
 			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
+	if b.cfg.alt != "" && len(b.svs) > 1 {
+		fmt.Fprintln(w)
+		regs := regressions(b.rows, b.svs[0].name, b.cfg.altName)
+		if len(regs) == 0 {
+			fmt.Fprintf(w, "No row of %s is more than %.0f%% worse than %s's in this run.\n", b.svs[0].name, 100*fallLimit, b.cfg.altName)
+		}
+		for _, r := range regs {
+			fmt.Fprintf(w, "- **more than %.0f%% worse than %s**: %s\n", 100*fallLimit, b.cfg.altName, r)
+		}
+	}
 }
 
 func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }

@@ -126,6 +126,7 @@ func Open(path string, opt Options) (db *DB, err error) {
 		opt.Timeout = 100 * time.Millisecond
 	}
 	fi, err := os.Lstat(path)
+	created := errors.Is(err, fs.ErrNotExist) && !opt.ReadOnly
 	switch {
 	case err == nil && !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s: %w: it is a %s, not a regular file", path, ErrNotJournal, fileKind(fi.Mode()))
@@ -166,10 +167,37 @@ func Open(path string, opt Options) (db *DB, err error) {
 		db.closeBolt()
 		return nil, err
 	}
+	if created {
+		// bbolt's fdatasyncs make the file's pages durable, not its name:
+		// after a power cut a new file can be gone with every commit in
+		// it, unless its directory is synced (ext4 with a journal happens
+		// to commit the name with the first fdatasync; POSIX and other
+		// filesystems do not promise it). Once here, before anything was
+		// acknowledged. It also makes the rename of a damaged journal
+		// durable, which Quarantine did just before a fresh Open.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			db.closeBolt()
+			return nil, fmt.Errorf("open journal %s: sync its directory: %w", path, err)
+		}
+	}
 	if !opt.ReadOnly {
 		writeOwnerPID(path)
 	}
 	return db, nil
+}
+
+// syncDir fsyncs the directory dir, making the names in it durable. A
+// filesystem that cannot sync a directory (EINVAL) has nothing to sync.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
 }
 
 // isIOError reports whether err comes from the operating system (permission,
@@ -194,6 +222,11 @@ func fileKind(m fs.FileMode) string {
 // file is a journal this supervise can read.
 func (db *DB) init() error {
 	check := func(tx *bolt.Tx) error {
+		// The few pages every open reads (the root bucket and v1), walked
+		// first: bbolt's cursors descend a page cycle without end.
+		if err := checkPageTree(tx, db.path, 1); err != nil {
+			return fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, err)
+		}
 		root := tx.Bucket(bucketRoot)
 		if root == nil {
 			empty := true
@@ -327,6 +360,8 @@ func (db *DB) View(fn func(*Tx) error) error {
 
 // Verify runs bbolt's full consistency check (every page reachable or free,
 // none referenced twice) and returns ErrCorrupt with the first problems.
+// It first walks the page tree itself, following no page twice
+// (checkPageTree): bbolt descends a page cycle without end.
 func (db *DB) Verify() error {
 	var problems []string
 	err := db.run(false, func(tx *bolt.Tx) error {
@@ -341,6 +376,12 @@ func (db *DB) Verify() error {
 		}
 		if need := tx.Size(); fi.Size() < need {
 			problems = append(problems, fmt.Sprintf("the file is %d bytes but its pages reach %d: truncated", fi.Size(), need))
+			return nil
+		}
+		// bbolt's check and its cursors descend a page cycle without end:
+		// walk the page tree first, following no page twice.
+		if err := checkPageTree(tx, db.path, -1); err != nil {
+			problems = append(problems, err.Error())
 			return nil
 		}
 		for e := range tx.Check() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"testing"
 )
@@ -41,6 +42,21 @@ func helper(name string) int {
 		// Stay alive until the parent has seen the datagram handled: a
 		// sender that is gone by then is dropped (SO_PASSPIDFD).
 		io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "beat-mark-exit":
+		// Send a heartbeat, then a marker, and exit at once: the parent
+		// reads them only after this process was reaped.
+		c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: os.Getenv("NOTIFY_SOCKET"), Net: "unixgram"})
+		if err == nil {
+			_, err = c.Write([]byte("WATCHDOG=1"))
+		}
+		if err == nil {
+			_, err = c.Write([]byte("X_SUPERVISE_EVENT=closed\nX_SUPERVISE_SESSION=gone"))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)

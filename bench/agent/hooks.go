@@ -23,19 +23,22 @@ type hookResult struct {
 	CPUNS     []int64 `json:"cpu_ns"`
 	FloorWall []int64 `json:"floor_wall_ns"`
 	FloorCPU  []int64 `json:"floor_cpu_ns"`
+	// TrueWall is the wall time of an exec of $BENCH_TRUE_BIN (/bin/true),
+	// spawned the same way, interleaved: the cost of any process here.
+	TrueWall []int64 `json:"true_wall_ns"`
 }
 
 // hooks waits for SIGUSR1, then runs $BENCH_HOOKS rounds of what a hook
 // does: `$BENCH_HOOK_BIN notify turn-begin` and `turn-end` (each waiting for
 // its barrier, the default), interleaved with an exec of $BENCH_FLOOR_BIN (a
-// static Go binary that does nothing), so the floor and the hook share the
-// machine's moment.
+// static Go binary that does nothing) and of $BENCH_TRUE_BIN (/bin/true,
+// if set), so the floors and the hook share the machine's moment.
 func hooks(out string, report func(string, ...any), n int) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	report("ready %d", os.Getpid())
 	<-usr1
-	bin, floor := os.Getenv("BENCH_HOOK_BIN"), os.Getenv("BENCH_FLOOR_BIN")
+	bin, floor, truth := os.Getenv("BENCH_HOOK_BIN"), os.Getenv("BENCH_FLOOR_BIN"), os.Getenv("BENCH_TRUE_BIN")
 	var r hookResult
 	timeOne := func(argv ...string) (wall, cpu time.Duration, err error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -66,9 +69,14 @@ func hooks(out string, report func(string, ...any), n int) {
 			if wall, cpu, err := timeOne(floor); err == nil {
 				r.FloorWall, r.FloorCPU = append(r.FloorWall, int64(wall)), append(r.FloorCPU, int64(cpu))
 			}
+			if truth != "" {
+				if wall, _, err := timeOne(truth); err == nil {
+					r.TrueWall = append(r.TrueWall, int64(wall))
+				}
+			}
 		}
 	}
-	for _, s := range [][]int64{r.WallNS, r.CPUNS, r.FloorWall, r.FloorCPU} {
+	for _, s := range [][]int64{r.WallNS, r.CPUNS, r.FloorWall, r.FloorCPU, r.TrueWall} {
 		slices.Sort(s)
 	}
 	raw, _ := json.Marshal(r)
