@@ -317,6 +317,7 @@ func (s *Supervisor) deliver(e machine.Launch) (argv []string, env []string) {
 		s.log.Error("writing the resume file failed: the --resume-exec launch goes ahead without it", "err", err)
 	case err != nil:
 		s.log.Error("writing the resume file failed: resumes not delivered this run", "err", err)
+		s.step(machine.Delivered{Run: e.Run, Unsent: true})
 		return s.cfg.Argv, nil
 	default:
 		s.run.resumeFile = true

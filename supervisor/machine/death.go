@@ -46,6 +46,10 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	if m.Stop == nil && dec.Action != crashloop.GiveUp {
 		reserve = m.nextRun
 	}
+	if m.Stop == nil && dec.Action == crashloop.Relaunch && !m.Config.Task.On && reserve != 0 &&
+		m.retryDelay(dec.Delay, e.Ended) == 0 {
+		m.fold(o, reserve)
+	}
 	o.add(Commit{Kind: CommitDeath, Run: r, Reserve: reserve, Why: "recording the child's death"})
 	if m.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && !m.Config.Task.On {
 		// The death is committed and the relaunch is immediate: what
@@ -140,6 +144,7 @@ func (m *Machine) backoff(o *out, delay time.Duration) {
 
 // endStopped ends the loop after a requested stop.
 func (m *Machine) endStopped(o *out) {
+	m.unfold(o, m.nextRun) // a delivery recorded for a run that will not start
 	m.taskStopped(o)
 	o.add(End{Code: m.stopCode()})
 }

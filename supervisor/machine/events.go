@@ -40,6 +40,10 @@ type Delivered struct {
 	IDs  []string
 	Via  string
 	Live bool
+	// Unsent: the resume file could not be written, and run Run starts
+	// without the resumes: a delivery the death's commit already recorded
+	// for it (see fold) is taken back.
+	Unsent bool
 }
 
 // Started: run Run's child was forked.

@@ -113,6 +113,10 @@ type State struct {
 	// open holds the ids of the open sessions (State.Open), kept by Step
 	// from the sessions its effects save: every change of a session is saved.
 	open map[string]bool
+	// folded holds the sessions whose delivery to the run about to start
+	// was recorded in the death's commit (fold), with the run each had
+	// been handed before; nil when none.
+	folded map[string]uint64
 	// hooked is the session the agent's own markers last named in this
 	// run: traffic that names none is taken for it (Traffic.Invented).
 	hooked string
