@@ -537,6 +537,10 @@ type harness struct {
 	stop      func()
 	seenTurns int // turn starts in the current supervise invocation
 	allTurns  int // turn starts in every invocation
+	// earlyDeaths counts dirty deaths before any turn was ever reported:
+	// an agent that cannot get going is judged after a few, not at the
+	// timeout.
+	earlyDeaths int
 }
 
 // run invokes supervise until the plan is done, a check makes going on
@@ -966,6 +970,14 @@ func (h *harness) onDeath(ev supervisor.Event) {
 		if ev.Dirty {
 			h.fail(CheckAgentDied, h.open, "run %d died without being killed: reason %s, exit code %d, signal %d",
 				ev.Run, ev.Reason, ev.ExitCode, ev.Signal)
+			if h.allTurns == 0 {
+				if h.earlyDeaths++; h.earlyDeaths == maxEarlyDeaths {
+					h.fail(CheckAgentDied, nil, "the agent died %d times in a row before it reported any turn: stopped here rather than at --timeout; "+
+						"run it by hand to see why it exits (its stderr is in the log)", h.earlyDeaths)
+					h.finishRun()
+					return
+				}
+			}
 		}
 		if o := h.open; o != nil && o.stage == stageResume && o.deliveredTo == ev.Run {
 			h.fail(CheckResumed, o, "run %d ended without reporting resumed for session %s", ev.Run, o.session)
@@ -1258,6 +1270,9 @@ func (h *harness) resolve(k *killState) {
 		h.finishRun()
 	}
 }
+
+// maxEarlyDeaths is how many dirty deaths before any turn end a chaos run.
+const maxEarlyDeaths = 3
 
 func (h *harness) finishRun() {
 	if h.done {

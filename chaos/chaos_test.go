@@ -235,6 +235,16 @@ func TestSilentAgentFails(t *testing.T) {
 	wantOnly(t, rep, chaos.CheckNoTurns)
 }
 
+// One that dies at every start, before any turn, is judged after a few
+// deaths, long before its timeout, and the failure says what to do.
+func TestAgentDyingAtStartStopsEarly(t *testing.T) {
+	rep := run(t, chaos.Config{Argv: []string{"sh", "-c", "echo cannot start >&2; exit 3"}, Kills: 1, Timeout: 10 * time.Minute})
+	wantOnly(t, rep, chaos.CheckAgentDied)
+	if f := strings.Join(rep.Failures, "; "); !strings.Contains(f, "died 3 times in a row before it reported any turn") {
+		t.Errorf("failures do not say the agent never got going: %s", f)
+	}
+}
+
 // One that runs on without reporting a turn fails at the timeout, and says
 // why no kill was made.
 func TestSilentLongAgentSaysWhy(t *testing.T) {
