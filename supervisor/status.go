@@ -123,6 +123,9 @@ type SessionStatus struct {
 	// Fingerprint is the agent's fingerprint when the crash breaker parked
 	// the session: a launch with a different one lifts the park once.
 	Fingerprint *journal.Fingerprint `json:"fingerprint,omitempty"`
+	// Effects are the side effects the current (or interrupted) turn
+	// declared done (X_SUPERVISE_EVENT=effect), oldest first.
+	Effects []string `json:"effects,omitempty"`
 	// Tokens is the session's model-API usage across its resumes, as the
 	// API proxy counted it.
 	Tokens *journal.Tokens `json:"tokens,omitempty"`
@@ -188,7 +191,7 @@ func runStatus(r journal.Run) RunStatus {
 func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
 		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail,
-		LastOutcome: s.Outcome, Tokens: s.Tokens}
+		LastOutcome: s.Outcome, Tokens: s.Tokens, Effects: s.Effects}
 	if s.State == journal.Waiting && !s.RetryAt.IsZero() {
 		st.RetryAt = timePtr(s.RetryAt.UTC())
 	}
@@ -473,6 +476,9 @@ func writeSessionNotes(b *strings.Builder, s SessionStatus, now time.Time) {
 			id, s.Wait, s.RetryAt.Format(time.RFC3339), s.RetryAt.Sub(now).Round(time.Second))
 	case s.Wait != "":
 		fmt.Fprintf(b, "  %s: waiting for %s\n", id, s.Wait)
+	}
+	if len(s.Effects) > 0 {
+		fmt.Fprintf(b, "  %s: %d side effects of the turn declared done: %s\n", id, len(s.Effects), strings.Join(s.Effects, ", "))
 	}
 	if t := s.Tokens; t != nil {
 		fmt.Fprintf(b, "  %s: %d tokens (%d in, %d out)\n", id, t.Input+t.Output, t.Input, t.Output)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -130,5 +131,27 @@ func TestStatusLongSessionID(t *testing.T) {
 	raw, err := json.Marshal(st)
 	if err != nil || !strings.Contains(string(raw), `"id":"`+long+`"`) {
 		t.Errorf("the JSON lost the whole id: %v", err)
+	}
+}
+
+// A session's declared effects, tokens and rate-limit wait appear in
+// status, in JSON and in the table.
+func TestStatusEffectsTokensRetry(t *testing.T) {
+	retry := time.Date(2026, 12, 1, 12, 0, 30, 0, time.UTC)
+	sess := journal.Session{ID: "s1", State: journal.Waiting, Wait: "reconnect", RetryAt: retry,
+		Effects: []string{"write:a.go", "Bash:npm test#1f"}, Tokens: &journal.Tokens{Input: 30, Output: 12}}
+	st := sessionStatus(sess, "/state", "")
+	if len(st.Effects) != 2 || st.Tokens == nil || st.Tokens.Input != 30 || st.RetryAt == nil || !st.RetryAt.Equal(retry) {
+		t.Fatalf("status %+v", st)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, Status{Sessions: []SessionStatus{st}}, retry.Add(-10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 side effects of the turn declared done: write:a.go, Bash:npm test#1f",
+		"42 tokens (30 in, 12 out)", "rate limit resets at 2026-12-01T12:00:30Z (in 10s)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
 	}
 }
