@@ -271,8 +271,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &exchange{provider: prov, rest: rest, session: p.cfg.Session}
+	path, err := url.PathUnescape(rest)
+	if err != nil {
+		path = rest
+	}
 	// A body the client compressed is forwarded unread.
-	if a := classify(prov, r.Method, rest); a != apiNone && identity(r.Header.Get("Content-Encoding")) {
+	if a := classify(prov, r.Method, path); a != apiNone && identity(r.Header.Get("Content-Encoding")) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
 			// The client went away mid-body: nothing to forward.
@@ -282,7 +286,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ex.parsed = true
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
-			ex.req = parseRequest(a, rest, r.Header, body)
+			ex.req = parseRequest(a, path, r.Header, body)
 			if ex.req.session != "" {
 				ex.session = ex.req.session
 			}

@@ -848,3 +848,16 @@ func TestCompressedRequest(t *testing.T) {
 		t.Fatalf("events of both requests: %+v", rec.all())
 	}
 }
+
+// TestEscapedPath: a path the client escaped is read as the same call and
+// forwarded as escaped.
+func TestEscapedPath(t *testing.T) {
+	api := mockapi.Gemini(nil)
+	defer api.Close()
+	p, rec := start(t, map[string]string{"GOOGLE_GEMINI_BASE_URL": api.URL()}, Config{})
+	post(t, p.URL(Gemini)+"/v1beta/models/g%3AstreamGenerateContent?alt=sse", nil, geminiRequest(true, false))
+	rec.waitFor(t, 1, func(e Event) bool { return e.Kind == TurnEnd })
+	if q := api.Requests(); len(q) != 1 || q[0].Path != "/v1beta/models/g:streamGenerateContent" {
+		t.Fatalf("upstream saw %+v", q)
+	}
+}
