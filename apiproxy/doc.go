@@ -36,7 +36,7 @@
 //     Events hold ids, tool names, one bounded line of a tool's argument,
 //     token counts and times; never a prompt or an answer.
 //   - Agent traffic is hostile input: request bodies are read up to 32 MiB
-//     (a larger one is forwarded unread), SSE lines up to 4 MiB, tracked
+//     (a larger one, or one the client compressed, is forwarded unread), SSE lines up to 4 MiB, tracked
 //     sessions up to 1024, and every id in an event is checked against the
 //     notify protocol (1..256 bytes of printable UTF-8; a session id never
 //     begins with '-'). Nothing blocks on the agent: Config.Sink must not

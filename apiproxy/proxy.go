@@ -271,7 +271,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &exchange{provider: prov, rest: rest, session: p.cfg.Session}
-	if a := classify(prov, r.Method, rest); a != apiNone {
+	path, err := url.PathUnescape(rest)
+	if err != nil {
+		path = rest
+	}
+	// A body the client compressed is forwarded unread.
+	if a := classify(prov, r.Method, path); a != apiNone && identity(r.Header.Get("Content-Encoding")) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
 			// The client went away mid-body: nothing to forward.
@@ -281,7 +286,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ex.parsed = true
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
-			ex.req = parseRequest(a, rest, r.Header, body)
+			ex.req = parseRequest(a, path, r.Header, body)
 			if ex.req.session != "" {
 				ex.session = ex.req.session
 			}
@@ -390,7 +395,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 			ex.stall.stop()
 		}
 		return nil
-	case resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity"):
+	case !identity(resp.Header.Get("Content-Encoding")):
 		// Compressed although not asked for: passed through unread.
 		if ex.stall != nil {
 			ex.stall.stop()
@@ -409,6 +414,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	resp.Body = tb
 	return nil
 }
+
+// identity reports whether a Content-Encoding leaves the bytes as they are.
+func identity(enc string) bool { return enc == "" || strings.EqualFold(enc, "identity") }
 
 // tapBody passes an answer's body through and reads it on the way.
 type tapBody struct {

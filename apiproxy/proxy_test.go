@@ -831,3 +831,33 @@ func TestCodexTurnIDs(t *testing.T) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
+
+// TestCompressedRequest: a body the client compressed passes unread.
+func TestCompressedRequest(t *testing.T) {
+	api := mockapi.Anthropic(nil)
+	defer api.Close()
+	p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": api.URL()}, Config{})
+	resp, _ := post(t, p.URL(Anthropic)+"/v1/messages", http.Header{"Content-Encoding": {"zstd"}}, claudeRequest(true))
+	if resp.StatusCode != 200 || len(api.Requests()) != 1 {
+		t.Fatalf("%s, %d requests upstream", resp.Status, len(api.Requests()))
+	}
+	// A readable request after it is the first to be seen.
+	post(t, p.URL(Anthropic)+"/v1/messages", nil, claudeRequest(true))
+	rec.waitFor(t, 1, func(e Event) bool { return e.Kind == TurnEnd })
+	if n := len(rec.all()); n != 3 {
+		t.Fatalf("events of both requests: %+v", rec.all())
+	}
+}
+
+// TestEscapedPath: a path the client escaped is read as the same call and
+// forwarded as escaped.
+func TestEscapedPath(t *testing.T) {
+	api := mockapi.Gemini(nil)
+	defer api.Close()
+	p, rec := start(t, map[string]string{"GOOGLE_GEMINI_BASE_URL": api.URL()}, Config{})
+	post(t, p.URL(Gemini)+"/v1beta/models/g%3AstreamGenerateContent?alt=sse", nil, geminiRequest(true, false))
+	rec.waitFor(t, 1, func(e Event) bool { return e.Kind == TurnEnd })
+	if q := api.Requests(); len(q) != 1 || q[0].Path != "/v1beta/models/g:streamGenerateContent" {
+		t.Fatalf("upstream saw %+v", q)
+	}
+}
