@@ -3,7 +3,6 @@ package supervisor
 import (
 	"os"
 	"strconv"
-	"strings"
 )
 
 // childEnv builds the child's environment: supervise's own, minus what
@@ -17,14 +16,10 @@ func (s *Supervisor) childEnv(run uint64) []string {
 		"LISTEN_PID=", "LISTEN_FDNAMES=", "SUPERVISE_RUN=", "SUPERVISE_RESUME_FILE=",
 		"SUPERVISE_TREE=", "SUPERVISE_STATE_DIR=", "SUPERVISE_USER="}
 	env := make([]string, 0, len(base)+5)
-outer:
 	for _, kv := range base {
-		for _, d := range drop {
-			if strings.HasPrefix(kv, d) {
-				continue outer
-			}
+		if !hasAnyPrefix(kv, drop) {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	env = append(env,
 		"NOTIFY_SOCKET="+s.notify.Path(),

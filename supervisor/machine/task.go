@@ -283,19 +283,22 @@ func (m *Machine) taskReport(o *out) int {
 // runs this supervise again, which delivers the resume (and does not start
 // the task again).
 func (m *Machine) rerunCommand(id string) string {
-	argv := m.Config.Task.Command
-	if len(argv) == 0 {
-		argv = append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
-	}
+	argv := m.taskCommand()
 	return QuoteArgs([]string{argv[0], "resume", "--state-dir", m.Config.StateDir, id}) + " && " + QuoteArgs(argv)
+}
+
+// taskCommand is supervise's own command line (Task.Command), or, when
+// unknown, "supervise", the flags that matter and the agent argv.
+func (m *Machine) taskCommand() []string {
+	if argv := m.Config.Task.Command; len(argv) > 0 {
+		return argv
+	}
+	return append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
 }
 
 // rerunTaskCommand is this supervise's command line with --rerun-task.
 func (m *Machine) rerunTaskCommand() string {
-	argv := m.Config.Task.Command
-	if len(argv) == 0 {
-		argv = append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
-	}
+	argv := m.taskCommand()
 	at := 1
 	if len(argv) > 1 && argv[1] == "run" {
 		at = 2
