@@ -8,8 +8,9 @@ import (
 // refusalStatus is the HTTP status of a refused call, per API: the one
 // on which each pinned CLI stops at once, printing the message, without
 // retrying (tested with claude -p, codex exec and gemini -p by
-// integration/refuse_realcli_test.go). 429 would be retried by all
-// three.
+// integration/refuse_realcli_test.go). On a 429, claude -p and
+// gemini -p retry with backoff for minutes, and codex exec exits without
+// printing the message.
 var refusalStatus = [...]int{
 	apiMessages:  http.StatusBadRequest,
 	apiResponses: http.StatusBadRequest,
