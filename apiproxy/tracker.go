@@ -95,6 +95,8 @@ func (t *tracker) get(id string) *session {
 		}
 		if old == nil {
 			t.dropped++
+			t.warnf("api proxy: every tracked session has an open turn: the traffic of new ones passes without events",
+				"limit", maxSessions)
 			return nil
 		}
 		t.pending -= len(old.pending)
