@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -96,12 +97,13 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, ex *exchange, a
 	if s := headerSessionOf(a, r.Header); s != "" {
 		ex.session = s
 	}
-	if !identity(r.Header.Get("Content-Encoding")) {
-		return 0, true
-	}
 	rc := http.NewResponseController(w)
 	// The deadline is the wall clock's (the kernel's), not Config.Now.
 	rc.SetReadDeadline(time.Now().Add(p.bodyTimeout))
+	if !identity(r.Header.Get("Content-Encoding")) {
+		r.Body = &deadlineBody{Reader: r.Body, rc: r.Body, ctl: rc, ex: ex}
+		return 0, true
+	}
 	var held int64
 	var buf []byte
 	cl := r.ContentLength
@@ -118,7 +120,7 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, ex *exchange, a
 			break // net/http ends a body at its Content-Length
 		}
 		if len(buf) == cap(buf) {
-			n := firstChunk
+			n := min(firstChunk, maxBody+1-len(buf))
 			if cl >= 0 {
 				n = int(cl) - len(buf)
 			}
@@ -139,9 +141,13 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, ex *exchange, a
 			break
 		}
 		if err != nil {
+			w.Header().Set("Connection", "close")
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				p.warn("api proxy: a request body did not arrive in time: the connection is closed",
 					"provider", ex.provider.String(), "timeout", p.bodyTimeout.String())
+				w.WriteHeader(http.StatusRequestTimeout)
+			} else {
+				w.WriteHeader(http.StatusBadRequest)
 			}
 			return held, false
 		}
@@ -183,3 +189,54 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 }
 
 func (d *deadlineBody) Close() error { return d.rc.Close() }
+
+// maxConns bounds the connections served at once; more wait in the
+// kernel's accept queue. With MaxHeaderBytes, it bounds what connections
+// cost beyond the budget.
+const maxConns = 256
+
+// limitListener accepts at most n connections open at once.
+type limitListener struct {
+	net.Listener
+	sem  chan struct{}
+	done chan struct{}
+}
+
+func newLimitListener(l net.Listener, n int) *limitListener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+	return l.Listener.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

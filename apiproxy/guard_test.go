@@ -434,3 +434,45 @@ func TestSessionFlood(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedBodyAtLimit: a body of unannounced length (chunked) is read
+// up to maxBody exactly; one byte more and it is forwarded unread.
+func TestChunkedBodyAtLimit(t *testing.T) {
+	api := mockapi.Anthropic(nil)
+	defer api.Close()
+	p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": api.URL()}, Config{})
+	body := func(size int) []byte {
+		b := claudeRequest(true)
+		pad := size - len(b) - len(`,"pad":""`)
+		return append(b[:len(b)-1:len(b)-1], []byte(`,"pad":"`+strings.Repeat("p", pad)+`"}`)...)
+	}
+	for i, size := range []int{maxBody, maxBody + 1} {
+		b := body(size)
+		if len(b) != size {
+			t.Fatalf("body of %d bytes, want %d", len(b), size)
+		}
+		req, _ := http.NewRequest(http.MethodPost, p.URL(Anthropic)+"/v1/messages", io.MultiReader(bytes.NewReader(b)))
+		req.Header.Set("X-Claude-Code-Session-Id", "s"+strconv.Itoa(i))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if req.ContentLength != 0 || resp.StatusCode != 200 {
+			t.Fatalf("content length %d (want unannounced), %s", req.ContentLength, resp.Status)
+		}
+	}
+	rec.waitFor(t, 2, func(e Event) bool { return e.Kind == Usage })
+	for _, e := range rec.all() {
+		if e.Kind == TurnBegin && e.Session != "s0" {
+			t.Errorf("the body over the limit was read: %+v", e)
+		}
+	}
+	if len(rec.waitFor(t, 1, func(e Event) bool { return e.Kind == TurnBegin })) != 1 {
+		t.Error("want one turn: the body at the limit")
+	}
+	if q := api.Requests(); len(q) != 2 || len(q[1].Body) != maxBody+1 {
+		t.Errorf("upstream got %d requests", len(q))
+	}
+}

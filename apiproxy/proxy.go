@@ -31,6 +31,7 @@ var ErrUpstream = errors.New("apiproxy: bad upstream base URL")
 // larger one is forwarded unread (no events). maxJSON bounds a non-stream
 // answer kept for parsing, maxErrBody a limit error's body.
 const (
+	maxHeader  = 64 << 10
 	maxBody    = 32 << 20
 	maxJSON    = 32 << 20
 	maxErrBody = 64 << 10
@@ -205,20 +206,22 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: listen: %w", err)
 	}
-	p.ln = ln
+	p.ln = newLimitListener(ln, maxConns)
 	p.base = "http://" + ln.Addr().String() + "/" + p.secret
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
+		// The CLIs send a few KiB of headers; with maxConns, this bounds
+		// what header floods cost.
+		MaxHeaderBytes: maxHeader,
 		// Server errors name connections, never contents.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("api proxy: serving failed", "err", err)
 		}
 	}()
