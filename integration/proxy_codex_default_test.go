@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 // them as the agent loop's, so the session is in_turn before a kill -9
 // and resumed by its thread id. No process's command line holds the
 // proxy's URL.
+
+// forged is the session another local user's request names.
+const forged = "chosen-by-another-user"
 
 // codexDefault is Codex as a user with an API key and no configuration
 // of a provider runs it, through codex-proxy.
@@ -59,6 +63,9 @@ func TestRealCodexDefaultModelProxy(t *testing.T) {
 	}
 	r.answer(func(q mockapi.Request) mockapi.Reply {
 		switch {
+		case q.Session == forged:
+			// The provider refuses a caller without the agent's key.
+			return mockapi.Reply{Kind: mockapi.Error, Status: 401, Text: "Incorrect API key provided"}
 		case continuation(q):
 			return mockapi.Reply{Kind: mockapi.Text, Text: "Checked: the parser is renamed."}
 		case lite(q) || q.Agent:
@@ -108,6 +115,21 @@ func TestRealCodexDefaultModelProxy(t *testing.T) {
 	if n := argvHolding(secret); n > 0 {
 		t.Errorf("%d processes hold the proxy's secret on their command line", n)
 	}
+	// Were the URL known to another user anyway (R7): its request naming
+	// a session of its choice gets the provider's 401, which opens no
+	// turn and names no session.
+	req, _ := http.NewRequest("POST", url+"/responses", strings.NewReader(
+		`{"model":"gpt-6.2-sol","stream":true,"tools":[{"type":"function","name":"shell"}],"input":[{"type":"message","role":"user","content":"x"}]}`))
+	req.Header.Set("Session-Id", forged)
+	req.Header.Set("Authorization", "Bearer sk-not-the-agents")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("the forged request got %s, want the provider's 401", resp.Status)
+	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	var c mockapi.Request
 	waitFor(t, 120*time.Second, "the continuation in an API request", func() bool {
@@ -135,6 +157,14 @@ func TestRealCodexDefaultModelProxy(t *testing.T) {
 	}
 	if !done {
 		t.Errorf("sessions %+v, want %s idle, its turn completed", st.Sessions, session)
+	}
+	for _, s := range st.Sessions {
+		if s.ID == forged {
+			t.Errorf("a request the provider refused named a session: %+v", s)
+		}
+	}
+	if strings.Contains(sv.stderr(), forged) {
+		t.Errorf("supervise's log names the forged session:\n%s", sv.stderr())
 	}
 	if strings.Contains(sv.stderr(), "hooks are not wired") {
 		t.Errorf("supervise blames the hooks although the proxy saw the session:\n%s", sv.stderr())
