@@ -120,7 +120,8 @@ func runCLI(t *testing.T, r *realEnv, argv []string, extra []string) (int, strin
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
-	cmd.Env = append(append(append(os.Environ(), r.vars...), "PATH="+path), extra...)
+	// TMPDIR: Gemini CLI writes an error report there.
+	cmd.Env = append(append(append(os.Environ(), r.vars...), "PATH="+path, "TMPDIR="+r.dir), extra...)
 	cmd.Dir = r.proj
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
