@@ -470,6 +470,14 @@ type killState struct {
 	// deliveredTo is the run handed the resume; turnRun the run that
 	// reported resumed.
 	deliveredTo, turnRun uint64
+	// ended is set when the killed run's markers, journaled after the
+	// kill was decided (in the batch supervise drains at the death, or
+	// later), end or close the killed session's turn: the agent had sent
+	// its turn-end before the kill landed, so the kill interrupted no
+	// turn of it (a miss).
+	ended bool
+	// outcome is the outcome of that turn-end ("" for closed).
+	outcome string
 }
 
 type sessState struct {
@@ -522,16 +530,20 @@ type harness struct {
 	rng      *rand.Rand
 	plan     []bool
 
-	mu        sync.Mutex
-	rep       *Report
-	sessions  map[string]*sessState
-	runs      map[uint64]*runState
-	cur       *runState
-	tree      string // SUPERVISE_TREE=<tree>.
-	inflight  *killState
-	open      *killState
-	turnDur   time.Duration // the first fresh turn that completed
-	idle      int           // turns completed while waiting for a kill point
+	mu       sync.Mutex
+	rep      *Report
+	sessions map[string]*sessState
+	runs     map[uint64]*runState
+	cur      *runState
+	tree     string // SUPERVISE_TREE=<tree>.
+	inflight *killState
+	open     *killState
+	turnDur  time.Duration // the first fresh turn that completed
+	idle     int           // turns completed while waiting for a kill point
+	// missed counts the kills in a row that landed after the agent had
+	// already ended the turn (see killState.ended); it is reset by a kill
+	// that lands.
+	missed    int
 	done      bool
 	stopping  bool
 	stop      func()
@@ -745,6 +757,9 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 		_, known := h.sessions[m.Session]
 		s := h.sess(m.Session)
 		s.leftTool, s.toolEnded = false, ""
+		if m.Event == "turn-end" || m.Event == "closed" {
+			h.endedAfterKill(m)
+		}
 		if m.Ignored {
 			// supervise did not take it (out of sequence): the agent sent
 			// it all the same.
@@ -820,6 +835,75 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 		if s.inTurn && s.gen == cand.gen {
 			h.kill(cand)
 		}
+	}
+}
+
+// endedAfterKill notes a turn-end or closed marker m of the killed run:
+// journaled after the kill was decided, it was sent before the kill
+// landed. Before the death is recorded (the batch supervise drains at the
+// death), the death then judges the kill a miss. After it (a sender of
+// the killed tree that outlived the agent, such as a `supervise notify`
+// in flight, heard by supervise), supervise has ended the turn the resume
+// was owed for, so the kill is a miss all the same, rather than a resume
+// that never comes.
+func (h *harness) endedAfterKill(m supervisor.Marker) {
+	if k := h.inflight; k != nil && k.run == m.Run && k.session == m.Session {
+		k.ended, k.outcome = true, m.Outcome
+		return
+	}
+	o := h.open
+	if o == nil || m.Ignored || o.stage != stageResume || o.run != m.Run || o.session != m.Session || o.deliveredTo != 0 {
+		return
+	}
+	fmt.Fprintf(h.out, "chaos: kill %d missed: run %d's %s of session %s was journaled after its death; the turn had ended before the kill landed\n",
+		o.idx+1, m.Run, m.Event, m.Session)
+	o.ended, o.outcome = true, m.Outcome
+	h.miss(o)
+}
+
+// maxMissed is how many kills in a row may miss before chaos says the
+// agent offers no kill point it can hit.
+const maxMissed = 10
+
+// miss undoes kill k, which interrupted no turn (see killState.ended): it
+// is retried at the next kill point. A repeat kill that missed leaves the
+// resumed turn it was meant for ended by that marker.
+func (h *harness) miss(k *killState) {
+	h.rep.Misses++
+	h.rep.Kills = h.rep.Kills[:k.idx]
+	if h.inflight == k {
+		h.inflight = nil
+	}
+	if h.open == k {
+		h.open = nil
+	}
+	if p := k.prev; p != nil {
+		row := &h.rep.Kills[p.idx]
+		row.KilledAgain = false
+		switch k.outcome {
+		case "completed":
+			row.Completed = true
+		default:
+			what := "was closed"
+			if k.outcome != "" {
+				what = "ended " + k.outcome
+			}
+			h.fail(CheckCompleted, p, "the resumed turn %q of session %s %s", p.turn, p.session, what)
+		}
+		if h.open == p {
+			h.open = nil
+		}
+		h.replan(p)
+	}
+	if h.cfg.At == Random || h.done {
+		return // a random offset misses by design; the next turn draws another
+	}
+	if h.missed++; h.missed >= maxMissed {
+		h.fail(CheckKillPoint, nil, "the last %d kills at %s all landed after the agent had sent the turn's end: it goes on past the marker it was killed at "+
+			"without waiting for it to be journaled, so no kill can land between that marker and the turn's end, at any load. "+
+			"Wait until the marker is journaled before going on (a barrier after it: notify.Client.Barrier; `supervise notify` waits by default), or prove the agent with another --at",
+			h.missed, h.cfg.At)
+		h.finishRun()
 	}
 }
 
@@ -927,11 +1011,14 @@ func (h *harness) trigger(m supervisor.Marker, s *sessState) *candidate {
 
 // kill kills the agent of c.run, now.
 func (h *harness) kill(c *candidate) {
-	snap := scanTree(c.run.tag, true)
+	// SIGKILL first, the snapshot after: every step between the marker
+	// and the kill is time the agent runs on. Nothing of the tree is gone
+	// yet: supervise reaps and sweeps it only once this event returns.
 	if err := c.run.t.kill(); err != nil {
 		h.rep.Misses++
 		return
 	}
+	snap := scanTree(c.run.tag, true)
 	k := &killState{idx: len(h.rep.Kills), run: c.run.n, session: c.session, turn: c.turn, repeat: 1,
 		snapshot: snap, escaped: escapees(snap, c.run.t.pid), leader: c.run.t.pid}
 	if c.repeat {
@@ -990,8 +1077,20 @@ func (h *harness) onDeath(ev supervisor.Event) {
 	}
 	h.inflight = nil
 	h.closeParked(ev)
+	if k.ended {
+		// The killed run's own markers, journaled before its death was,
+		// end the turn: the agent had sent its turn-end before the kill
+		// landed (a random kill, or an agent that does not wait for the
+		// marker it was killed at). The kill interrupted no turn of it:
+		// a miss, retried at the next kill point, whatever supervise
+		// decided for a later turn the agent had begun meanwhile.
+		h.survivors(k, nil)
+		h.miss(k)
+		return
+	}
 	row := &h.rep.Kills[k.idx]
 	h.survivors(k, row)
+	h.missed = 0
 	var dec *supervisor.SessionStatus
 	for i := range ev.Decisions {
 		if ev.Decisions[i].ID == k.session {
@@ -999,20 +1098,7 @@ func (h *harness) onDeath(ev supervisor.Event) {
 		}
 	}
 	if dec == nil {
-		// The session was not mid-turn at the death: the turn ended
-		// between the decision to kill and the kill (a random kill, or an
-		// agent that does not wait for its barriers). A miss, not a kill.
-		if h.sessions[k.session].lastEnd != "" {
-			h.rep.Misses++
-			h.rep.Kills = h.rep.Kills[:k.idx]
-			h.open = k.prev
-			if p := k.prev; p != nil {
-				h.rep.Kills[p.idx].KilledAgain = false
-				h.replan(p)
-			}
-			return
-		}
-		h.fail(CheckDecision, k, "supervise journaled no decision for session %s after the kill in turn %q", k.session, k.turn)
+		h.fail(CheckDecision, k, "supervise journaled no decision for session %s after the kill in turn %q, though no marker ended the turn before the death", k.session, k.turn)
 		h.resolve(k)
 		return
 	}
@@ -1044,7 +1130,13 @@ func (h *harness) onDeath(ev supervisor.Event) {
 
 // survivors checks what is left of the killed tree now that supervise has
 // recorded its death (and so reaped the agent and swept its descendants).
+// row is k's row, nil for a kill that missed (its failures then name no
+// kill).
 func (h *harness) survivors(k *killState, row *Kill) {
+	who := k
+	if row == nil {
+		who, row = nil, &Kill{}
+	}
 	left := map[int]proc{}
 	for _, p := range k.snapshot {
 		if p.alive() {
@@ -1069,7 +1161,7 @@ func (h *harness) survivors(k *killState, row *Kill) {
 			names = append(names, p.String())
 		}
 		slices.Sort(names)
-		h.fail(CheckSurvivors, k, "%d process(es) of run %d's tree were alive after its death was recorded: %s",
+		h.fail(CheckSurvivors, who, "%d process(es) of run %d's tree were alive after its death was recorded: %s",
 			len(left), k.run, strings.Join(names, ", "))
 	}
 	if len(escaped) > 0 {
@@ -1077,7 +1169,7 @@ func (h *harness) survivors(k *killState, row *Kill) {
 		for _, p := range escaped {
 			names = append(names, p.String())
 		}
-		h.fail(CheckSurvivors, k, "%d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
+		h.fail(CheckSurvivors, who, "%d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
 			"a process-group kill does not reach them, so they outlive the agent unless a supervisor sweeps its re-parented descendants",
 			len(escaped), k.run, strings.Join(names, ", "))
 	}
