@@ -203,6 +203,9 @@ type Report struct {
 	OK   bool   `json:"ok"`
 	Seed uint64 `json:"seed"`
 	At   Point  `json:"at"`
+	// Planned is how many kills the run was to make (Config.Kills, or its
+	// default): with Seed and At, what replays it.
+	Planned int `json:"planned_kills"`
 	// Kills is one entry per kill that landed in a turn.
 	Kills []Kill `json:"kills"`
 	// Failures are the failed checks, each "check: what happened".
@@ -280,7 +283,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer cleanBin()
 	}
-	rep := &Report{Seed: cfg.Seed, At: cfg.At, Kills: []Kill{}, Failures: []string{}, FailedChecks: []string{}}
+	rep := &Report{Seed: cfg.Seed, At: cfg.At, Planned: cfg.Kills, Kills: []Kill{}, Failures: []string{}, FailedChecks: []string{}}
 	scratch := ""
 	stateDir := cfg.StateDir
 	if stateDir == "" {
