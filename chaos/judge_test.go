@@ -1,0 +1,219 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+// How a kill is judged, fed supervise's events directly: the harness sees
+// the same start, markers and death events as from a real supervise, in an
+// order chosen here, and kills a real process standing in for the agent.
+
+type judge struct {
+	t   *testing.T
+	h   *harness
+	out *bytes.Buffer
+	run uint64
+	tag string
+}
+
+func newJudge(t *testing.T, at Point, kills int) *judge {
+	out := &bytes.Buffer{}
+	rep := &Report{At: at, Planned: kills, Kills: []Kill{}, Failures: []string{}, FailedChecks: []string{}}
+	h := &harness{cfg: Config{Kills: kills, At: at}, out: out, limit: 1, rep: rep,
+		rng: rand.New(rand.NewPCG(1, 2)), sessions: map[string]*sessState{}, runs: map[uint64]*runState{}}
+	h.plan = plan(kills, 1)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("harness output:\n%s", out)
+		}
+	})
+	return &judge{t: t, h: h, out: out, tag: fmt.Sprintf("SUPERVISE_TREE=judge%d.", rand.Uint64())}
+}
+
+// start starts a stand-in agent (sleep) as the next run and tells the
+// harness; the returned wait reports whether it was killed by SIGKILL.
+func (j *judge) start(delivered ...string) (killed func() bool) {
+	j.t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		j.t.Fatal(err)
+	}
+	j.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	st, err := child.StartTime(context.Background(), cmd.Process.Pid)
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	j.run++
+	j.h.handle(context.Background(), supervisor.Event{Kind: supervisor.EventStart, Run: j.run, PID: cmd.Process.Pid,
+		StartTime: st, Tag: j.tag + fmt.Sprint(j.run), Delivered: delivered})
+	return func() bool {
+		err := cmd.Wait()
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		return err != nil && ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+	}
+}
+
+func (j *judge) markers(ms ...supervisor.Marker) {
+	for i := range ms {
+		ms[i].Run, ms[i].Session = j.run, "node"
+	}
+	j.h.handle(context.Background(), supervisor.Event{Kind: supervisor.EventMarkers, Run: j.run, Markers: ms})
+}
+
+func (j *judge) death(decisions ...supervisor.SessionStatus) {
+	j.h.handle(context.Background(), supervisor.Event{Kind: supervisor.EventDeath, Run: j.run, Dirty: true,
+		Signal: 9, Reason: "signal", Decisions: decisions})
+}
+
+func begin(turn string) supervisor.Marker { return supervisor.Marker{Event: "turn-begin", Turn: turn} }
+func end(turn string) supervisor.Marker {
+	return supervisor.Marker{Event: "turn-end", Turn: turn, Outcome: "completed"}
+}
+func phase(p, tool string) supervisor.Marker {
+	return supervisor.Marker{Event: "phase", Phase: p, Tool: tool}
+}
+
+// toolTurn plays a turn up to its tool's end, the kill point.
+func (j *judge) toolTurn(turn string) {
+	j.markers(begin(turn))
+	j.markers(phase("tool", "append"))
+	j.markers(phase("model", ""))
+}
+
+func (j *judge) clean() {
+	j.t.Helper()
+	if len(j.h.rep.Failures) > 0 {
+		j.t.Fatalf("failures: %s", strings.Join(j.h.rep.Failures, "; "))
+	}
+}
+
+// The turn-end the agent sent before the kill landed is journaled at the
+// death (supervise drains the socket first) and supervise decides nothing:
+// a miss, not a kill, and the next run's fresh turn is not a resumed turn
+// beginning early.
+func TestJudgeTurnEndDrainedAtDeathIsAMiss(t *testing.T) {
+	j := newJudge(t, ToolEnd, 3)
+	killed := j.start()
+	j.markers(begin("t1"), phase("tool", "append"), phase("model", ""), end("t1")) // one batch: no kill point left open
+	j.toolTurn("t2")
+	if !killed() {
+		t.Fatal("the agent was not killed at t2's tool end")
+	}
+	j.markers(end("t2")) // drained at the death
+	j.death()
+	j.clean()
+	if len(j.h.rep.Kills) != 0 || j.h.rep.Misses != 1 || j.h.open != nil || j.h.inflight != nil {
+		t.Fatalf("kills %+v, misses %d, open %v: want one miss and nothing owed", j.h.rep.Kills, j.h.rep.Misses, j.h.open)
+	}
+	j.start()
+	j.markers(begin("t3"), phase("tool", "append"))
+	j.clean()
+	j.markers(phase("model", "")) // the kill is made again here
+	if len(j.h.rep.Kills) != 1 || j.h.rep.Kills[0].Turn != "t3" {
+		t.Fatalf("kills %+v: the missed kill was not made again at t3's tool end", j.h.rep.Kills)
+	}
+}
+
+// The killed run's turn-end heard after its death was recorded (a
+// `supervise notify` of the killed tree still in flight): supervise ended
+// the turn it had decided to resume, so the resume is no longer owed. A
+// miss, not "the next run began turn t3 before the resumed turn t2 ended".
+func TestJudgeLateTurnEndOfKilledRunIsAMiss(t *testing.T) {
+	j := newJudge(t, ToolEnd, 3)
+	killed := j.start()
+	j.toolTurn("t1")
+	if !killed() {
+		t.Fatal("the agent was not killed")
+	}
+	j.death(supervisor.SessionStatus{ID: "node", State: "resume_pending", Turn: "t1", CrashCount: 1})
+	j.markers(end("t1")) // late: after the death, still run 1's
+	j.clean()
+	if len(j.h.rep.Kills) != 0 || j.h.rep.Misses != 1 || j.h.open != nil {
+		t.Fatalf("kills %+v, misses %d, open %v: want one miss and nothing owed", j.h.rep.Kills, j.h.rep.Misses, j.h.open)
+	}
+	j.start() // supervise hands no resume: the turn ended
+	j.markers(begin("t2"), phase("tool", "append"))
+	j.clean()
+}
+
+// A kill that landed (its turn's end came in no batch before the death)
+// is judged as before: the decision, the resume, the completed turn.
+func TestJudgeLandedKill(t *testing.T) {
+	j := newJudge(t, ToolEnd, 1)
+	killed := j.start()
+	j.toolTurn("t1")
+	if !killed() {
+		t.Fatal("the agent was not killed")
+	}
+	j.death(supervisor.SessionStatus{ID: "node", State: "resume_pending", Turn: "t1", CrashCount: 1})
+	j.start("node")
+	j.markers(supervisor.Marker{Event: "resumed", Turn: "t1"}, end("t1"))
+	j.clean()
+	if k := j.h.rep.Kills; len(k) != 1 || !k[0].Resumed || !k[0].Completed || k[0].Decision != "resume_pending" || !j.h.done {
+		t.Fatalf("kills %+v, done %v", k, j.h.done)
+	}
+}
+
+// A miss of a repeat kill (aimed at the resumed turn, which ended first)
+// leaves that resumed turn completed, and nothing owed.
+func TestJudgeMissedRepeatKill(t *testing.T) {
+	j := newJudge(t, ToolEnd, 3) // plan: fresh, fresh, repeat
+	for i, turn := range []string{"t1", "t2"} {
+		var killed func() bool
+		if i == 0 {
+			killed = j.start()
+		} else {
+			killed = j.start("node")
+			j.markers(supervisor.Marker{Event: "resumed", Turn: "t1"}, end("t1"))
+		}
+		j.toolTurn(turn)
+		if !killed() {
+			t.Fatalf("kill %d did not land", i+1)
+		}
+		j.death(supervisor.SessionStatus{ID: "node", State: "resume_pending", Turn: turn, CrashCount: 1})
+	}
+	killed := j.start("node")
+	j.markers(supervisor.Marker{Event: "resumed", Turn: "t2"})
+	j.markers(phase("tool", "append"))
+	j.markers(phase("model", "")) // the repeat kill
+	if !killed() {
+		t.Fatal("the repeat kill did not land")
+	}
+	j.markers(end("t2"))
+	j.death()
+	j.clean()
+	k := j.h.rep.Kills
+	if len(k) != 2 || !k[1].Completed || k[1].KilledAgain || j.h.open != nil || j.h.rep.Misses != 1 {
+		t.Fatalf("kills %+v, open %v, misses %d: want kill 2's resumed turn completed and one miss", k, j.h.open, j.h.rep.Misses)
+	}
+}
+
+// Ten misses in a row at a kill point the agent never waits at end the
+// run with kill-point, saying why; random kills are not limited so.
+func TestJudgeTenMissesInARow(t *testing.T) {
+	j := newJudge(t, ToolEnd, 3)
+	for i := range maxMissed {
+		killed := j.start()
+		turn := fmt.Sprintf("t%d", i+1)
+		j.toolTurn(turn)
+		if !killed() {
+			t.Fatalf("kill %d was not made", i+1)
+		}
+		j.markers(end(turn))
+		j.death()
+	}
+	if !j.h.done || !j.h.rep.Failed(CheckKillPoint) || len(j.h.rep.Failures) != 1 ||
+		!strings.Contains(j.h.rep.Failures[0], "the last 10 kills at tool-end all landed after the agent had sent the turn's end") {
+		t.Fatalf("done %v, failures %v", j.h.done, j.h.rep.Failures)
+	}
+}
