@@ -54,6 +54,7 @@
 package chaos
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -221,6 +222,11 @@ type Report struct {
 	Supervisors    int `json:"supervisors"`
 	TurnsCompleted int `json:"turns_completed"`
 	Misses         int `json:"misses"`
+	// DroppedSenders counts the datagrams supervise's log says it dropped
+	// because it did not hear their sender (reason=sender): most often a
+	// one-shot sender that had exited before supervise read its marker,
+	// which is then lost, and with it what chaos checks for it.
+	DroppedSenders int `json:"dropped_senders"`
 	// Elapsed is how long it took.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// StateDir and Log are kept after a failure, for a look.
@@ -292,12 +298,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		stateDir = filepath.Join(scratch, "state")
 	}
-	var out io.Writer
-	if cfg.Output != nil {
-		// supervise's output is copied in by exec's goroutine while the
-		// harness writes its own lines: one writer at a time.
-		out = &lockedWriter{w: cfg.Output}
-	}
+	var out io.Writer = cfg.Output
 	if out == nil {
 		logDir := scratch
 		if logDir == "" {
@@ -311,7 +312,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer f.Close()
 		out = f
 	}
-	h := &harness{cfg: cfg, bin: bin, stateDir: stateDir, env: env, out: out, limit: limit, rep: rep,
+	// supervise's output is copied in by exec's goroutine while the
+	// harness writes its own lines: one writer at a time, which also
+	// counts the markers supervise dropped for their sender.
+	drops := &dropWatch{w: out}
+	out = drops
+	h := &harness{cfg: cfg, bin: bin, stateDir: stateDir, env: env, out: out, drops: drops, limit: limit, rep: rep,
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
 		sessions: map[string]*sessState{}, runs: map[uint64]*runState{}}
 	h.plan = plan(cfg.Kills, limit)
@@ -529,6 +535,7 @@ type harness struct {
 	stateDir string
 	env      []string
 	out      io.Writer
+	drops    *dropWatch
 	limit    int
 	rng      *rand.Rand
 	plan     []bool
@@ -622,6 +629,9 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 	cmd.Dir = h.cfg.Dir
 	cmd.Env = append(slices.Clone(h.env), observe.EnvFD+"=3")
 	cmd.Stdout, cmd.Stderr = h.out, h.out
+	// The output is copied through a pipe: a process of the agent's tree
+	// that outlived supervise and holds it does not hold up the run.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.ExtraFiles = []*os.File{theirs}
 	// If the harness dies, supervise stops the agent cleanly (Linux).
 	cmd.SysProcAttr = superviseAttr()
@@ -676,7 +686,7 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 	h.mu.Unlock()
 	var ee *exec.ExitError
 	switch {
-	case werr == nil:
+	case werr == nil, errors.Is(werr, exec.ErrWaitDelay):
 		return 0, nil
 	case errors.As(werr, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -1429,6 +1439,15 @@ func (h *harness) finish() {
 	if !h.rep.Failed(CheckTimeout) && len(h.rep.Kills) < h.cfg.Kills && len(h.rep.Failures) == 0 {
 		h.fail(CheckKillPoint, nil, "only %d of %d kills were made before supervise ended", len(h.rep.Kills), h.cfg.Kills)
 	}
+	if h.drops != nil {
+		h.rep.DroppedSenders = h.drops.count()
+	}
+	if n := h.rep.DroppedSenders; n > 0 {
+		h.rep.Notes = append(h.rep.Notes, fmt.Sprintf("supervise dropped %d datagram(s) because it did not hear their sender (its log: "+
+			"\"notify datagram dropped\" reason=sender): a marker sent by a process that exits at once may be read after it exited, "+
+			"and is then lost, with what chaos checks for it. Send each marker from a process that waits for it: `supervise notify` "+
+			"(it waits until supervise has read it, or journaled it), or a barrier from the same process", n))
+	}
 	slices.Sort(h.rep.FailedChecks)
 	h.rep.FailedChecks = slices.Compact(h.rep.FailedChecks)
 }
@@ -1448,14 +1467,68 @@ func (h *harness) fail(check string, k *killState, format string, args ...any) {
 	fmt.Fprintf(h.out, "chaos: FAIL %s: %s\n", check, msg)
 }
 
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// dropWatch serializes writes to w, and counts on the way the datagrams
+// supervise's log says it dropped for their sender (text or JSON lines).
+type dropWatch struct {
+	mu      sync.Mutex
+	w       io.Writer
+	partial []byte
+	n       int
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// maxLogLine bounds the partial line dropWatch keeps: a longer line is
+// not one of supervise's drop lines.
+const maxLogLine = 64 << 10
+
+func (d *dropWatch) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rest := p
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(d.partial)+len(rest) <= maxLogLine {
+				d.partial = append(d.partial, rest...)
+			} else {
+				d.partial = d.partial[:0]
+			}
+			break
+		}
+		line := rest[:i]
+		if len(d.partial) > 0 {
+			line = append(d.partial, line...)
+		}
+		d.n += droppedForSender(line)
+		d.partial, rest = d.partial[:0], rest[i+1:]
+	}
+	return d.w.Write(p)
+}
+
+func (d *dropWatch) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// droppedForSender is the count a log line of supervise's reports as
+// dropped for their sender, 0 for any other line.
+func droppedForSender(line []byte) int {
+	text := bytes.Contains(line, []byte(`msg="notify datagram dropped"`)) && bytes.Contains(line, []byte(" reason=sender"))
+	js := bytes.Contains(line, []byte(`"msg":"notify datagram dropped"`)) && bytes.Contains(line, []byte(`"reason":"sender"`))
+	if !text && !js {
+		return 0
+	}
+	for _, key := range []string{" dropped=", `"dropped":`} {
+		if _, after, ok := bytes.Cut(line, []byte(key)); ok {
+			n := 0
+			for _, c := range after {
+				if c < '0' || c > '9' || n > 1<<30 {
+					break
+				}
+				n = n*10 + int(c-'0')
+			}
+			return max(n, 1)
+		}
+	}
+	return 1
 }

@@ -217,3 +217,23 @@ func TestJudgeTenMissesInARow(t *testing.T) {
 		t.Fatalf("done %v, failures %v", j.h.done, j.h.rep.Failures)
 	}
 }
+
+// supervise's drop lines are counted from its log, text or JSON, however
+// the writes split them; other lines are not.
+func TestDropWatch(t *testing.T) {
+	var sink bytes.Buffer
+	d := &dropWatch{w: &sink}
+	log := `time=2026-12-01T23:53:10.180Z level=WARN msg="notify datagram dropped" component=notify reason=sender dropped=3 pid=26812
+time=2026-12-01T23:53:10.180Z level=WARN msg="notify datagram dropped" component=notify reason=malformed dropped=7 pid=1
+{"time":"x","level":"WARN","msg":"notify datagram dropped","component":"notify","reason":"sender","dropped":2,"pid":9}
+chaos: kill 1: SIGKILL to run 1 (pid 5) at tool-end, session s turn "t" reason=sender dropped=100
+`
+	for i := 0; i < len(log); i += 7 {
+		if _, err := d.Write([]byte(log[i:min(i+7, len(log))])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.count(); n != 5 || sink.String() != log {
+		t.Errorf("counted %d, want 5 (3 + 2); passed through %d of %d bytes", n, sink.Len(), len(log))
+	}
+}
