@@ -552,8 +552,9 @@ type harness struct {
 	idle     int           // turns completed while waiting for a kill point
 	// missed counts the kills in a row that landed after the agent had
 	// already ended the turn (see killState.ended); it is reset by a kill
-	// that lands.
+	// that lands. missedAt is where the last one was made.
 	missed    int
+	missedAt  string
 	done      bool
 	stopping  bool
 	stop      func()
@@ -874,8 +875,8 @@ func (h *harness) endedAfterKill(m supervisor.Marker) {
 	h.miss(o)
 }
 
-// maxMissed is how many kills in a row may miss before chaos says the
-// agent offers no kill point it can hit.
+// maxMissed is how many kills in a row miss before chaos says in its log
+// that the agent does not wait at its kill point.
 const maxMissed = 10
 
 // miss undoes kill k, which interrupted no turn (see killState.ended): it
@@ -883,6 +884,7 @@ const maxMissed = 10
 // resumed turn it was meant for ended by that marker.
 func (h *harness) miss(k *killState) {
 	h.rep.Misses++
+	at := h.rep.Kills[k.idx].At
 	h.rep.Kills = h.rep.Kills[:k.idx]
 	if h.inflight == k {
 		h.inflight = nil
@@ -908,15 +910,14 @@ func (h *harness) miss(k *killState) {
 		}
 		h.replan(p)
 	}
-	if h.cfg.At == Random || h.done {
-		return // a random offset misses by design; the next turn draws another
-	}
-	if h.missed++; h.missed >= maxMissed {
-		h.fail(CheckKillPoint, nil, "the last %d kills at %s all landed after the agent had sent the turn's end: it goes on past the marker it was killed at "+
-			"without waiting for it to be journaled, so no kill can land between that marker and the turn's end, at any load. "+
-			"Wait until the marker is journaled before going on (a barrier after it: notify.Client.Barrier; `supervise notify` waits by default), or prove the agent with another --at",
-			h.missed, h.cfg.At)
-		h.finishRun()
+	// Retried at the next kill point, however many miss: the verdict is
+	// the same at any load, only slower to come for an agent that seldom
+	// stops at its kill point (the timeout then says why).
+	h.missed++
+	h.missedAt = at
+	if h.missed == maxMissed && h.cfg.At != Random {
+		fmt.Fprintf(h.out, "chaos: %d kills in a row at %s landed after the agent had sent the turn's end: it does not wait there for its marker to be journaled; "+
+			"each is made again at the next turn, until --timeout\n", h.missed, at)
 	}
 }
 
@@ -1417,6 +1418,12 @@ func (h *harness) timedOut() {
 			"(hooks installed and trusted), and does it run turns on its own?"
 	case h.cfg.At == Random && h.turnDur == 0:
 		what += "; no turn completed to measure (random kills wait for one)"
+	case h.missed > 0 && h.cfg.At != Random && h.open == nil && h.inflight == nil:
+		what += fmt.Sprintf("; the last %d kill(s), at %s, all landed after the agent had sent the turn's end (missed kills, each made again): "+
+			"it goes on past that marker without waiting for it to be journaled, so a kill lands between the marker and the turn's end "+
+			"only when the agent happens to be slow there. Wait until the marker is journaled before going on "+
+			"(a barrier after it: notify.Client.Barrier; `supervise notify` waits by default) to make the point exact, or prove the agent with another --at",
+			h.missed, h.missedAt)
 	case h.open == nil && h.inflight == nil && len(h.rep.Kills) < h.cfg.Kills:
 		what += fmt.Sprintf("; %d turn(s) began, but the next kill point (--at %s) never came", h.allTurns, h.cfg.At)
 	}
