@@ -39,13 +39,21 @@
 // agent's barrier returns, a kill "at tool" lands inside the tool phase
 // of an agent that barriers before its side effects, and a kill "at
 // tool-end" lands right after a declared effect (or the phase leaving the
-// tool) is journaled, before the agent goes on, every time, without
-// polling `supervise status` and racing the agent. Only `random` kills from
-// a timer, at a seeded offset within the duration of the first completed
-// turn; a random kill that lands after the turn ended is a miss, retried at
-// the next turn and counted in Report.Misses. (A repeat kill of a resumed
+// tool) is journaled, before the agent goes on, every time the agent waits
+// for that marker's barrier, without polling `supervise status` and racing
+// the agent. Only `random` kills from a timer, at a seeded offset within
+// the duration of the first completed turn. (A repeat kill of a resumed
 // turn lands right after its `resumed` in every mode: resumed turns are
 // often too short for a random offset.)
+//
+// A kill is judged by what the killed run's own markers say: when the
+// batch supervise journals at the death (or a marker of the killed tree
+// heard after it) ends or closes the killed turn, the agent had sent the
+// turn's end before the kill landed (a random kill, or an agent that does
+// not wait at the marker it was killed at). That kill interrupted no turn:
+// it is a miss, not a row of the report, counted in Report.Misses and made
+// again at the next kill point, however many miss, so the verdict does not
+// depend on the load.
 //
 // The kill is SIGKILL to the agent process alone (pinned by a pidfd), as a
 // crash or the OOM killer would; what happens to its tools is supervise's
@@ -495,8 +503,7 @@ type sessState struct {
 	alias       string // the id a resumed turn was renumbered to (Codex)
 	phase, tool string
 	began       time.Time
-	resumed     bool   // the open turn is a resumed one
-	lastEnd     string // outcome of the last turn-end
+	resumed     bool // the open turn is a resumed one
 	// crashes models the session's crash count: dirty deaths mid-turn
 	// since its last completed turn (DESIGN.md, decision table).
 	crashes int
@@ -827,7 +834,7 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 				}
 				h.idleTurn()
 			}
-			s.inTurn, s.phase, s.tool, s.lastEnd = false, "", "", m.Outcome
+			s.inTurn, s.phase, s.tool = false, "", ""
 		case "phase":
 			if s.phase == "tool" && m.Phase != "tool" {
 				s.leftTool, s.toolEnded = true, s.tool
