@@ -100,6 +100,9 @@ class Agent {
   // effect a resume could not account for). Without, it only waits (at
   // most a second) until supervise has read it.
   notify(event, flags, barrier = true) {
+    // Not under supervise: `supervise notify` would send nothing and exit
+    // 0; skip the process start.
+    if (!process.env.NOTIFY_SOCKET) return;
     const args = ['notify', event, ...flags, '--timeout', this.o.timeout];
     if (!barrier) args.push('--barrier=false');
     const r = childProcess.spawnSync(this.o.supervise, args, { stdio: ['ignore', 'inherit', 'inherit'] });
