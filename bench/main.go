@@ -69,7 +69,7 @@ func main() {
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,startup,proxy,powerloss (default all)")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,proxy,powerloss (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -115,7 +115,7 @@ func run(c config, args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		return 1
 	}
-	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "startup": true, "proxy": true}
+	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true}
 	if c.only != "" {
 		clear(sections)
 		for _, s := range strings.Split(c.only, ",") {
@@ -130,6 +130,7 @@ func run(c config, args []string) int {
 		{"intake", b.intake},
 		{"markers", b.markers},
 		{"hooks", b.hooks},
+		{"node", b.node},
 		{"startup", b.startup},
 		{"proxy", b.proxy},
 	}

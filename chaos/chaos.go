@@ -39,13 +39,21 @@
 // agent's barrier returns, a kill "at tool" lands inside the tool phase
 // of an agent that barriers before its side effects, and a kill "at
 // tool-end" lands right after a declared effect (or the phase leaving the
-// tool) is journaled, before the agent goes on, every time, without
-// polling `supervise status` and racing the agent. Only `random` kills from
-// a timer, at a seeded offset within the duration of the first completed
-// turn; a random kill that lands after the turn ended is a miss, retried at
-// the next turn and counted in Report.Misses. (A repeat kill of a resumed
+// tool) is journaled, before the agent goes on, every time the agent waits
+// for that marker's barrier, without polling `supervise status` and racing
+// the agent. Only `random` kills from a timer, at a seeded offset within
+// the duration of the first completed turn. (A repeat kill of a resumed
 // turn lands right after its `resumed` in every mode: resumed turns are
 // often too short for a random offset.)
+//
+// A kill is judged by what the killed run's own markers say: when the
+// batch supervise journals at the death (or a marker of the killed tree
+// heard after it) ends or closes the killed turn, the agent had sent the
+// turn's end before the kill landed (a random kill, or an agent that does
+// not wait at the marker it was killed at). That kill interrupted no turn:
+// it is a miss, not a row of the report, counted in Report.Misses and made
+// again at the next kill point, however many miss, so the verdict does not
+// depend on the load.
 //
 // The kill is SIGKILL to the agent process alone (pinned by a pidfd), as a
 // crash or the OOM killer would; what happens to its tools is supervise's
@@ -54,6 +62,7 @@
 package chaos
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -203,6 +212,9 @@ type Report struct {
 	OK   bool   `json:"ok"`
 	Seed uint64 `json:"seed"`
 	At   Point  `json:"at"`
+	// Planned is how many kills the run was to make (Config.Kills, or its
+	// default): with Seed and At, what replays it.
+	Planned int `json:"planned_kills"`
 	// Kills is one entry per kill that landed in a turn.
 	Kills []Kill `json:"kills"`
 	// Failures are the failed checks, each "check: what happened".
@@ -218,6 +230,11 @@ type Report struct {
 	Supervisors    int `json:"supervisors"`
 	TurnsCompleted int `json:"turns_completed"`
 	Misses         int `json:"misses"`
+	// DroppedSenders counts the datagrams supervise's log says it dropped
+	// because it did not hear their sender (reason=sender): most often a
+	// one-shot sender that had exited before supervise read its marker,
+	// which is then lost, and with it what chaos checks for it.
+	DroppedSenders int `json:"dropped_senders"`
 	// Elapsed is how long it took.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// StateDir and Log are kept after a failure, for a look.
@@ -280,7 +297,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer cleanBin()
 	}
-	rep := &Report{Seed: cfg.Seed, At: cfg.At, Kills: []Kill{}, Failures: []string{}, FailedChecks: []string{}}
+	rep := &Report{Seed: cfg.Seed, At: cfg.At, Planned: cfg.Kills, Kills: []Kill{}, Failures: []string{}, FailedChecks: []string{}}
 	scratch := ""
 	stateDir := cfg.StateDir
 	if stateDir == "" {
@@ -289,12 +306,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		stateDir = filepath.Join(scratch, "state")
 	}
-	var out io.Writer
-	if cfg.Output != nil {
-		// supervise's output is copied in by exec's goroutine while the
-		// harness writes its own lines: one writer at a time.
-		out = &lockedWriter{w: cfg.Output}
-	}
+	var out io.Writer = cfg.Output
 	if out == nil {
 		logDir := scratch
 		if logDir == "" {
@@ -308,7 +320,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer f.Close()
 		out = f
 	}
-	h := &harness{cfg: cfg, bin: bin, stateDir: stateDir, env: env, out: out, limit: limit, rep: rep,
+	// supervise's output is copied in by exec's goroutine while the
+	// harness writes its own lines: one writer at a time, which also
+	// counts the markers supervise dropped for their sender.
+	drops := &dropWatch{w: out}
+	out = drops
+	h := &harness{cfg: cfg, bin: bin, stateDir: stateDir, env: env, out: out, drops: drops, limit: limit, rep: rep,
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
 		sessions: map[string]*sessState{}, runs: map[uint64]*runState{}}
 	h.plan = plan(cfg.Kills, limit)
@@ -470,6 +487,14 @@ type killState struct {
 	// deliveredTo is the run handed the resume; turnRun the run that
 	// reported resumed.
 	deliveredTo, turnRun uint64
+	// ended is set when the killed run's markers, journaled after the
+	// kill was decided (in the batch supervise drains at the death, or
+	// later), end or close the killed session's turn: the agent had sent
+	// its turn-end before the kill landed, so the kill interrupted no
+	// turn of it (a miss).
+	ended bool
+	// outcome is the outcome of that turn-end ("" for closed).
+	outcome string
 }
 
 type sessState struct {
@@ -478,8 +503,7 @@ type sessState struct {
 	alias       string // the id a resumed turn was renumbered to (Codex)
 	phase, tool string
 	began       time.Time
-	resumed     bool   // the open turn is a resumed one
-	lastEnd     string // outcome of the last turn-end
+	resumed     bool // the open turn is a resumed one
 	// crashes models the session's crash count: dirty deaths mid-turn
 	// since its last completed turn (DESIGN.md, decision table).
 	crashes int
@@ -518,20 +542,26 @@ type harness struct {
 	stateDir string
 	env      []string
 	out      io.Writer
+	drops    *dropWatch
 	limit    int
 	rng      *rand.Rand
 	plan     []bool
 
-	mu        sync.Mutex
-	rep       *Report
-	sessions  map[string]*sessState
-	runs      map[uint64]*runState
-	cur       *runState
-	tree      string // SUPERVISE_TREE=<tree>.
-	inflight  *killState
-	open      *killState
-	turnDur   time.Duration // the first fresh turn that completed
-	idle      int           // turns completed while waiting for a kill point
+	mu       sync.Mutex
+	rep      *Report
+	sessions map[string]*sessState
+	runs     map[uint64]*runState
+	cur      *runState
+	tree     string // SUPERVISE_TREE=<tree>.
+	inflight *killState
+	open     *killState
+	turnDur  time.Duration // the first fresh turn that completed
+	idle     int           // turns completed while waiting for a kill point
+	// missed counts the kills in a row that landed after the agent had
+	// already ended the turn (see killState.ended); it is reset by a kill
+	// that lands. missedAt is where the last one was made.
+	missed    int
+	missedAt  string
 	done      bool
 	stopping  bool
 	stop      func()
@@ -607,6 +637,9 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 	cmd.Dir = h.cfg.Dir
 	cmd.Env = append(slices.Clone(h.env), observe.EnvFD+"=3")
 	cmd.Stdout, cmd.Stderr = h.out, h.out
+	// The output is copied through a pipe: a process of the agent's tree
+	// that outlived supervise and holds it does not hold up the run.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.ExtraFiles = []*os.File{theirs}
 	// If the harness dies, supervise stops the agent cleanly (Linux).
 	cmd.SysProcAttr = superviseAttr()
@@ -661,7 +694,7 @@ func (h *harness) supervise(ctx context.Context) (int, error) {
 	h.mu.Unlock()
 	var ee *exec.ExitError
 	switch {
-	case werr == nil:
+	case werr == nil, errors.Is(werr, exec.ErrWaitDelay):
 		return 0, nil
 	case errors.As(werr, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -745,6 +778,9 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 		_, known := h.sessions[m.Session]
 		s := h.sess(m.Session)
 		s.leftTool, s.toolEnded = false, ""
+		if m.Event == "turn-end" || m.Event == "closed" {
+			h.endedAfterKill(m)
+		}
 		if m.Ignored {
 			// supervise did not take it (out of sequence): the agent sent
 			// it all the same.
@@ -798,7 +834,7 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 				}
 				h.idleTurn()
 			}
-			s.inTurn, s.phase, s.tool, s.lastEnd = false, "", "", m.Outcome
+			s.inTurn, s.phase, s.tool = false, "", ""
 		case "phase":
 			if s.phase == "tool" && m.Phase != "tool" {
 				s.leftTool, s.toolEnded = true, s.tool
@@ -820,6 +856,75 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 		if s.inTurn && s.gen == cand.gen {
 			h.kill(cand)
 		}
+	}
+}
+
+// endedAfterKill notes a turn-end or closed marker m of the killed run:
+// journaled after the kill was decided, it was sent before the kill
+// landed. Before the death is recorded (the batch supervise drains at the
+// death), the death then judges the kill a miss. After it (a sender of
+// the killed tree that outlived the agent, such as a `supervise notify`
+// in flight, heard by supervise), supervise has ended the turn the resume
+// was owed for, so the kill is a miss all the same, rather than a resume
+// that never comes.
+func (h *harness) endedAfterKill(m supervisor.Marker) {
+	if k := h.inflight; k != nil && k.run == m.Run && k.session == m.Session {
+		k.ended, k.outcome = true, m.Outcome
+		return
+	}
+	o := h.open
+	if o == nil || m.Ignored || o.stage != stageResume || o.run != m.Run || o.session != m.Session || o.deliveredTo != 0 {
+		return
+	}
+	fmt.Fprintf(h.out, "chaos: kill %d missed: run %d's %s of session %s was journaled after its death; the turn had ended before the kill landed\n",
+		o.idx+1, m.Run, m.Event, m.Session)
+	o.ended, o.outcome = true, m.Outcome
+	h.miss(o)
+}
+
+// maxMissed is how many kills in a row miss before chaos says in its log
+// that the agent does not wait at its kill point.
+const maxMissed = 10
+
+// miss undoes kill k, which interrupted no turn (see killState.ended): it
+// is retried at the next kill point. A repeat kill that missed leaves the
+// resumed turn it was meant for ended by that marker.
+func (h *harness) miss(k *killState) {
+	h.rep.Misses++
+	at := h.rep.Kills[k.idx].At
+	h.rep.Kills = h.rep.Kills[:k.idx]
+	if h.inflight == k {
+		h.inflight = nil
+	}
+	if h.open == k {
+		h.open = nil
+	}
+	if p := k.prev; p != nil {
+		row := &h.rep.Kills[p.idx]
+		row.KilledAgain = false
+		switch k.outcome {
+		case "completed":
+			row.Completed = true
+		default:
+			what := "was closed"
+			if k.outcome != "" {
+				what = "ended " + k.outcome
+			}
+			h.fail(CheckCompleted, p, "the resumed turn %q of session %s %s", p.turn, p.session, what)
+		}
+		if h.open == p {
+			h.open = nil
+		}
+		h.replan(p)
+	}
+	// Retried at the next kill point, however many miss: the verdict is
+	// the same at any load, only slower to come for an agent that seldom
+	// stops at its kill point (the timeout then says why).
+	h.missed++
+	h.missedAt = at
+	if h.missed == maxMissed && h.cfg.At != Random {
+		fmt.Fprintf(h.out, "chaos: %d kills in a row at %s landed after the agent had sent the turn's end: it does not wait there for its marker to be journaled; "+
+			"each is made again at the next turn, until --timeout\n", h.missed, at)
 	}
 }
 
@@ -927,11 +1032,14 @@ func (h *harness) trigger(m supervisor.Marker, s *sessState) *candidate {
 
 // kill kills the agent of c.run, now.
 func (h *harness) kill(c *candidate) {
-	snap := scanTree(c.run.tag, true)
+	// SIGKILL first, the snapshot after: every step between the marker
+	// and the kill is time the agent runs on. Nothing of the tree is gone
+	// yet: supervise reaps and sweeps it only once this event returns.
 	if err := c.run.t.kill(); err != nil {
 		h.rep.Misses++
 		return
 	}
+	snap := scanTree(c.run.tag, true)
 	k := &killState{idx: len(h.rep.Kills), run: c.run.n, session: c.session, turn: c.turn, repeat: 1,
 		snapshot: snap, escaped: escapees(snap, c.run.t.pid), leader: c.run.t.pid}
 	if c.repeat {
@@ -990,8 +1098,20 @@ func (h *harness) onDeath(ev supervisor.Event) {
 	}
 	h.inflight = nil
 	h.closeParked(ev)
+	if k.ended {
+		// The killed run's own markers, journaled before its death was,
+		// end the turn: the agent had sent its turn-end before the kill
+		// landed (a random kill, or an agent that does not wait for the
+		// marker it was killed at). The kill interrupted no turn of it:
+		// a miss, retried at the next kill point, whatever supervise
+		// decided for a later turn the agent had begun meanwhile.
+		h.survivors(k, nil)
+		h.miss(k)
+		return
+	}
 	row := &h.rep.Kills[k.idx]
 	h.survivors(k, row)
+	h.missed = 0
 	var dec *supervisor.SessionStatus
 	for i := range ev.Decisions {
 		if ev.Decisions[i].ID == k.session {
@@ -999,20 +1119,7 @@ func (h *harness) onDeath(ev supervisor.Event) {
 		}
 	}
 	if dec == nil {
-		// The session was not mid-turn at the death: the turn ended
-		// between the decision to kill and the kill (a random kill, or an
-		// agent that does not wait for its barriers). A miss, not a kill.
-		if h.sessions[k.session].lastEnd != "" {
-			h.rep.Misses++
-			h.rep.Kills = h.rep.Kills[:k.idx]
-			h.open = k.prev
-			if p := k.prev; p != nil {
-				h.rep.Kills[p.idx].KilledAgain = false
-				h.replan(p)
-			}
-			return
-		}
-		h.fail(CheckDecision, k, "supervise journaled no decision for session %s after the kill in turn %q", k.session, k.turn)
+		h.fail(CheckDecision, k, "supervise journaled no decision for session %s after the kill in turn %q, though no marker ended the turn before the death", k.session, k.turn)
 		h.resolve(k)
 		return
 	}
@@ -1044,7 +1151,13 @@ func (h *harness) onDeath(ev supervisor.Event) {
 
 // survivors checks what is left of the killed tree now that supervise has
 // recorded its death (and so reaped the agent and swept its descendants).
+// row is k's row, nil for a kill that missed (its failures then name no
+// kill).
 func (h *harness) survivors(k *killState, row *Kill) {
+	who := k
+	if row == nil {
+		who, row = nil, &Kill{}
+	}
 	left := map[int]proc{}
 	for _, p := range k.snapshot {
 		if p.alive() {
@@ -1069,7 +1182,7 @@ func (h *harness) survivors(k *killState, row *Kill) {
 			names = append(names, p.String())
 		}
 		slices.Sort(names)
-		h.fail(CheckSurvivors, k, "%d process(es) of run %d's tree were alive after its death was recorded: %s",
+		h.fail(CheckSurvivors, who, "%d process(es) of run %d's tree were alive after its death was recorded: %s",
 			len(left), k.run, strings.Join(names, ", "))
 	}
 	if len(escaped) > 0 {
@@ -1077,7 +1190,7 @@ func (h *harness) survivors(k *killState, row *Kill) {
 		for _, p := range escaped {
 			names = append(names, p.String())
 		}
-		h.fail(CheckSurvivors, k, "%d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
+		h.fail(CheckSurvivors, who, "%d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
 			"a process-group kill does not reach them, so they outlive the agent unless a supervisor sweeps its re-parented descendants",
 			len(escaped), k.run, strings.Join(names, ", "))
 	}
@@ -1312,6 +1425,12 @@ func (h *harness) timedOut() {
 			"(hooks installed and trusted), and does it run turns on its own?"
 	case h.cfg.At == Random && h.turnDur == 0:
 		what += "; no turn completed to measure (random kills wait for one)"
+	case h.missed > 0 && h.cfg.At != Random && h.open == nil && h.inflight == nil:
+		what += fmt.Sprintf("; the last %d kill(s), at %s, all landed after the agent had sent the turn's end (missed kills, each made again): "+
+			"it goes on past that marker without waiting for it to be journaled, so a kill lands between the marker and the turn's end "+
+			"only when the agent happens to be slow there. Wait until the marker is journaled before going on "+
+			"(a barrier after it: notify.Client.Barrier; `supervise notify` waits by default) to make the point exact, or prove the agent with another --at",
+			h.missed, h.missedAt)
 	case h.open == nil && h.inflight == nil && len(h.rep.Kills) < h.cfg.Kills:
 		what += fmt.Sprintf("; %d turn(s) began, but the next kill point (--at %s) never came", h.allTurns, h.cfg.At)
 	}
@@ -1334,6 +1453,15 @@ func (h *harness) finish() {
 	if !h.rep.Failed(CheckTimeout) && len(h.rep.Kills) < h.cfg.Kills && len(h.rep.Failures) == 0 {
 		h.fail(CheckKillPoint, nil, "only %d of %d kills were made before supervise ended", len(h.rep.Kills), h.cfg.Kills)
 	}
+	if h.drops != nil {
+		h.rep.DroppedSenders = h.drops.count()
+	}
+	if n := h.rep.DroppedSenders; n > 0 {
+		h.rep.Notes = append(h.rep.Notes, fmt.Sprintf("supervise dropped %d datagram(s) because it did not hear their sender (its log: "+
+			"\"notify datagram dropped\" reason=sender): a marker sent by a process that exits at once may be read after it exited, "+
+			"and is then lost, with what chaos checks for it. Send each marker from a process that waits for it: `supervise notify` "+
+			"(it waits until supervise has read it, or journaled it), or a barrier from the same process", n))
+	}
 	slices.Sort(h.rep.FailedChecks)
 	h.rep.FailedChecks = slices.Compact(h.rep.FailedChecks)
 }
@@ -1353,14 +1481,68 @@ func (h *harness) fail(check string, k *killState, format string, args ...any) {
 	fmt.Fprintf(h.out, "chaos: FAIL %s: %s\n", check, msg)
 }
 
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// dropWatch serializes writes to w, and counts on the way the datagrams
+// supervise's log says it dropped for their sender (text or JSON lines).
+type dropWatch struct {
+	mu      sync.Mutex
+	w       io.Writer
+	partial []byte
+	n       int
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// maxLogLine bounds the partial line dropWatch keeps: a longer line is
+// not one of supervise's drop lines.
+const maxLogLine = 64 << 10
+
+func (d *dropWatch) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rest := p
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(d.partial)+len(rest) <= maxLogLine {
+				d.partial = append(d.partial, rest...)
+			} else {
+				d.partial = d.partial[:0]
+			}
+			break
+		}
+		line := rest[:i]
+		if len(d.partial) > 0 {
+			line = append(d.partial, line...)
+		}
+		d.n += droppedForSender(line)
+		d.partial, rest = d.partial[:0], rest[i+1:]
+	}
+	return d.w.Write(p)
+}
+
+func (d *dropWatch) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// droppedForSender is the count a log line of supervise's reports as
+// dropped for their sender, 0 for any other line.
+func droppedForSender(line []byte) int {
+	text := bytes.Contains(line, []byte(`msg="notify datagram dropped"`)) && bytes.Contains(line, []byte(" reason=sender"))
+	js := bytes.Contains(line, []byte(`"msg":"notify datagram dropped"`)) && bytes.Contains(line, []byte(`"reason":"sender"`))
+	if !text && !js {
+		return 0
+	}
+	for _, key := range []string{" dropped=", `"dropped":`} {
+		if _, after, ok := bytes.Cut(line, []byte(key)); ok {
+			n := 0
+			for _, c := range after {
+				if c < '0' || c > '9' || n > 1<<30 {
+					break
+				}
+				n = n*10 + int(c-'0')
+			}
+			return max(n, 1)
+		}
+	}
+	return 1
 }

@@ -369,3 +369,35 @@ func TestPlanAndFlags(t *testing.T) {
 		t.Error("a bad kill point accepted")
 	}
 }
+
+// A kill at a tool's end that lands after the agent had sent the turn's
+// end interrupted no turn: supervise journals the turn-end at the death
+// and decides nothing, and chaos counts a miss and makes the kill again at
+// the next turn, instead of failing a resume that was never owed (the next
+// run's fresh turn is not "the resumed turn" beginning early). An agent
+// whose every tool-end kill misses so is told why at the timeout: it does
+// not wait for the marker it is killed at.
+func TestKillAfterTurnEndIsAMiss(t *testing.T) {
+	py := python(t)
+	out := filepath.Join(t.TempDir(), "effects.out")
+	rep := run(t, chaos.Config{Argv: []string{py, repo("chaos/testdata/nowait_agent.py"), out}, Kills: 3, At: chaos.ToolEnd, Seed: 7,
+		Timeout: 8 * time.Second})
+	for _, c := range []string{chaos.CheckResumed, chaos.CheckCompleted, chaos.CheckDecision, chaos.CheckKillPoint} {
+		if rep.Failed(c) {
+			t.Fatalf("a kill after the turn's end judged a failure of %s: %s", c, strings.Join(rep.Failures, "; "))
+		}
+	}
+	wantOnly(t, rep, chaos.CheckTimeout)
+	if f := rep.Failures[0]; !strings.Contains(f, "all landed after the agent had sent the turn's end (missed kills, each made again)") ||
+		!strings.Contains(f, "a barrier after it") {
+		t.Errorf("failure does not say why: %s", f)
+	}
+	if rep.Misses < 10 || rep.Runs < rep.Misses {
+		t.Errorf("%d misses in %d runs, want at least 10, each in a run of its own", rep.Misses, rep.Runs)
+	}
+	for _, k := range rep.Kills {
+		if k.Verdict() != "ok" {
+			t.Errorf("kill %d that landed failed: %+v", k.Kill, k)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -43,7 +44,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "  %s\n", f)
 	}
-	fmt.Fprintf(w, "replay: --seed %d --at %s --kills %d\n", r.Seed, r.At, max(len(r.Kills), 1))
+	// The same seed, point and count replay the same choices (the count
+	// shapes the plan): the count planned, not the count made before the
+	// failure, as the header says.
+	fmt.Fprintf(w, "replay: --seed %d --at %s --kills %d\n", r.Seed, r.At, cmp.Or(r.Planned, len(r.Kills), 1))
 	if r.Log != "" {
 		fmt.Fprintf(w, "log: %s\n", r.Log)
 	}

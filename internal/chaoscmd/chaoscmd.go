@@ -64,8 +64,14 @@ then one task; chaos runs it again until the kills are done). Examples:
 Output: a table (kill, when, session, decision, resumed, completed,
 survivors, verdict), or with --json one object:
   {"ok": bool, "seed": S, "kills": [{"kill", "at", "session", "decision",
-   "resumed", "completed", "parked", "survivors", ...}], "failures": ["check: ..."]}
-The seed is printed: --seed S replays the same choices.
+   "resumed", "completed", "parked", "survivors", ...}], "failures": ["check: ..."],
+   "planned_kills": N, "misses": N, "dropped_senders": N, ...}
+The seed is printed: --seed S replays the same choices, with the same --at
+and --kills (the replay line of a failure names them).
+
+A kill that lands after the agent had already sent the turn's end (it does
+not wait at the marker it is killed at) interrupted no turn: a missed kill,
+made again at the next kill point, not a failure.
 
 A PASS says the checks held at the kill points reached, no more: a side
 effect the agent did not declare with an 'effect' marker is not checked for

@@ -1,5 +1,6 @@
 // Package notifycmd is `supervise notify`: the command line of the notify
-// client for agents whose hooks run shell commands. It checks an event's
+// client for agents whose hooks run shell commands, and the protocol route
+// for a language without unix datagram sockets (Node.js). It checks an event's
 // flags, maps hook payloads through internal/hook, sends the marker over
 // $NOTIFY_SOCKET and waits for supervise's barrier. Run returns the exit
 // status: 0 sent (or nothing to do outside supervise), 1 not delivered, 2
@@ -27,10 +28,13 @@ import (
 const usage = `Usage: supervise notify EVENT [flags]
 
 Send one message to the supervise that runs this agent (over $NOTIFY_SOCKET),
-for agents whose hooks run shell commands. By default it waits until supervise
-has journaled the message (a barrier), so a hook that exits at once is never
-lost. Outside supervise ($NOTIFY_SOCKET unset) it does nothing and exits 0, so
-hooks can stay configured.
+for agents whose hooks run shell commands, and for agents in a language
+without unix datagram sockets (Node.js: run it per marker with
+child_process.spawnSync; examples/node/agent.js). By default it waits until
+supervise has journaled the message (a barrier), so a hook that exits at once
+is never lost, and its exit status is the barrier's answer (below); --timeout
+bounds the wait. Outside supervise ($NOTIFY_SOCKET unset) it does nothing and
+exits 0, so hooks can stay configured.
 
 Events:
   turn-begin   --session ID [--turn ID] [--prompt TEXT]   a turn started
