@@ -1,6 +1,7 @@
 package runflags
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -51,6 +52,14 @@ func stateBase() (string, error) {
 // for exactly one existing state dir.
 func (s *State) Resolve(set map[string]bool, defaultName string) (dir, name string, err error) {
 	name = s.name
+	if set["state-dir"] && strings.TrimSpace(s.stateDir) == "" {
+		// Not the current directory: supervise would make it private
+		// (chmod 0700) and fill it with its journal and sockets.
+		return "", "", errors.New("--state-dir is empty: give a directory, or leave the flag out for the default ($XDG_STATE_HOME/supervise/NAME, else ~/.local/state/supervise/NAME)")
+	}
+	if set["name"] && s.name == "" {
+		return "", "", errors.New("--name is empty: give a name, or leave the flag out")
+	}
 	switch {
 	case set["state-dir"], s.stateDir != "" && !set["name"]:
 		dir = s.stateDir
