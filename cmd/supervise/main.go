@@ -37,6 +37,7 @@ Usage:
   supervise [run] [flags] -- AGENT [ARGS...]   supervise one agent (the main job)
   supervise status [--json] [--all | --session ID]
                                                child, sessions and recent runs (live, or from the journal)
+  supervise ls [--json] [--root DIR]           every agent under the state root, live or not
   supervise resume SESSION                     resume a parked, stopped or pending session by hand
   supervise notify EVENT [flags]               send a notify message (for agent hooks)
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return runCmd(ctx, args, stdin, stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args, stdout, stderr)
+	case "ls":
+		return lsCmd(ctx, args, stdout, stderr)
 	case "notify":
 		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,6 +51,12 @@ ones.`)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	delivery, err := supervisor.ManualResume(cctx, dir, id)
+	if errors.Is(err, supervisor.ErrRefused) {
+		// The running supervise's answer names the session, not where it
+		// looked: say which state dir that was.
+		fmt.Fprintf(stderr, "supervise resume: %v (asked the supervise running in the state dir %s; supervise ls lists the others)\n", err, dir)
+		return exitInternal
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
 		return exitInternal

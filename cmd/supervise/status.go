@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +38,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	dir, name, err := st.Resolve(set, "")
+	var several *runflags.SeveralError
+	if errors.As(err, &several) && !*all && *session == "" {
+		// No agent named and several to choose from: all of them, as
+		// `supervise ls` lists them.
+		fmt.Fprintf(stderr, "supervise status: %d supervised agents under %s; for one: supervise status --name NAME\n", len(several.Names), several.Root)
+		return printList(ctx, several.Root, *asJSON, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitUsage
@@ -56,6 +64,10 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if status, err = supervisor.LoadStatusView(ctx, dir, name, v); err == nil {
 			err = supervisor.WriteText(stdout, status, time.Now())
 		}
+	}
+	if errors.Is(err, supervisor.ErrUnknownSession) {
+		fmt.Fprintf(stderr, "supervise status: unknown session %q in the state dir %s (another agent's? supervise ls lists them; --name or --state-dir picks one)\n", *session, dir)
+		return exitInternal
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
