@@ -35,12 +35,12 @@ const (
 
 // The states of an agent in `supervise ls`.
 const (
-	lsLive         = "live"         // a supervise runs it and answered
-	lsStopped      = "stopped"      // no supervise runs it; the last one shut down cleanly
-	lsDied         = "died"         // no supervise runs it; the last one died without shutting down
-	lsLocked       = "locked"       // its journal is held by a process that does not answer on the control socket
-	lsUnresponsive = "no-answer"    // its control socket took the connection but gave no status in time
-	lsDamaged      = "damaged"      // its journal cannot be read
+	lsLive         = "live"      // a supervise runs it and answered
+	lsStopped      = "stopped"   // no supervise runs it; the last one shut down cleanly
+	lsDied         = "died"      // no supervise runs it; the last one died without shutting down
+	lsLocked       = "locked"    // its journal is held by a process that does not answer on the control socket
+	lsUnresponsive = "no-answer" // its control socket took the connection but gave no status in time
+	lsDamaged      = "damaged"   // its journal cannot be read
 )
 
 // lsList is what `supervise ls --json` prints. Field names are a public
