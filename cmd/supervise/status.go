@@ -22,7 +22,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	session := fs.String("session", "", "show only this session")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all | --session ID] [--state-dir DIR | --name NAME]")
-		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.")
+		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.\nWith neither --name nor --state-dir and several state dirs: every agent, as supervise ls lists them.")
 		fs.PrintDefaults()
 	}
 	set, err := runflags.Parse(fs, args, stdout, stderr)
