@@ -283,3 +283,30 @@ func TestLsNoAnswer(t *testing.T) {
 		t.Errorf("fine: %+v; want stopped", a)
 	}
 }
+
+// A mistyped command or flag gets the nearest one, in every subcommand.
+func TestSuggestions(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stauts"}, `unknown command "stauts" (did you mean status? `},
+		{[]string{"lss"}, "did you mean ls?"},
+		{[]string{"--restrat", "never", "--", "true"}, "did you mean --restart?"},
+		{[]string{"status", "--sesion", "x"}, "did you mean --session?"},
+		{[]string{"resume", "A", "--nmae", "x"}, "did you mean --name?"},
+		{[]string{"ls", "--rot", "x"}, "did you mean --root?"},
+		{[]string{"notify", "turn-begin", "--sesion", "s"}, "did you mean --session?"},
+		{[]string{"unit", "systemd", "--stop-timout", "1s", "--", "x"}, "did you mean --stop-timeout?"},
+		{[]string{"chaos", "--kils", "1", "--", "x"}, "did you mean --kills?"},
+	} {
+		code, _, errs := call(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+	if _, _, errs := call(t, "frobnicate"); strings.Contains(errs, "did you mean") {
+		t.Errorf("frobnicate got a suggestion: %s", errs)
+	}
+}

@@ -52,6 +52,11 @@ the command line wins.
 
 `
 
+// commands are the subcommands a typo is matched against.
+func commands() []string {
+	return []string{"run", "status", "ls", "resume", "notify", "unit", "demo", "chaos", "version", "help"}
+}
+
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -88,6 +93,10 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		fmt.Fprint(stdout, usage())
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usage())
+	hint := ""
+	if near := runflags.Nearest(cmd, commands()); near != "" {
+		hint = "did you mean " + near + "? "
+	}
+	fmt.Fprintf(stderr, "supervise: unknown command %q (%sto supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, hint, cmd, usage())
 	return exitUsage
 }

@@ -37,20 +37,28 @@ func Unknown(fs *flag.FlagSet, args []string) (string, bool) {
 
 // Suggest returns the flag of fs nearest to name, the unknown flag a user
 // typed ("restrat"), by edit distance: "restart". It returns "" when no
-// flag is near enough to be a likely typo (more than a third of the
-// name's letters, and more than two, would have to change), or when two
-// flags are equally near.
+// flag is near enough (Nearest).
 func Suggest(fs *flag.FlagSet, name string) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return Nearest(name, names)
+}
+
+// Nearest returns the candidate nearest to name by edit distance (case
+// aside), or "" when none is near enough to be a likely typo (more than a
+// third of the name's letters, and more than two, would have to change)
+// or when two are equally near.
+func Nearest(name string, candidates []string) string {
 	best, bestD, tie := "", 0, false
-	fs.VisitAll(func(f *flag.Flag) {
-		d := levenshtein(strings.ToLower(name), f.Name)
+	for _, c := range candidates {
+		d := levenshtein(strings.ToLower(name), c)
 		switch {
 		case best == "" || d < bestD:
-			best, bestD, tie = f.Name, d, false
+			best, bestD, tie = c, d, false
 		case d == bestD:
 			tie = true
 		}
-	})
+	}
 	if best == "" || tie || (bestD > 2 && bestD > len(name)/3) {
 		return ""
 	}
