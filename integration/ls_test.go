@@ -127,16 +127,21 @@ func TestLsTwoLiveAgents(t *testing.T) {
 // A launch whose agent cannot be started leaves no state dir behind; one
 // whose agent ran (and exited 127 itself) keeps its journal.
 func TestFailedLaunchLeavesNoStateDir(t *testing.T) {
-	xdg := t.TempDir()
+	// A short root: the notify socket's path must fit in 108 bytes.
+	xdg, err := os.MkdirTemp("", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(xdg) })
 	env := []string{"XDG_STATE_HOME=" + xdg, "SUPERVISE_STATE_DIR=", "SUPERVISE_NAME="}
-	code, _, errs := superviseCmd(t, env, "--restart", "never", "--", "no-such-agent-for-supervise")
+	code, _, errs := superviseCmd(t, env, "--restart", "never", "--", "no-such-agent-x")
 	if code != 127 || !strings.Contains(errs, "executable file not found") {
 		t.Fatalf("exit %d, want 127:\n%s", code, errs)
 	}
 	if ents, err := os.ReadDir(xdg); err != nil || len(ents) != 0 {
 		t.Errorf("left behind under XDG_STATE_HOME: %v %v", ents, err)
 	}
-	sd := filepath.Join(t.TempDir(), "a", "b")
+	sd := filepath.Join(xdg, "a", "b")
 	if code, _, _ := superviseCmd(t, env, "--state-dir", sd, "--", "/dev/null"); code != 126 {
 		t.Errorf("--state-dir %s -- /dev/null: exit %d, want 126", sd, code)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/notifycmd"
 	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/internal/statecmd"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
 
@@ -71,13 +72,13 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "run":
 		return runCmd(ctx, args, stdin, stdout, stderr)
 	case "status":
-		return statusCmd(ctx, args, stdout, stderr)
+		return statecmd.Status(ctx, args, stdout, stderr)
 	case "ls":
-		return lsCmd(ctx, args, stdout, stderr)
+		return statecmd.Ls(ctx, args, stdout, stderr)
 	case "notify":
 		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":
-		return resumeCmd(ctx, args, stdout, stderr)
+		return statecmd.Resume(ctx, args, stdout, stderr)
 	case "unit":
 		return unit.Command(args, stdout, stderr)
 	case "demo":

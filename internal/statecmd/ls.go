@@ -1,4 +1,9 @@
-package main
+// Package statecmd holds the commands that read or change the state of
+// agents supervise runs or ran, from outside: `supervise status`, `supervise
+// resume` and `supervise ls`. Each asks the running supervise over its
+// control socket, else reads (or, for resume, updates) the journal, through
+// package supervisor. They never create a state dir.
+package statecmd
 
 import (
 	"context"
@@ -13,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -99,7 +105,8 @@ type lsSessions struct {
 	EarliestRetryAt *time.Time `json:"earliest_retry_at"`
 }
 
-func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Ls is `supervise ls [--json] [--root DIR]`, and returns its exit status.
+func Ls(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise ls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON: {root, agents: [{name, state_dir, state, supervisor, child, sessions, last_death, tokens}]}")
@@ -119,17 +126,17 @@ with the earliest retry_at, the last death and its reason, and tokens.`)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise ls: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return exitcode.Usage
 	}
 	dir := *root
 	if set["root"] && strings.TrimSpace(dir) == "" {
 		fmt.Fprintln(stderr, "supervise ls: --root is empty: give a directory, or leave the flag out for the default")
-		return exitUsage
+		return exitcode.Usage
 	}
 	if dir == "" {
 		if dir, err = runflags.StateRoot(); err != nil {
 			fmt.Fprintf(stderr, "supervise ls: %v\n", err)
-			return exitUsage
+			return exitcode.Usage
 		}
 	}
 	return printList(ctx, dir, *asJSON, stdout, stderr)
@@ -140,7 +147,7 @@ func printList(ctx context.Context, root string, asJSON bool, stdout, stderr io.
 	root, err := filepath.Abs(root)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise ls: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	list := listAgents(ctx, root)
 	if asJSON {
@@ -148,15 +155,15 @@ func printList(ctx context.Context, root string, asJSON bool, stdout, stderr io.
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(list); err != nil {
 			fmt.Fprintf(stderr, "supervise ls: %v\n", err)
-			return exitInternal
+			return exitcode.Internal
 		}
-		return exitOK
+		return exitcode.OK
 	}
 	if _, err := io.WriteString(stdout, lsTable(list, time.Now())); err != nil {
 		fmt.Fprintf(stderr, "supervise ls: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // listAgents reads every state dir under root (a missing root lists

@@ -1,4 +1,4 @@
-package main
+package statecmd
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
-func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Status is `supervise status`, and returns its exit status.
+func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var st runflags.State
@@ -31,11 +33,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return exitcode.Usage
 	}
 	if *all && *session != "" {
 		fmt.Fprintln(stderr, "supervise status: --all and --session exclude each other")
-		return exitUsage
+		return exitcode.Usage
 	}
 	dir, name, err := st.Resolve(set, "")
 	var several *runflags.SeveralError
@@ -47,7 +49,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	v := supervisor.View{All: *all, Session: *session}
 	timeout := 5 * time.Second
@@ -67,11 +69,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if errors.Is(err, supervisor.ErrUnknownSession) {
 		fmt.Fprintf(stderr, "supervise status: unknown session %q in the state dir %s (another agent's? supervise ls lists them; --name or --state-dir picks one)\n", *session, dir)
-		return exitInternal
+		return exitcode.Internal
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }
