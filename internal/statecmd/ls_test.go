@@ -21,4 +21,3 @@ func TestShortDurationAndCount(t *testing.T) {
 		t.Errorf("clip = %q", got)
 	}
 }
-
