@@ -26,6 +26,7 @@ var supervisorUsers = map[string]string{
 	"internal/runflags": "builds a supervisor.Config (and its Deadlines) from the run flags",
 	"internal/observe":  "carries supervisor.Event to the chaos harness as a supervisor.Observer",
 	"internal/demo":     "reads supervisor.Status through supervisor.FetchStatus to narrate the demo",
+	"internal/statecmd": "status, resume and ls: supervisor.LoadStatusView, WriteStatus, FetchStatusView and ManualResume",
 }
 
 // listed is the part of `go list -json` these tests read.

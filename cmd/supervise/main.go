@@ -17,6 +17,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/notifycmd"
 	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/internal/statecmd"
 	"github.com/supervise-dev/supervise/internal/unit"
 )
 
@@ -37,6 +38,7 @@ Usage:
   supervise [run] [flags] -- AGENT [ARGS...]   supervise one agent (the main job)
   supervise status [--json] [--all | --session ID]
                                                child, sessions and recent runs (live, or from the journal)
+  supervise ls [--json] [--root DIR]           every agent under the state root, live or not
   supervise resume SESSION                     resume a parked, stopped or pending session by hand
   supervise notify EVENT [flags]               send a notify message (for agent hooks)
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
@@ -50,6 +52,11 @@ set with SUPERVISE_<FLAG> in the environment (--stop-timeout: SUPERVISE_STOP_TIM
 the command line wins.
 
 `
+
+// commands are the subcommands a typo is matched against.
+func commands() []string {
+	return []string{"run", "status", "ls", "resume", "notify", "unit", "demo", "chaos", "version", "help"}
+}
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -65,11 +72,13 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	case "run":
 		return runCmd(ctx, args, stdin, stdout, stderr)
 	case "status":
-		return statusCmd(ctx, args, stdout, stderr)
+		return statecmd.Status(ctx, args, stdout, stderr)
+	case "ls":
+		return statecmd.Ls(ctx, args, stdout, stderr)
 	case "notify":
 		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":
-		return resumeCmd(ctx, args, stdout, stderr)
+		return statecmd.Resume(ctx, args, stdout, stderr)
 	case "unit":
 		return unit.Command(args, stdout, stderr)
 	case "demo":
@@ -85,6 +94,10 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		fmt.Fprint(stdout, usage())
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "supervise: unknown command %q (to supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, cmd, usage())
+	hint := ""
+	if near := runflags.Nearest(cmd, commands()); near != "" {
+		hint = "did you mean " + near + "? "
+	}
+	fmt.Fprintf(stderr, "supervise: unknown command %q (%sto supervise a program, put it after --: supervise -- %s)\n\n%s", cmd, hint, cmd, usage())
 	return exitUsage
 }

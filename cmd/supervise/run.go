@@ -15,6 +15,7 @@ import (
 	oklog "github.com/oklog/run"
 
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/journalopen"
 	"github.com/supervise-dev/supervise/internal/observe"
@@ -86,6 +87,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	// The state dir must be private (internal/statedir): refused when
 	// another user owns it or could write to it; its real path is used
 	// from here on, so no link in the path can be swapped later.
+	created := statedir.Missing(cfg.StateDir) // directories Prepare makes: removed again if the agent never starts
 	dir, tightened, err := statedir.Prepare(cfg.StateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
@@ -104,6 +106,17 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		}
 		return exitInternal
 	}
+	unused := false // the state dir is new and the agent never started
+	defer func() {
+		// After db.Close (deferred below, so run first): a launch that
+		// failed before the agent ever ran (`supervise -- no-such-agent`,
+		// exit 127) leaves no state dir behind for ls and status to list.
+		if unused {
+			if err := statedir.RemoveUnused(dir, created); err != nil {
+				log.Warn("could not remove the unused state dir", "state_dir", dir, "err", err)
+			}
+		}
+	}()
 	defer db.Close()
 
 	reaper, err := child.NewReaper(log.With("component", "child"))
@@ -222,7 +235,32 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		log.Error("supervise failed: an actor stopped the loop", "err", err)
 		return exitInternal
 	}
+	unused = created > 0 && (code == exitcode.CannotExec || code == exitcode.NotFound) && neverStarted(db)
 	return code
 }
+
+// neverStarted reports whether the journal records no run whose agent
+// started (every run failed to exec) and no session.
+func neverStarted(db *journal.DB) bool {
+	started := false
+	err := db.View(func(tx *journal.Tx) error {
+		runs, err := tx.LastRuns(1 << 20)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if r.Reason != journal.ReasonExecFailed || r.PID != 0 {
+				started = true
+			}
+		}
+		return tx.ForEachSessionBrief(func(journal.SessionBrief, func() (journal.Session, error)) error {
+			started = true
+			return errStop
+		})
+	})
+	return !started && (err == nil || errors.Is(err, errStop))
+}
+
+var errStop = errors.New("stop")
 
 var errLoopDone = errors.New("supervision loop ended")

@@ -15,8 +15,9 @@ import (
 	"github.com/supervise-dev/supervise/resume"
 )
 
-// The demo agent's two sessions and their turns. A's turn is the one that
-// keeps killing the agent when it is resumed automatically.
+// The demo agent's two sessions and their turns. A's turn is the one
+// during which the agent is killed twice in a row (the narrator's kill -9,
+// then again when A is resumed automatically).
 const (
 	demoTurnB1   = "b1"
 	demoPromptB1 = "summarise yesterday's changelog"
@@ -35,7 +36,8 @@ const (
 //	in-tool    Session is in Turn, running Tool (journaled)
 //	took       the agent took a resume of Session from the resume file
 //	           (Attempt, Reason, Message; Dup when it had taken it before)
-//	poison     the agent is about to kill itself with SIGKILL, continuing Session
+//	poison     the agent is continuing Session A in its tool, journaled, and
+//	           waits there for the narrator's second kill -9
 //	stopping   the agent got SIGTERM and exits 0
 //	error      something failed (Err)
 type demoEvent struct {
@@ -176,7 +178,8 @@ func (a *demoAgent) turn(ctx context.Context, session, turn, prompt string) erro
 
 // takeResumes reads the resume file and takes every resume in it that it
 // has not taken yet. An automatic continuation of A runs into the poison:
-// the agent kills itself. A manual resume ("a person fixed it") finishes.
+// the agent waits in its tool to be killed again. A manual resume ("a
+// person fixed it") finishes.
 func (a *demoAgent) takeResumes(ctx context.Context) error {
 	items, err := resume.ReadFile(os.Getenv("SUPERVISE_RESUME_FILE"))
 	if err != nil {
@@ -219,10 +222,15 @@ func (a *demoAgent) finish(ctx context.Context, it resume.Item) error {
 			return err
 		}
 		a.record(demoEvent{Kind: "poison", Session: it.Session, Turn: it.Turn, Tool: demoToolA})
-		// What an OOM kill or a crashing tool does to a real agent.
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		time.Sleep(time.Minute) // not reached: SIGKILL cannot be caught
-		return errors.New("still alive after SIGKILL")
+		// The narrator kills the agent here again, from outside, as it
+		// did the first time: the reason supervise gives for a SIGKILL
+		// (a signal from outside the agent) is then what happened.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Minute):
+			return errors.New("not killed within a minute of continuing A")
+		}
 	}
 	if err := a.client.TurnEnd(ctx, it.Session, it.Turn, notify.OutcomeCompleted); err != nil {
 		return err

@@ -57,7 +57,7 @@ type Options struct {
 
 // Run tells the story: it runs the demo agent under a real supervise with
 // a temporary state dir (kill -9 mid-turn, automatic resume, a turn that
-// keeps killing the agent parked, a manual resume), narrates each step on
+// killed twice in a row parked, a manual resume), narrates each step on
 // opts.Out and ends with a summary table. Every wait is bounded by
 // StepTimeout and the whole story by Timeout. It returns an error wrapping
 // errDemo, with supervise's log attached, when the story did not go as
@@ -245,17 +245,23 @@ func (d *demo) stepResumed(ctx context.Context) error {
 
 // 4. Continuing A kills the agent again: A is parked, B carries on.
 func (d *demo) stepPoison(ctx context.Context) error {
-	if _, err := d.waitEvent(ctx, "the agent to continue A in run 2", func(e demoEvent) bool {
+	ev, err := d.waitEvent(ctx, "the agent to continue A in run 2", func(e demoEvent) bool {
 		return e.Run == 2 && e.Kind == "poison"
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	d.notes[2] = "the agent killed itself continuing A"
+	d.step(4, "Killed again in the same turn")
+	d.say("Continuing A, the agent is running " + demoToolA + " again, and it is killed again, from outside, the same way:")
+	d.quote(fmt.Sprintf("$ kill -9 %d", ev.PID))
+	if err := syscall.Kill(ev.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill -9 of the agent continuing A: %w", err)
+	}
+	d.notes[2] = "kill -9 by the demo, A continuing"
 	if _, err := d.waitEvent(ctx, "the agent's relaunch (run 3)", func(e demoEvent) bool { return e.Run == 3 && e.Kind == "start" }); err != nil {
 		return err
 	}
-	d.step(4, "The turn that keeps killing the agent")
-	d.say("Continuing A, the agent ran " + demoToolA + " again and died again: it killed itself with SIGKILL, as an out-of-memory kill or a tool that crashes the process would. Resuming A once more would most likely kill it a third time, and a fourth: a crash loop that burns API credit every few seconds.")
+	d.say("A's turn has now been killed twice in a row. Whether by a person, a script or a chaos test (as here), or by the turn itself crashing the agent, resuming A once more would likely end the same way, and again: a crash loop that burns API credit every few seconds.")
 	st, err := d.status(ctx)
 	if err != nil {
 		return err
@@ -270,7 +276,7 @@ func (d *demo) stepPoison(ctx context.Context) error {
 	if err := d.showRun(ctx, 2); err != nil {
 		return err
 	}
-	ev, err := d.waitEvent(ctx, "B's turn in run 3", func(e demoEvent) bool {
+	ev, err = d.waitEvent(ctx, "B's turn in run 3", func(e demoEvent) bool {
 		return e.Run == 3 && e.Kind == "turn-done" && e.Session == "B"
 	})
 	if err != nil {
@@ -296,7 +302,7 @@ func (d *demo) stepStatus(ctx context.Context) error {
 // 6. supervise resume A, delivered live; the agent finishes A.
 func (d *demo) stepManual(ctx context.Context) error {
 	d.step(6, "Resume A by hand")
-	d.say("In real life you would first find out why A kills the agent. Then one command resumes it:")
+	d.say("In real life you would first find out what kills the agent during A (the reason above says what supervise saw), and stop it. Then one command resumes it:")
 	d.quote("$ supervise resume --state-dir " + d.stateDir + " A")
 	out, err := d.command(ctx, "resume", "--state-dir", d.stateDir, "A")
 	if err != nil {
@@ -320,7 +326,7 @@ func (d *demo) stepManual(ctx context.Context) error {
 	d.say("supervise reset A's crash count, rewrote the resume file and sent SIGUSR1 (--resume-signal) to the running agent: no restart needed. The entry's reason is \"" + ev.Reason + "\", so the agent can tell it from an automatic one; its message starts:")
 	first, _, _ := strings.Cut(ev.Message, ". ")
 	d.wrap(first+". ...", "     > ")
-	d.say("The demo agent takes a manual resume to mean \"a person fixed what crashed it\": this time " + demoToolA + " finished.")
+	d.say("The demo agent takes a manual resume to mean \"a person dealt with what killed it\", and nothing kills it now: this time " + demoToolA + " finished.")
 	d.item(fmt.Sprintf("session A: %q: turn completed (run 3)", demoPromptA))
 	return nil
 }

@@ -70,6 +70,9 @@ func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (map[strin
 			fmt.Fprintf(out, "supervise: %s\n", line)
 		} else {
 			out.Write(msg.Bytes())
+			if line := DidYouMean(fs, args); line != "" {
+				fmt.Fprintf(out, "%s: %s\n", fs.Name(), line)
+			}
 		}
 		fmt.Fprintf(stderr, "Run '%s -h' for help.\n", fs.Name())
 		return nil, ErrUsage

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/bits"
 	"net"
 	"os"
 	"path/filepath"
@@ -328,26 +329,80 @@ func checkAddr(addr string) error {
 	return nil
 }
 
-// parseSize parses a memory size: bytes, or a number with K, M, G, T (powers
-// of 1024, optionally written KiB, MB, ...). "" is 0 (off).
+// parseSize parses a memory size (--max-rss): a whole number of bytes, or a
+// number with a unit K, M, G or T, each a power of 1024 and written alone,
+// with i, with B or with iB, in either case (64M, 512MiB, 2GB, 10kb). A
+// decimal fraction is allowed only with a unit and only where it comes to
+// a whole number of bytes (1.5G; not 1.5 or 0.1K). "" is 0 (off). NaN,
+// Inf, exponents, signs, 0 and anything above 2^63-1 bytes are refused: a
+// size that fails to parse must never turn the memory guard off.
 func parseSize(s string) (uint64, error) {
 	if s == "" {
 		return 0, nil
 	}
+	bad := func(why string) (uint64, error) {
+		return 0, fmt.Errorf("bad size %q: %s; want bytes or a whole number with K, M, G or T (powers of 1024: 512M, 2G, 1.5GiB)", s, why)
+	}
 	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := uint64(1)
+	t = strings.TrimSuffix(t, "B")
+	t, binary := strings.CutSuffix(t, "I")
+	shift := uint(0)
 	if n := len(t); n > 0 {
 		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
-			mult = 1 << (10 * (i + 1))
+			shift = uint(10 * (i + 1))
 			t = t[:n-1]
 		}
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q: want bytes or a number with K, M, G or T", s)
+	if binary && shift == 0 {
+		return bad("i without a unit")
 	}
-	return uint64(v * float64(mult)), nil
+	whole, frac, hasFrac := strings.Cut(t, ".")
+	if whole == "" || !allDigits(whole) || (hasFrac && (frac == "" || !allDigits(frac))) {
+		return bad("not a number")
+	}
+	if hasFrac && shift == 0 {
+		return bad("a fraction of a byte")
+	}
+	const limit = uint64(1<<63 - 1)
+	w, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || w > limit>>shift {
+		return bad("too large")
+	}
+	v := w << shift
+	if hasFrac {
+		// frac/10^len(frac) of 2^shift bytes must be whole: exact, no float.
+		if len(frac) > 18 {
+			return bad("too many decimals")
+		}
+		f, _ := strconv.ParseUint(frac, 10, 64)
+		den := uint64(1)
+		for range len(frac) {
+			den *= 10
+		}
+		// f < den <= 10^18 and 2^shift <= 2^40: the product needs 128 bits.
+		hi, lo := bits.Mul64(f, 1<<shift)
+		q, r := bits.Div64(hi, lo, den)
+		if r != 0 {
+			return bad("not a whole number of bytes")
+		}
+		if q > limit-v {
+			return bad("too large")
+		}
+		v += q
+	}
+	if v == 0 {
+		return bad("0 is not a limit (leave the flag out for none)")
+	}
+	return v, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // parseSignal accepts SIGTERM, TERM or a number.

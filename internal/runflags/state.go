@@ -1,6 +1,7 @@
 package runflags
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -33,6 +34,26 @@ func (s *State) RegisterLookup(fs *flag.FlagSet) {
 	fs.StringVar(&s.name, "name", "", "the agent's name, as supervise run had it: its --name, else the base name of its AGENT (or of the script an interpreter ran: python3 agent.py is agent); the state dir is then $XDG_STATE_HOME/supervise/NAME, else ~/.local/state/supervise/NAME. With neither flag: the one state dir there, if there is only one")
 }
 
+// StateRoot is the directory holding every named state dir:
+// $XDG_STATE_HOME/supervise, else ~/.local/state/supervise.
+func StateRoot() (string, error) { return stateBase() }
+
+// AgentNames lists the state dirs under root that hold a journal (every
+// agent supervise runs or ran there), by name, sorted.
+func AgentNames(root string) ([]string, error) { return existingNames(root) }
+
+// SeveralError is Resolve's error when neither --state-dir nor --name
+// picks a state dir and more than one exists under Root: a command that
+// can show them all (status) does so instead.
+type SeveralError struct {
+	Root  string
+	Names []string
+}
+
+func (e *SeveralError) Error() string {
+	return fmt.Sprintf("several supervised agents under %s (%s): pick one with --name", e.Root, strings.Join(e.Names, ", "))
+}
+
 // stateBase is the directory holding every named state dir.
 func stateBase() (string, error) {
 	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
@@ -51,6 +72,14 @@ func stateBase() (string, error) {
 // for exactly one existing state dir.
 func (s *State) Resolve(set map[string]bool, defaultName string) (dir, name string, err error) {
 	name = s.name
+	if set["state-dir"] && strings.TrimSpace(s.stateDir) == "" {
+		// Not the current directory: supervise would make it private
+		// (chmod 0700) and fill it with its journal and sockets.
+		return "", "", errors.New("--state-dir is empty: give a directory, or leave the flag out for the default ($XDG_STATE_HOME/supervise/NAME, else ~/.local/state/supervise/NAME)")
+	}
+	if set["name"] && s.name == "" {
+		return "", "", errors.New("--name is empty: give a name, or leave the flag out")
+	}
 	switch {
 	case set["state-dir"], s.stateDir != "" && !set["name"]:
 		dir = s.stateDir
@@ -70,7 +99,7 @@ func (s *State) Resolve(set map[string]bool, defaultName string) (dir, name stri
 			case 1:
 				name = names[0]
 			default:
-				return "", "", fmt.Errorf("several supervised agents under %s (%s): pick one with --name", base, strings.Join(names, ", "))
+				return "", "", &SeveralError{Root: base, Names: names}
 			}
 		}
 		if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {

@@ -131,3 +131,45 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// A state dir Prepare created and supervise never used is removed with
+// the directories Prepare made above it, and nothing else: not a
+// directory that existed before, not one that holds anything more.
+func TestRemoveUnused(t *testing.T) {
+	base := t.TempDir()
+	path := filepath.Join(base, "supervise", "agent")
+	levels := Missing(path)
+	if levels != 2 {
+		t.Fatalf("Missing = %d, want 2", levels)
+	}
+	real, _, err := Prepare(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Private(NotifyDir(real)); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(JournalPath(real), []byte("j"), 0o600)
+	if err := RemoveUnused(real, levels); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "supervise")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("supervise/ left behind: %v", err)
+	}
+	if _, err := os.Lstat(base); err != nil {
+		t.Errorf("the existing directory above was removed: %v", err)
+	}
+	if Missing(base) != 0 {
+		t.Error("Missing of an existing directory is not 0")
+	}
+
+	// Something else in it: left, and so is everything above it.
+	real, _, _ = Prepare(path)
+	os.WriteFile(filepath.Join(real, "notes.txt"), []byte("mine"), 0o600)
+	if err := RemoveUnused(real, 2); err == nil {
+		t.Error("RemoveUnused removed a directory holding a file of someone else's")
+	}
+	if b, err := os.ReadFile(filepath.Join(real, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("notes.txt: %q, %v", b, err)
+	}
+}

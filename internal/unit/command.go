@@ -66,6 +66,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 			usage(fs, stdout)()
 			return exitcode.OK
 		}
+		if line := runflags.DidYouMean(fs, args); line != "" {
+			fmt.Fprintf(stderr, "supervise unit: %s\n", line)
+		}
 		fmt.Fprintln(stderr, "Run 'supervise unit --help' for the flags.")
 		return exitcode.Usage
 	}

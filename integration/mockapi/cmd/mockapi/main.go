@@ -1,10 +1,24 @@
-// Command mockapi runs one mock API in the foreground and logs every request:
-// a tool for finding out what a CLI sends. Not used by the tests.
+// Command mockapi is a mock model API on 127.0.0.1: a tool for trying an
+// agent CLI under supervise without an API key, and for finding out what a
+// CLI sends. It serves one API (Anthropic Messages, OpenAI Responses or
+// Gemini streamGenerateContent), prints the base URL to point the CLI at
+// on stdout, logs each request on stderr, and runs until interrupted
+// (Ctrl-C). It never sends anything anywhere: it only answers on loopback.
 //
-//	go run ./integration/mockapi/cmd/mockapi -api openai -reply tool
+//	go run ./integration/mockapi/cmd/mockapi -api anthropic -reply tool
 //
-// prints the base URL to point the CLI at, then logs each request on stderr
-// until interrupted.
+// Then, in another terminal, with the URL it printed:
+//
+//	ANTHROPIC_BASE_URL=http://127.0.0.1:PORT ANTHROPIC_API_KEY=sk-ant-mock \
+//	  supervise --api-proxy on -- claude -p 'say hi'
+//
+// -reply says what the model answers: text ("Done."), tool (asks once for
+// the shell tool to run `echo hi`, then text), stall (a stream that stops
+// sending), error (HTTP 400, which no CLI retries), limit (HTTP 429 with
+// retry-after), pings (a stream of keep-alive pings only). README.md
+// ("Trying an agent without an API key") has the settings for Codex and
+// Gemini CLI too. The integration tests use the package
+// (integration/mockapi), not this command.
 package main
 
 import (
@@ -17,8 +31,8 @@ import (
 )
 
 func main() {
-	reply := flag.String("reply", "text", "text|tool|stall|error|limit|pings")
-	api := flag.String("api", "anthropic", "anthropic|openai|gemini")
+	reply := flag.String("reply", "text", "what the model answers: text, tool (one shell tool call, then text), stall, error (400), limit (429) or pings")
+	api := flag.String("api", "anthropic", "the API served: anthropic (Messages), openai (Responses) or gemini (streamGenerateContent)")
 	flag.Parse()
 	script := func(r mockapi.Request) mockapi.Reply {
 		fmt.Fprintf(os.Stderr, "#%d %s %s %s agent=%v session=%q first=%q last=%q toolresult=%v\n  headers=%v\n  body=%s\n",

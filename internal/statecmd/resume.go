@@ -1,18 +1,21 @@
-package main
+package statecmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
-func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Resume is `supervise resume SESSION`, and returns its exit status.
+func Resume(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise resume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var st runflags.State
@@ -40,20 +43,26 @@ ones.`)
 	}
 	if id == "" || fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != id) {
 		fs.Usage()
-		return exitUsage
+		return exitcode.Usage
 	}
 	dir, _, err := st.Resolve(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	delivery, err := supervisor.ManualResume(cctx, dir, id)
+	if errors.Is(err, supervisor.ErrRefused) {
+		// The running supervise's answer names the session, not where it
+		// looked: say which state dir that was.
+		fmt.Fprintf(stderr, "supervise resume: %v (asked the supervise running in the state dir %s; supervise ls lists the others)\n", err, dir)
+		return exitcode.Internal
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise resume: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
 	fmt.Fprintf(stdout, "session %s will be resumed: %s\n", id, delivery)
-	return exitOK
+	return exitcode.OK
 }

@@ -1,17 +1,20 @@
-package main
+package statecmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
-func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Status is `supervise status`, and returns its exit status.
+func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("supervise status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var st runflags.State
@@ -21,7 +24,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	session := fs.String("session", "", "show only this session")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: supervise status [--json] [--all | --session ID] [--state-dir DIR | --name NAME]")
-		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.")
+		fmt.Fprintln(fs.Output(), "\nBy default: the child, recent runs, every open session (mid-turn, waiting, owed a resume,\nparked, stopped), the latest settled ones and counts of sessions per state.\nWith neither --name nor --state-dir and several state dirs: every agent, as supervise ls lists them.")
 		fs.PrintDefaults()
 	}
 	set, err := runflags.Parse(fs, args, stdout, stderr)
@@ -30,16 +33,23 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "supervise status: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return exitcode.Usage
 	}
 	if *all && *session != "" {
 		fmt.Fprintln(stderr, "supervise status: --all and --session exclude each other")
-		return exitUsage
+		return exitcode.Usage
 	}
 	dir, name, err := st.Resolve(set, "")
+	var several *runflags.SeveralError
+	if errors.As(err, &several) && !*all && *session == "" {
+		// No agent named and several to choose from: all of them, as
+		// `supervise ls` lists them.
+		fmt.Fprintf(stderr, "supervise status: %d supervised agents under %s; for one: supervise status --name NAME\n", len(several.Names), several.Root)
+		return printList(ctx, several.Root, *asJSON, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	v := supervisor.View{All: *all, Session: *session}
 	timeout := 5 * time.Second
@@ -57,9 +67,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			err = supervisor.WriteText(stdout, status, time.Now())
 		}
 	}
+	if errors.Is(err, supervisor.ErrUnknownSession) {
+		fmt.Fprintf(stderr, "supervise status: unknown session %q in the state dir %s (another agent's? supervise ls lists them; --name or --state-dir picks one)\n", *session, dir)
+		return exitcode.Internal
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
-		return exitInternal
+		return exitcode.Internal
 	}
-	return exitOK
+	return exitcode.OK
 }
