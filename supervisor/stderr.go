@@ -1,13 +1,11 @@
 package supervisor
 
 import (
-	"bytes"
 	"os"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/supervise-dev/supervise/internal/agentsaid"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -69,86 +67,46 @@ func (t *stderrTail) copy(r, dst *os.File) {
 	}
 }
 
-// said waits (bounded) for the pipe to end and returns the telling line
-// of the tail: one that says a conversation is lost, else the last that
-// reads as an error, else the last non-empty one.
-func (t *stderrTail) said() string {
-	if t == nil {
-		return ""
-	}
+// settle waits (bounded) for the pipe to end.
+func (t *stderrTail) settle() {
 	timer := time.NewTimer(tailSettle) // a bound on I/O, not a rule: real time
 	select {
 	case <-t.done:
 	case <-timer.C:
 	}
 	timer.Stop()
+}
+
+// said waits (bounded) for the pipe to end and returns the telling line
+// of the tail: one that says a conversation is lost, else the headline of
+// a limit that ended the run, else the last that reads as an error, else
+// the last non-empty one; never a log record that is not an error, nor a
+// CLI's known chatter (agentsaid.TellingLine).
+func (t *stderrTail) said() string {
+	if t == nil {
+		return ""
+	}
+	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return tellingLine(t.buf)
 }
 
+// limit waits (bounded) for the pipe to end and reports whether the tail
+// says a usage or rate limit ended the run, and its reset if it names one
+// (agentsaid.LimitOf; cli from the agent's argv[0], now the death's time).
+func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, bool) {
+	if t == nil {
+		return agentsaid.Limit{}, false
+	}
+	t.settle()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return agentsaid.LimitOf(t.buf, cli, now)
+}
+
 // tellingLine picks the line of an agent's stderr tail that says most,
 // cleaned to one bounded line of printable text.
 func tellingLine(tail []byte) string {
-	var last, errLine string
-	for _, raw := range bytes.Split(tail, []byte("\n")) {
-		line := cleanLine(raw)
-		if line == "" || backtraceLine(line) {
-			continue
-		}
-		if machine.LostConversation(line) {
-			return line
-		}
-		last = line
-		if strings.Contains(strings.ToLower(line), "error") {
-			errLine = line
-		}
-	}
-	if errLine != "" {
-		return errLine
-	}
-	return last
-}
-
-// backtraceLine: a frame of a stack dump ("  3: <unknown>", "at f (x.js:1)").
-func backtraceLine(l string) bool {
-	if strings.HasPrefix(l, "at ") || l == "Stack backtrace:" {
-		return true
-	}
-	i := strings.IndexByte(l, ':')
-	return i > 0 && strings.Trim(l[:i], "0123456789") == ""
-}
-
-// cleanLine drops terminal escapes and control bytes, trims, and bounds.
-func cleanLine(raw []byte) string {
-	var b strings.Builder
-	s := string(raw)
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == 0x1b: // ESC [ ... final byte
-			i += n
-			if i < len(s) && s[i] == '[' {
-				i++
-				for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
-					i++
-				}
-				i++
-			}
-			continue
-		case r == utf8.RuneError && n == 1, r < 0x20, r == 0x7f:
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-	out := strings.TrimSpace(b.String())
-	if len(out) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = out[:cut] + "..."
-	}
-	return out
+	return agentsaid.TellingLine(tail, agentsaid.Unknown, machine.LostConversation)
 }
