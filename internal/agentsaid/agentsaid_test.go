@@ -67,6 +67,7 @@ func TestFixtures(t *testing.T) {
 		reset        time.Duration // tolerance around the real lift; 0: no reset said
 		line         string        // prefix of the limit's line and the telling line
 		stdout       bool          // the words are on stdout
+		killed       bool          // the probe killed it (a signal: LimitOf is not asked, but says none)
 	}
 	const (
 		claude429 = "API Error: Request rejected (429) · "
@@ -78,9 +79,13 @@ func TestFixtures(t *testing.T) {
 		"claude-usage-5h":  {limit: true, line: claude429 + "This request would exceed", stdout: true},
 		"claude-limit-90s": {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
 		"claude-limit-5h":  {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
+		"claude-limit-75s": {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
+		"claude-limit-61s": {}, // retry-after 57: it waited and answered
+		"claude-limit-20s": {}, // retry-after 16: it waited and answered
 		"codex-usage-90s":  {limit: true, usage: true, reset: time.Minute, line: codexHit},
 		"codex-usage-5h":   {limit: true, usage: true, reset: time.Minute, line: codexHit},
 		"codex-limit-90s":  {}, // it waited the retry-after out and answered
+		"codex-limit-5h":   {killed: true}, // it waits the 5 h retry-after, silent: killed at the probe's cap
 		"gemini-usage-90s": {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 		"gemini-usage-5h":  {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 		"gemini-limit-5h":  {limit: true, usage: false, reset: 3 * time.Second, line: geminiHit},
@@ -101,7 +106,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(d.Name(), func(t *testing.T) {
 			f := load(t, d.Name())
 			cli := CLIOf(f.Report.CLI)
-			if (f.Report.ExitCode != 0) != w.limit {
+			if (f.Report.ExitCode > 0) != w.limit || (f.Report.ExitCode < 0) != w.killed {
 				t.Fatalf("the recorded run exited %d", f.Report.ExitCode)
 			}
 			stream := f.stderr

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/supervise-dev/supervise/integration/mockapi"
@@ -127,6 +128,11 @@ func run(cli, answer string, resetIn, capD time.Duration, out, bin string) error
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, argv[0]), argv[1:]...)
 	cmd.Dir, cmd.Env = proj, env
+	// Its own process group, killed whole at the cap: Codex's node wrapper
+	// leaves the native binary behind, holding the output pipes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = nil
