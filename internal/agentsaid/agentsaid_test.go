@@ -203,17 +203,17 @@ func TestLimitTexts(t *testing.T) {
 		reset time.Time // zero: none
 	}{
 		{Codex, "ERROR: You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 11:42 PM.\n",
-			true, time.Date(2026, 12, 1, 23, 42, 0, 0, time.UTC)},
-		{Codex, "ERROR: You’ve hit your usage limit. ... or try again at 1:05 AM.\n", true, time.Date(2026, 12, 2, 1, 5, 0, 0, time.UTC)},
-		{Codex, "ERROR: You’ve hit your usage limit. ... or try again at Dec 2nd, 2026 4:41 AM.\n", true, time.Date(2026, 12, 2, 4, 41, 0, 0, time.UTC)},
+			true, time.Date(2026, 12, 1, 23, 43, 0, 0, time.UTC)},
+		{Codex, "ERROR: You’ve hit your usage limit. ... or try again at 1:05 AM.\n", true, time.Date(2026, 12, 2, 1, 6, 0, 0, time.UTC)},
+		{Codex, "ERROR: You’ve hit your usage limit. ... or try again at Dec 2nd, 2026 4:41 AM.\n", true, time.Date(2026, 12, 2, 4, 42, 0, 0, time.UTC)},
 		{Codex, "ERROR: You've hit your usage limit. Try again in 2 hours 5 minutes.\n", true, now.Add(2*time.Hour + 5*time.Minute)},
 		{Codex, `{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":` +
 			fmt.Sprint(now.Add(95*time.Second).Unix()) + `,"resets_in_seconds":90}}` + "\n", true, now.Add(95 * time.Second)},
 		{Codex, `{"error":{"type":"usage_limit_reached","resets_in_seconds":90}}` + "\n", true, now.Add(90 * time.Second)},
 		{Claude, "Claude AI usage limit reached|" + fmt.Sprint(now.Add(3*time.Hour).Unix()) + "\n", true, now.Add(3 * time.Hour)},
-		{Claude, "You've hit your session limit · resets 3pm (UTC)\n", true, time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)},
-		{Claude, "You've hit your weekly limit · resets Dec 4, 3:30pm (UTC)\n", true, time.Date(2026, 12, 4, 15, 30, 0, 0, time.UTC)},
-		{Claude, "You've hit your weekly limit · resets Jan 4, 2027, 9am (UTC)\n", true, time.Date(2027, 1, 4, 9, 0, 0, 0, time.UTC)},
+		{Claude, "You've hit your session limit · resets 3pm (UTC)\n", true, time.Date(2026, 12, 2, 15, 1, 0, 0, time.UTC)},
+		{Claude, "You've hit your weekly limit · resets Dec 4, 3:30pm (UTC)\n", true, time.Date(2026, 12, 4, 15, 31, 0, 0, time.UTC)},
+		{Claude, "You've hit your weekly limit · resets Jan 4, 2027, 9am (UTC)\n", true, time.Date(2027, 1, 4, 9, 1, 0, 0, time.UTC)},
 		{Claude, "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later.\n", false, time.Time{}},
 		{Claude, "API Error: Server is temporarily limiting requests (not your usage limit) · Rate limited\n", false, time.Time{}},
 		{Gemini, "TerminalQuotaError: You have exhausted your daily quota on this model.\n  message: '... Please retry in 37.6s.',\n", true, now.Add(37600 * time.Millisecond)},

@@ -86,9 +86,9 @@ func limitOf(l string, cli CLI) (hit, usage bool) {
 // line saying the CLI is retrying. Relative resets ("retry in 83.5s") are
 // taken from now; clock times without a date ("try again at 11:42 PM",
 // "resets 3pm") are read in now's location, as the CLI, run beside
-// supervise, wrote them: the next such time after now (less a minute's
-// slack for the CLI's rounding). A reset more than 400 days away is not
-// believed (zero Reset).
+// supervise, wrote them: the next such time after now, at the end of the
+// minute named (the CLIs cut the seconds). A reset more than 400 days
+// away is not believed (zero Reset).
 //
 // Call it for a run that ended by itself with a failure (an exit code, not
 // a signal): a run that was killed did not give up on a limit.
@@ -235,7 +235,9 @@ func resetOf(l string, now time.Time) (time.Time, bool) {
 // clock builds a time from a 12-hour clock and an optional month, day and
 // year, in now's location. Without a date it is the next such time after
 // now (a minute's slack); with a month and day but no year, the next such
-// date.
+// date. The CLIs print the minute the limit lifts in, its seconds cut
+// (Codex's 23:55:28 is "11:55 PM"): the time returned is that minute's
+// end, so a wait for it is never short.
 func clock(now time.Time, mon, day, year, hour, minute, ampm string) (time.Time, bool) {
 	h, _ := strconv.Atoi(hour)
 	mi := 0
@@ -255,7 +257,7 @@ func clock(now time.Time, mon, day, year, hour, minute, ampm string) (time.Time,
 		if t.Before(now.Add(-time.Minute)) {
 			t = t.AddDate(0, 0, 1)
 		}
-		return t, true
+		return t.Add(time.Minute), true
 	}
 	m, ok := months[strings.ToLower(mon)]
 	d, _ := strconv.Atoi(day)
@@ -270,5 +272,5 @@ func clock(now time.Time, mon, day, year, hour, minute, ampm string) (time.Time,
 	if year == "" && t.Before(now.Add(-time.Minute)) {
 		t = t.AddDate(1, 0, 0)
 	}
-	return t, true
+	return t.Add(time.Minute), true
 }
