@@ -84,7 +84,7 @@ func TestFixtures(t *testing.T) {
 		"claude-limit-20s": {}, // retry-after 16: it waited and answered
 		"codex-usage-90s":  {limit: true, usage: true, reset: time.Minute, line: codexHit},
 		"codex-usage-5h":   {limit: true, usage: true, reset: time.Minute, line: codexHit},
-		"codex-limit-90s":  {}, // it waited the retry-after out and answered
+		"codex-limit-90s":  {},             // it waited the retry-after out and answered
 		"codex-limit-5h":   {killed: true}, // it waits the 5 h retry-after, silent: killed at the probe's cap
 		"gemini-usage-90s": {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 		"gemini-usage-5h":  {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
