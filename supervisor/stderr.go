@@ -105,6 +105,20 @@ func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, b
 	return agentsaid.LimitOf(t.buf, cli, now)
 }
 
+// retrying reports, without waiting, whether the agent's stderr so far
+// ends with the CLI waiting to retry a refused request itself, and until
+// when (agentsaid.Retrying; since: when the tail last grew, or now). For
+// the start and silence deadlines: such a CLI is waiting out a limit, not
+// hung.
+func (t *stderrTail) retrying(cli agentsaid.CLI, since time.Time) (time.Time, bool) {
+	if t == nil {
+		return time.Time{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return agentsaid.Retrying(t.buf, cli, since)
+}
+
 // tellingLine picks the line of an agent's stderr tail that says most,
 // cleaned to one bounded line of printable text.
 func tellingLine(tail []byte) string {

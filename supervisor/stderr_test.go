@@ -101,6 +101,51 @@ func TestStderrTailFixtures(t *testing.T) {
 	if _, ok := none.limit(agentsaid.Codex, time.Now()); ok {
 		t.Error("a nil tail says a limit")
 	}
+	if _, ok := none.retrying(agentsaid.Codex, time.Now()); ok {
+		t.Error("a nil tail says it retries")
+	}
+}
+
+// While the agent runs, the tail tells a CLI that waits out a limit
+// itself (Codex's recorded 5 h wait) from one that went quiet.
+func TestStderrTailRetrying(t *testing.T) {
+	path := filepath.Join("..", "internal", "agentsaid", "testdata", "codex-limit-5h", "stderr")
+	w, tail, err := startTail(devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `cat "$1" >&2; echo written >"$2"; exec sleep 600`, "sh", path, filepath.Join(t.TempDir(), "mark"))
+	mark := cmd.Args[len(cmd.Args)-1]
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	bound := time.Now().Add(time.Minute) // a bound on a broken test, not a rule
+	for {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if time.Now().After(bound) {
+			t.Fatal("the shell never wrote the fixture")
+		}
+		time.Sleep(10 * time.Millisecond) // the shell's own mark: an event, polled
+	}
+	now := time.Date(2026, 12, 1, 23, 50, 0, 0, time.UTC) // the recorded run's hour
+	for {
+		until, ok := tail.retrying(agentsaid.Codex, now)
+		if ok {
+			if want := time.Date(2026, 12, 2, 4, 43, 50, 0, time.UTC); until.Sub(want) > 5*time.Second || want.Sub(until) > 5*time.Second {
+				t.Errorf("retrying until %v, want about %v", until, want)
+			}
+			break
+		}
+		if time.Now().After(bound) {
+			t.Fatal("the tail never says Codex retries")
+		}
+		time.Sleep(10 * time.Millisecond) // the pipe's copy catching up
+	}
 }
 
 func devNull(t *testing.T) *os.File {

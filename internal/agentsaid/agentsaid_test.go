@@ -1,6 +1,7 @@
 package agentsaid
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -298,6 +299,9 @@ func FuzzTail(f *testing.F) {
 		if !lim.Reset.IsZero() && (lim.Reset.Sub(now) > 401*24*time.Hour || lim.Reset.Before(now.Add(-time.Hour))) {
 			t.Fatalf("Reset %v", lim.Reset)
 		}
+		if until, ok := Retrying(tail, c, now); ok && (until.Before(now.Add(-time.Minute)) || until.Sub(now) > 401*24*time.Hour) {
+			t.Fatalf("Retrying until %v", until)
+		}
 	})
 }
 
@@ -342,5 +346,45 @@ func TestBoundedTail(t *testing.T) {
 	b, okB := LimitOf(huge[len(huge)-maxTail:], Unknown, now)
 	if a != b || okA != okB || !okA || !strings.HasPrefix(a.Line, "API Error") {
 		t.Errorf("LimitOf of %d bytes = %+v %v, of its last %d = %+v %v", len(huge), a, okA, maxTail, b, okB)
+	}
+}
+
+// A CLI waiting out a limit itself is read from its own words, with when
+// it will retry: Codex's record carries its time, Gemini's delay counts
+// from when the tail last grew. Anything said after the wait's line means
+// the wait is over.
+func TestRetrying(t *testing.T) {
+	since := time.Date(2026, 12, 1, 23, 44, 0, 0, time.UTC)
+	codexAt := time.Date(2026, 12, 1, 23, 43, 53, 122401000, time.UTC)
+	for _, c := range []struct {
+		cli   CLI
+		tail  string
+		until time.Time // zero: not retrying
+	}{
+		{Codex, "2026-12-01T23:43:53.122401Z  WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 17996.998482011s)... sampling_error=exceeded retry limit, last status: 429 Too Many Requests\nERROR: Reconnecting... 1/5\n",
+			codexAt.Add(time.Duration(17996.998482011 * float64(time.Second)))},
+		{Gemini, "Attempt 1 failed: mockapi: rate limited\nSuggested retry after 78.930596252s.. Retrying after 79124ms...\n", since.Add(79124 * time.Millisecond)},
+		{Unknown, "Attempt 1 failed: x\nSuggested retry after 78.9s.. Retrying after 79124ms...\n", since.Add(79124 * time.Millisecond)},
+		{Gemini, "Retrying after 79124ms...\nDone.\n", time.Time{}},
+		{Codex, "Retrying after 79124ms...\n", time.Time{}}, // Gemini's words, from Codex
+		{Claude, "", time.Time{}},
+	} {
+		got, ok := Retrying([]byte(c.tail), c.cli, since)
+		if ok != !c.until.IsZero() || !got.Equal(c.until) {
+			t.Errorf("Retrying(%q, %q) = %v %v, want %v", c.cli, c.tail, got, ok, c.until)
+		}
+	}
+	// The recorded runs: Gemini's and Codex's waits, read from their
+	// tails up to the wait's line.
+	for _, name := range []string{"gemini-limit-90s", "codex-limit-5h"} {
+		f := load(t, name)
+		b := f.stderr
+		if name == "gemini-limit-90s" {
+			b = b[:bytes.Index(b, []byte("Retrying after"))+len("Retrying after 79124ms...\n")]
+		}
+		until, ok := Retrying(tail(b), CLIOf(f.Report.CLI), f.Report.Started.Add(10*time.Second))
+		if !ok || until.Sub(f.Report.Reset) > 15*time.Second || f.Report.Reset.Sub(until) > 15*time.Second {
+			t.Errorf("%s: Retrying = %v %v, the limit lifted at %v", name, until, ok, f.Report.Reset)
+		}
 	}
 }
