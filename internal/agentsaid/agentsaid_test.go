@@ -23,6 +23,7 @@ type fixture struct {
 		Started, Reset       time.Time
 		ExitCode             int
 		Seconds              float64
+		Hooks                []map[string]any
 	}
 }
 
@@ -78,19 +79,21 @@ func TestFixtures(t *testing.T) {
 	cases := map[string]want{
 		"claude-usage-90s": {limit: true, line: claude429 + "This request would exceed", stdout: true},
 		"claude-usage-5h":  {limit: true, line: claude429 + "This request would exceed", stdout: true},
-		"claude-limit-90s": {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
-		"claude-limit-5h":  {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
-		"claude-limit-75s": {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
-		"claude-limit-61s": {}, // retry-after 57: it waited and answered
-		"claude-limit-20s": {}, // retry-after 16: it waited and answered
-		"codex-usage-90s":  {limit: true, usage: true, reset: time.Minute, line: codexHit},
-		"codex-usage-5h":   {limit: true, usage: true, reset: time.Minute, line: codexHit},
-		"codex-limit-90s":  {},             // it waited the retry-after out and answered
-		"codex-limit-5h":   {killed: true}, // it waits the 5 h retry-after, silent: killed at the probe's cap
-		"gemini-usage-90s": {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
-		"gemini-usage-5h":  {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
-		"gemini-limit-5h":  {limit: true, usage: false, reset: 3 * time.Second, line: geminiHit},
-		"gemini-limit-90s": {}, // it waited the RetryInfo delay out and answered
+		// The same, with hooks recording their payloads (report.json's Hooks).
+		"claude-hook-usage-5h": {limit: true, line: claude429 + "This request would exceed", stdout: true},
+		"claude-limit-90s":     {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
+		"claude-limit-5h":      {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
+		"claude-limit-75s":     {limit: true, line: claude429 + "mockapi: rate limited", stdout: true},
+		"claude-limit-61s":     {}, // retry-after 57: it waited and answered
+		"claude-limit-20s":     {}, // retry-after 16: it waited and answered
+		"codex-usage-90s":      {limit: true, usage: true, reset: time.Minute, line: codexHit},
+		"codex-usage-5h":       {limit: true, usage: true, reset: time.Minute, line: codexHit},
+		"codex-limit-90s":      {},             // it waited the retry-after out and answered
+		"codex-limit-5h":       {killed: true}, // it waits the 5 h retry-after, silent: killed at the probe's cap
+		"gemini-usage-90s":     {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
+		"gemini-usage-5h":      {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
+		"gemini-limit-5h":      {limit: true, usage: false, reset: 3 * time.Second, line: geminiHit},
+		"gemini-limit-90s":     {}, // it waited the RetryInfo delay out and answered
 	}
 	dirs, _ := os.ReadDir("testdata")
 	seen := 0
@@ -386,5 +389,26 @@ func TestRetrying(t *testing.T) {
 		if !ok || until.Sub(f.Report.Reset) > 15*time.Second || f.Report.Reset.Sub(until) > 15*time.Second {
 			t.Errorf("%s: Retrying = %v %v, the limit lifted at %v", name, until, ok, f.Report.Reset)
 		}
+	}
+}
+
+// Claude Code's StopFailure hook says a limit ended the turn: error
+// "rate_limit", and last_assistant_message holds the words it printed,
+// which LimitOf reads as well as the output's.
+func TestClaudeStopFailure(t *testing.T) {
+	f := load(t, "claude-hook-usage-5h")
+	var stop map[string]any
+	for _, h := range f.Report.Hooks {
+		if h["hook_event_name"] == "StopFailure" {
+			stop = h
+		}
+	}
+	if stop == nil || stop["error"] != "rate_limit" {
+		t.Fatalf("StopFailure %v, want error rate_limit", stop)
+	}
+	msg, _ := stop["last_assistant_message"].(string)
+	lim, ok := LimitOf([]byte(msg), Claude, f.end())
+	if !ok || lim.Line != strings.TrimSpace(string(f.stdout)) {
+		t.Errorf("LimitOf(%q) = %+v %v, want the line printed: %q", msg, lim, ok, f.stdout)
 	}
 }

@@ -55,6 +55,7 @@ type report struct {
 	AgentRequests   int
 	LimitedRequests int
 	Other           []string
+	Hooks           []json.RawMessage `json:",omitempty"` // Claude Code's hook payloads, in order
 }
 
 func run(cli, answer string, resetIn, capD time.Duration, out, bin string) error {
@@ -94,6 +95,17 @@ func run(cli, answer string, resetIn, capD time.Duration, out, bin string) error
 		env = append(env, "ANTHROPIC_BASE_URL="+api.URL(), "ANTHROPIC_API_KEY=sk-ant-mock",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
 			"DISABLE_ERROR_REPORTING=1")
+		// Every hook event's payload, appended to hooks.jsonl: what a
+		// StopFailure says of the limit.
+		hook := []any{map[string]any{"hooks": []any{map[string]any{"type": "command",
+			"command": `cat >> "$HOME/hooks.jsonl"; echo >> "$HOME/hooks.jsonl"`, "timeout": 10}}}}
+		hooks := map[string]any{}
+		for _, ev := range []string{"SessionStart", "UserPromptSubmit", "Stop", "StopFailure", "SessionEnd"} {
+			hooks[ev] = hook
+		}
+		hj, _ := json.Marshal(map[string]any{"hooks": hooks})
+		os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+		os.WriteFile(filepath.Join(home, ".claude", "settings.json"), hj, 0o600)
 		trust, _ := json.Marshal(map[string]any{"projects": map[string]any{proj: map[string]any{"hasTrustDialogAccepted": true}}})
 		os.WriteFile(filepath.Join(home, ".claude.json"), trust, 0o600)
 		argv = []string{"claude", "-p", prompt}
@@ -155,6 +167,13 @@ func run(cli, answer string, resetIn, capD time.Duration, out, bin string) error
 	}
 	rep.LimitedRequests = int(limited.Load())
 	rep.Other = api.Other()
+	if b, err := os.ReadFile(filepath.Join(home, "hooks.jsonl")); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l != "" {
+				rep.Hooks = append(rep.Hooks, json.RawMessage(l))
+			}
+		}
+	}
 	j, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Printf("%s\n--- stdout\n%s--- stderr\n%s", j, stdout.Bytes(), stderr.Bytes())
 	if out != "" {
