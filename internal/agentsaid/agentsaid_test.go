@@ -94,6 +94,9 @@ func TestFixtures(t *testing.T) {
 		"gemini-usage-5h":      {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 		"gemini-limit-5h":      {limit: true, usage: false, reset: 3 * time.Second, line: geminiHit},
 		"gemini-limit-90s":     {}, // it waited the RetryInfo delay out and answered
+		"claude-usage-20s":     {}, // retry-after 17 with the unified headers: it waited and answered
+		"codex-usage-20s":      {limit: true, usage: true, reset: time.Minute, line: codexHit},
+		"gemini-usage-20s":     {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 	}
 	dirs, _ := os.ReadDir("testdata")
 	seen := 0
