@@ -1,6 +1,6 @@
 // Package agentsaid reads what an agent CLI said as it ended: the tail of
-// its output, as bytes, and where known which CLI it is. It answers two
-// questions, both pure (no I/O, no clock: the caller passes now):
+// its output, as bytes, and where known which CLI it is. It answers three
+// questions, all pure (no I/O, no clock: the caller passes now):
 //
 //   - Limit: did a usage or rate limit end the run, and when does it lift
 //     if the CLI said so (Claude Code's 429 and usage-limit texts, Codex's
@@ -10,6 +10,8 @@
 //     park reason or a continuation? Never a startup, telemetry or warning
 //     log record: lines shaped like log records are skipped unless they are
 //     errors, and a short table per CLI names the chatter each prints.
+//   - Retrying: is the CLI, still running, waiting out a limit itself (and
+//     until when), rather than hung?
 //
 // The texts are the pinned CLIs' own (Claude Code 2.1.197, Codex 0.171.0,
 // Gemini CLI 0.61.0), recorded against integration/mockapi's provider
@@ -74,7 +76,7 @@ func lines(tail []byte) []string {
 }
 
 // TellingLine picks the line of an agent's output tail that best explains
-// its end, cleaned to one bounded line of printable text: the last line
+// its end, cleaned to one bounded line of printable text: the first line
 // for which first reports true (nil: none), else the headline of a limit
 // that ended the run (as LimitOf finds it), else the last that reads as an
 // error, else the last that says anything. Log records that are not
@@ -120,7 +122,14 @@ func TellingLine(tail []byte, cli CLI, first func(line string) bool) string {
 // the error's own line came before it.
 var dumpRe = regexp.MustCompile(`^(?:[a-z][A-Za-z0-9_$]*: .*(?:,|\{|\[| \+)|'.*'(?:,| \+)?)$`)
 
-func dump(l string) bool { return dumpRe.MatchString(l) }
+func dump(l string) bool {
+	if !dumpRe.MatchString(l) {
+		return false
+	}
+	key, _, _ := strings.Cut(l, ":")
+	_, level := levels[strings.ToLower(key)]
+	return !level // "error: disk full," is the CLI's error, not a field
+}
 
 // backtrace: a frame of a stack dump ("  3: <unknown>", "at f (x.js:1)").
 func backtrace(l string) bool {

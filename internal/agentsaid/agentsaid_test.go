@@ -70,6 +70,7 @@ func TestFixtures(t *testing.T) {
 		line         string        // prefix of the limit's line and the telling line
 		stdout       bool          // the words are on stdout
 		killed       bool          // the probe killed it (a signal: LimitOf is not asked, but says none)
+		other        bool          // it failed (exit 1) for another reason than a limit
 	}
 	const (
 		claude429 = "API Error: Request rejected (429) · "
@@ -95,6 +96,10 @@ func TestFixtures(t *testing.T) {
 		"gemini-limit-5h":      {limit: true, usage: false, reset: 3 * time.Second, line: geminiHit},
 		"gemini-limit-90s":     {}, // it waited the RetryInfo delay out and answered
 		"claude-usage-20s":     {}, // retry-after 17 with the unified headers: it waited and answered
+		// 529 overloaded_error with retry-after 5 h: "API Error: 529 ... This
+		// is a server-side issue, usually temporary", StopFailure
+		// "server_error": the provider's capacity, not the user's limit.
+		"claude-overloaded-5h": {other: true, stdout: true, line: "API Error: 529 mockapi: rate limited"},
 		"codex-usage-20s":      {limit: true, usage: true, reset: time.Minute, line: codexHit},
 		"gemini-usage-20s":     {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 	}
@@ -113,7 +118,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(d.Name(), func(t *testing.T) {
 			f := load(t, d.Name())
 			cli := CLIOf(f.Report.CLI)
-			if (f.Report.ExitCode > 0) != w.limit || (f.Report.ExitCode < 0) != w.killed {
+			if (f.Report.ExitCode > 0) != (w.limit || w.other) || (f.Report.ExitCode < 0) != w.killed {
 				t.Fatalf("the recorded run exited %d", f.Report.ExitCode)
 			}
 			stream := f.stderr
@@ -124,6 +129,9 @@ func TestFixtures(t *testing.T) {
 				lim, ok := LimitOf(tail(stream), c, f.end())
 				if ok != w.limit {
 					t.Fatalf("LimitOf(cli %q) = %v, %v; want a limit: %v", c, lim, ok, w.limit)
+				}
+				if got := TellingLine(tail(stream), c, nil); w.line != "" && !strings.HasPrefix(got, w.line) {
+					t.Errorf("cli %q: TellingLine = %q, want it to begin %q", c, got, w.line)
 				}
 				if !ok {
 					continue
@@ -139,9 +147,6 @@ func TestFixtures(t *testing.T) {
 					t.Errorf("cli %q: Reset %v, but the CLI said none", c, lim.Reset)
 				case w.reset != 0 && (lim.Reset.Sub(f.Report.Reset) > w.reset || f.Report.Reset.Sub(lim.Reset) > w.reset):
 					t.Errorf("cli %q: Reset %v, the limit lifted at %v (tolerance %v)", c, lim.Reset, f.Report.Reset, w.reset)
-				}
-				if got := TellingLine(tail(stream), c, nil); w.line != "" && !strings.HasPrefix(got, w.line) {
-					t.Errorf("cli %q: TellingLine = %q, want it to begin %q", c, got, w.line)
 				}
 			}
 			if w.stdout {
@@ -181,6 +186,10 @@ func TestTellingLineSkipsChatter(t *testing.T) {
 		{Unknown, "Error: thread/resume failed\nWARN x::y: error here too\n", "Error: thread/resume failed"},
 		{Unknown, "fatal: not a git repository\n", "fatal: not a git repository"},
 		{Unknown, "plain words\n}\n--------\n", "plain words"},
+		// Node's dump of an error's fields is not the error; a level word
+		// first is.
+		{Gemini, "TypeError: fetch failed\n  cause: {\n    code: 'ECONNRESET',\n    message: 'socket hang up error',\n  },\n", "TypeError: fetch failed"},
+		{Unknown, "ok\nerror: disk full, giving up,\n", "error: disk full, giving up,"},
 	} {
 		if got := TellingLine([]byte(c.tail), c.cli, nil); got != c.want {
 			t.Errorf("TellingLine(%q, %q) = %q, want %q", c.cli, c.tail, got, c.want)

@@ -36,8 +36,9 @@ func main() {
 	capD := flag.Duration("cap", 6*time.Minute, "kill the CLI after this")
 	out := flag.String("out", "", "directory for stdout, stderr and report.json")
 	bin := flag.String("bin", "integration/realcli/node_modules/.bin", "the CLIs' directory")
+	status := flag.Int("status", 0, "-answer limit: the HTTP status (default 429; 529 is Anthropic's overloaded)")
 	flag.Parse()
-	if err := run(*cli, *answer, *resetIn, *capD, *out, *bin); err != nil {
+	if err := run(*cli, *answer, *resetIn, *capD, *out, *bin, *status); err != nil {
 		fmt.Fprintln(os.Stderr, "limitprobe:", err)
 		os.Exit(1)
 	}
@@ -58,7 +59,7 @@ type report struct {
 	Hooks           []json.RawMessage `json:",omitempty"` // Claude Code's hook payloads, in order
 }
 
-func run(cli, answer string, resetIn, capD time.Duration, out, bin string) error {
+func run(cli, answer string, resetIn, capD time.Duration, out, bin string, status int) error {
 	bin, _ = filepath.Abs(bin)
 	dir, err := os.MkdirTemp("", "limitprobe")
 	if err != nil {
@@ -77,7 +78,7 @@ func run(cli, answer string, resetIn, capD time.Duration, out, bin string) error
 			if answer == "usage" {
 				return mockapi.Reply{Kind: mockapi.UsageLimit, Reset: reset}
 			}
-			return mockapi.Reply{Kind: mockapi.Limit, RetryAfter: time.Until(reset)}
+			return mockapi.Reply{Kind: mockapi.Limit, Status: status, RetryAfter: time.Until(reset)}
 		}
 		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
 	}
