@@ -62,7 +62,8 @@ func TestRealLimitWords(t *testing.T) {
 			}
 			argv := append(append([]string(nil), c.cli.task...), realPrompt)
 			cmd := exec.Command(filepath.Join(realCLIDir(), argv[0]), argv[1:]...)
-			cmd.Env, cmd.Dir = append(os.Environ(), r.vars...), r.proj
+			// TMPDIR: Gemini CLI writes an error report there at each failure.
+			cmd.Env, cmd.Dir = append(append(os.Environ(), r.vars...), "TMPDIR="+t.TempDir()), r.proj
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

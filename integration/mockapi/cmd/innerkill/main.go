@@ -75,7 +75,7 @@ func run() error {
 	cmd.Dir = proj
 	cmd.Env = []string{"HOME=" + home, "PATH=" + bin + ":" + os.Getenv("PATH"), "TERM=dumb", "NO_COLOR=1",
 		"NO_PROXY=127.0.0.1,localhost", "GEMINI_API_KEY=mock", "GOOGLE_GEMINI_BASE_URL=" + api.URL(),
-		"GEMINI_CLI_TRUST_WORKSPACE=true"}
+		"GEMINI_CLI_TRUST_WORKSPACE=true", "TMPDIR=" + dir}
 	var stderr bytes.Buffer
 	cmd.Stderr, cmd.Stdout = &stderr, &stderr
 	if err := cmd.Start(); err != nil {

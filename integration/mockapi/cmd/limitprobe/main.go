@@ -87,7 +87,7 @@ func run(cli, answer string, resetIn, capD time.Duration, out, bin string, statu
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
 		"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy=", "ALL_PROXY=", "NO_PROXY=127.0.0.1,localhost",
-		"no_proxy=127.0.0.1,localhost", "TERM=dumb", "NO_COLOR=1"}
+		"no_proxy=127.0.0.1,localhost", "TERM=dumb", "NO_COLOR=1", "TMPDIR=" + dir}
 	var argv []string
 	const prompt = "Say hello."
 	switch cli {
