@@ -16,8 +16,10 @@ import (
 // rule quote it. Outside task mode the agent inherits supervise's stderr
 // (an interactive agent keeps its terminal).
 
-// tailMax bounds what is kept of the agent's stderr.
-const tailMax = 4096
+// tailMax bounds what is kept of the agent's stderr: room for a limit's
+// words after the records and the stack dump the CLIs print around them
+// (Gemini CLI's run to 2.5 KiB, Codex logs a WARN record per model call).
+const tailMax = 16 << 10
 
 // tailSettle bounds the wait, after the death, for the pipe to drain: a
 // survivor of the tree that holds it open (the sweep kills the rest) must
@@ -28,6 +30,7 @@ const tailSettle = 2 * time.Second
 type stderrTail struct {
 	mu   sync.Mutex
 	buf  []byte
+	n    int64         // bytes seen in all
 	done chan struct{} // closed at the pipe's end (every writer gone)
 }
 
@@ -56,6 +59,7 @@ func (t *stderrTail) copy(r, dst *os.File) {
 			dst.Write(b[:n]) // best effort: the agent's output is not supervise's to lose sleep over
 			t.mu.Lock()
 			t.buf = append(t.buf, b[:n]...)
+			t.n += int64(n)
 			if len(t.buf) > tailMax {
 				t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailMax:]...)
 			}
@@ -117,6 +121,18 @@ func (t *stderrTail) retrying(cli agentsaid.CLI, since time.Time) (time.Time, bo
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return agentsaid.Retrying(t.buf, cli, since)
+}
+
+// written is how many bytes the agent has written to stderr so far: the
+// silence deadline's "no stream bytes" is no change in it between two
+// looks (no clock in the tail).
+func (t *stderrTail) written() int64 {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
 }
 
 // tellingLine picks the line of an agent's stderr tail that says most,

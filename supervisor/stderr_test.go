@@ -57,6 +57,9 @@ func TestStderrTail(t *testing.T) {
 		t.Errorf("said %q", got)
 	}
 	b, _ := os.ReadFile(out.Name())
+	if n := tail.written(); n != int64(len(b)) || n < 4096 {
+		t.Errorf("written %d bytes, %d passed through", n, len(b))
+	}
 	if !strings.HasPrefix(string(b), "line 0 of chatter\n") || !strings.HasSuffix(string(b), "session ID: x\n") || strings.Count(string(b), "\n") != 301 {
 		t.Errorf("passed through %d bytes, %d lines: not the agent's output unchanged", len(b), strings.Count(string(b), "\n"))
 	}
