@@ -264,6 +264,9 @@ func TestNotLimits(t *testing.T) {
 		// A retry in progress is not the end.
 		{Codex, "2026-12-01T23:43:53Z  WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 85.9s)... sampling_error=exceeded retry limit, last status: 429 Too Many Requests\nERROR: Reconnecting... 1/5\n"},
 		{Gemini, "RESOURCE_EXHAUSTED\nAttempt 2 failed: Retrying after 5000ms...\n"},
+		// Claude Code's model talking of limits in its answer is not its
+		// error: the error is the whole line.
+		{Claude, "I made the client retry on API Error: Request rejected (429) and on \"You've hit your limit\".\n"},
 		// Another CLI's words, when the CLI is known.
 		{Claude, "TerminalQuotaError: You have exhausted your daily quota on this model.\n"},
 	} {

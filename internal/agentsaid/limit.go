@@ -21,39 +21,40 @@ type Limit struct {
 }
 
 // limitWords are what each CLI prints when a limit refused its request
-// (lower case, contained in a line); usage marks those that name a plan's
-// usage or a quota.
+// (lower case, contained in a line, or with start: beginning it); usage
+// marks those that name a plan's usage or a quota. Claude Code's are
+// matched at the line's start: -p prints the error as its whole answer on
+// stdout, where the model's own words also go.
 var limitWords = map[CLI][]struct {
-	words string
-	usage bool
+	words        string
+	usage, start bool
 }{
 	Claude: {
-		{"api error: request rejected (429)", false},       // 2.1 with an API key: "API Error: Request rejected (429) · <the API's message>"
-		{"server is temporarily limiting requests", false}, // a subscriber's 429 that is not their usage limit
-		{"api error: 429", false},
-		{"rate_limit_error", false},
-		{"claude ai usage limit reached", true}, // older -p: "Claude AI usage limit reached|<unix reset>"
-		{"you've hit your", true},               // a subscriber's: "You've hit your session limit · resets 3pm (UTC)"
-		{"you’ve hit your", true},
-		{"you're out of usage credits", true},
-		{"you're out of extra usage", true},
+		{"api error: request rejected (429)", false, true},                  // 2.1 with an API key: "API Error: Request rejected (429) · <the API's message>"
+		{"api error: server is temporarily limiting requests", false, true}, // a subscriber's 429 that is not their usage limit
+		{"api error: 429", false, true},
+		{"claude ai usage limit reached", true, true}, // older -p: "Claude AI usage limit reached|<unix reset>"
+		{"you've hit your", true, true},               // a subscriber's: "You've hit your session limit · resets 3pm (UTC)"
+		{"you’ve hit your", true, true},
+		{"you're out of usage credits", true, true},
+		{"you're out of extra usage", true, true},
 	},
 	Codex: {
-		{"you’ve hit your usage limit", true}, // 0.171: "ERROR: You’ve hit your usage limit. ... try again at 11:42 PM."
-		{"you've hit your usage limit", true},
-		{"usage_limit_reached", true},
-		{"usage_not_included", true},
-		{"rate limit reached", false},
-		{"exceeded retry limit, last status: 429", false},
-		{"429 too many requests", false},
+		{"you’ve hit your usage limit", true, false}, // 0.171: "ERROR: You’ve hit your usage limit. ... try again at 11:42 PM."
+		{"you've hit your usage limit", true, false},
+		{"usage_limit_reached", true, false},
+		{"usage_not_included", true, false},
+		{"rate limit reached", false, false},
+		{"exceeded retry limit, last status: 429", false, false},
+		{"429 too many requests", false, false},
 	},
 	Gemini: {
-		{"terminalquotaerror", false}, // 0.61: "... TerminalQuotaError: You have exhausted your daily quota on this model."
-		{"retryablequotaerror", false},
-		{"resource_exhausted", false},
-		{"exhausted your daily quota", true},
-		{"quota exceeded for metric", true},
-		{"you exceeded your current quota", true},
+		{"terminalquotaerror", false, false}, // 0.61: "... TerminalQuotaError: You have exhausted your daily quota on this model."
+		{"retryablequotaerror", false, false},
+		{"resource_exhausted", false, false},
+		{"exhausted your daily quota", true, false},
+		{"quota exceeded for metric", true, false},
+		{"you exceeded your current quota", true, false},
 	},
 }
 
@@ -69,7 +70,7 @@ func limitOf(l string, cli CLI) (hit, usage bool) {
 			continue
 		}
 		for _, w := range ws {
-			if strings.Contains(low, w.words) {
+			if (w.start && strings.HasPrefix(low, w.words)) || (!w.start && strings.Contains(low, w.words)) {
 				hit, usage = true, usage || w.usage
 			}
 		}
