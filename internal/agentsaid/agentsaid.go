@@ -16,6 +16,15 @@
 // The texts are the pinned CLIs' own (Claude Code 2.1.197, Codex 0.171.0,
 // Gemini CLI 0.61.0), recorded against integration/mockapi's provider
 // answers: testdata holds them, docs/limits.md tabulates them.
+//
+// Use: the runner names the CLI once per launch with CLIOf(argv[0]) (of
+// the command launched: the agent's, or the resume template's). At a
+// death that was the agent's own exit with a failure code (no signal), it
+// asks LimitOf of the tails it keeps (stdout's too: Claude Code writes its
+// error there) with the death's time, and hands the machine Limit's
+// Usage, Reset and Line with the exit; TellingLine is the quoted line in
+// any case. While a turn is open and the start or silence deadline is
+// due, Retrying says whether the CLI is waiting out a limit itself.
 package agentsaid
 
 import (
