@@ -8,12 +8,16 @@
 // pidfd says, and the inner's wait status from PIDFD_GET_INFO (Linux 6.15's
 // PIDFD_INFO_EXIT). A tool for measuring, not used by the tests.
 //
-//	go run ./integration/mockapi/cmd/innerkill
+//	go run ./integration/mockapi/cmd/innerkill [-outer]
+//
+// With -outer it kills the wrapper instead, and reports that the inner,
+// orphaned, became its child (the subreaper's), with its wait status.
 package main
 
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,6 +53,8 @@ func main() {
 }
 
 func run() error {
+	outerKill := flag.Bool("outer", false, "kill the wrapper, not the inner process")
+	flag.Parse()
 	bin, _ := filepath.Abs("integration/realcli/node_modules/.bin")
 	dir, _ := os.MkdirTemp("", "innerkill")
 	defer os.RemoveAll(dir)
@@ -78,6 +84,7 @@ func run() error {
 		"GEMINI_CLI_TRUST_WORKSPACE=true", "TMPDIR=" + dir}
 	var stderr bytes.Buffer
 	cmd.Stderr, cmd.Stdout = &stderr, &stderr
+	cmd.WaitDelay = 2 * time.Second // an orphaned inner holds the output pipe
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -101,6 +108,21 @@ func run() error {
 		return fmt.Errorf("pidfd_open(%d): %v", inner, err)
 	}
 	t0 := time.Now()
+	if *outerKill {
+		if err := unix.Kill(outer, syscall.SIGKILL); err != nil {
+			return err
+		}
+		err = cmd.Wait()
+		fmt.Printf("outer killed: %v\n", err)
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", inner))
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		fmt.Printf("inner %d's parent now %s (we are %d)\n", inner, f[1], os.Getpid())
+		unix.Kill(inner, syscall.SIGKILL)
+		var ws unix.WaitStatus
+		_, werr := unix.Wait4(inner, &ws, 0, nil)
+		fmt.Printf("wait4(inner): %v, signaled %v signal %v\n", werr, ws.Signaled(), ws.Signal())
+		return nil
+	}
 	if err := unix.Kill(inner, syscall.SIGKILL); err != nil {
 		return err
 	}
