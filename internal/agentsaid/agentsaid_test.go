@@ -76,6 +76,7 @@ func TestFixtures(t *testing.T) {
 		claude429 = "API Error: Request rejected (429) · "
 		codexHit  = "ERROR: You’ve hit your usage limit. Upgrade to Pro"
 		geminiHit = "Error when talking to Gemini API Full report available at: "
+		claudeSub = "You've hit your session limit · resets "
 	)
 	cases := map[string]want{
 		"claude-usage-90s": {limit: true, line: claude429 + "This request would exceed", stdout: true},
@@ -95,7 +96,15 @@ func TestFixtures(t *testing.T) {
 		"gemini-usage-5h":      {limit: true, usage: true, reset: 3 * time.Second, line: geminiHit},
 		"gemini-limit-5h":      {limit: true, usage: false, reset: 3 * time.Second, line: geminiHit},
 		"gemini-limit-90s":     {}, // it waited the RetryInfo delay out and answered
-		"claude-usage-20s":     {}, // retry-after 17 with the unified headers: it waited and answered
+		// Signed in (an OAuth token, as a subscriber), in a network
+		// namespace of loopback only: the subscriber's words, with the reset
+		// to the minute, and no wait even 20 s from it.
+		"claude-oauth-usage-20s": {limit: true, usage: true, reset: time.Minute, line: claudeSub, stdout: true},
+		"claude-oauth-usage-90s": {limit: true, usage: true, reset: time.Minute, line: claudeSub, stdout: true},
+		"claude-oauth-usage-5h":  {limit: true, usage: true, reset: time.Minute, line: claudeSub, stdout: true},
+		"claude-oauth-usage-30h": {limit: true, usage: true, reset: time.Minute, line: claudeSub, stdout: true},
+		"claude-oauth-limit-5h":  {limit: true, line: "API Error: Server is temporarily limiting requests (not your usage limit) · ", stdout: true},
+		"claude-usage-20s":       {}, // retry-after 17 with the unified headers: it waited and answered
 		// 529 overloaded_error with retry-after 5 h: "API Error: 529 ... This
 		// is a server-side issue, usually temporary", StopFailure
 		// "server_error": the provider's capacity, not the user's limit.
@@ -409,21 +418,26 @@ func TestRetrying(t *testing.T) {
 
 // Claude Code's StopFailure hook says a limit ended the turn: error
 // "rate_limit", and last_assistant_message holds the words it printed,
-// which LimitOf reads as well as the output's.
+// which LimitOf reads as well as the output's (with the reset, signed in).
 func TestClaudeStopFailure(t *testing.T) {
-	f := load(t, "claude-hook-usage-5h")
-	var stop map[string]any
-	for _, h := range f.Report.Hooks {
-		if h["hook_event_name"] == "StopFailure" {
-			stop = h
+	for _, name := range []string{"claude-hook-usage-5h", "claude-oauth-usage-5h"} {
+		f := load(t, name)
+		var stop map[string]any
+		for _, h := range f.Report.Hooks {
+			if h["hook_event_name"] == "StopFailure" {
+				stop = h
+			}
 		}
-	}
-	if stop == nil || stop["error"] != "rate_limit" {
-		t.Fatalf("StopFailure %v, want error rate_limit", stop)
-	}
-	msg, _ := stop["last_assistant_message"].(string)
-	lim, ok := LimitOf([]byte(msg), Claude, f.end())
-	if !ok || lim.Line != strings.TrimSpace(string(f.stdout)) {
-		t.Errorf("LimitOf(%q) = %+v %v, want the line printed: %q", msg, lim, ok, f.stdout)
+		if stop == nil || stop["error"] != "rate_limit" {
+			t.Fatalf("%s: StopFailure %v, want error rate_limit", name, stop)
+		}
+		msg, _ := stop["last_assistant_message"].(string)
+		lim, ok := LimitOf([]byte(msg), Claude, f.end())
+		if !ok || lim.Line != strings.TrimSpace(string(f.stdout)) {
+			t.Errorf("%s: LimitOf(%q) = %+v %v, want the line printed: %q", name, msg, lim, ok, f.stdout)
+		}
+		if signedIn := strings.Contains(name, "oauth"); signedIn == lim.Reset.IsZero() {
+			t.Errorf("%s: reset %v", name, lim.Reset)
+		}
 	}
 }

@@ -37,12 +37,24 @@ func main() {
 	out := flag.String("out", "", "directory for stdout, stderr and report.json")
 	bin := flag.String("bin", "integration/realcli/node_modules/.bin", "the CLIs' directory")
 	status := flag.Int("status", 0, "-answer limit: the HTTP status (default 429; 529 is Anthropic's overloaded)")
+	var extra envFlag
+	flag.Var(&extra, "env", "KEY=VALUE for the CLI's environment, after the defaults (repeatable; KEY= unsets in effect)")
 	flag.Parse()
+	extraEnv = extra
 	if err := run(*cli, *answer, *resetIn, *capD, *out, *bin, *status); err != nil {
 		fmt.Fprintln(os.Stderr, "limitprobe:", err)
 		os.Exit(1)
 	}
 }
+
+// envFlag collects -env values.
+type envFlag []string
+
+func (e *envFlag) String() string     { return strings.Join(*e, " ") }
+func (e *envFlag) Set(v string) error { *e = append(*e, v); return nil }
+
+// extraEnv is -env's, appended to the CLI's environment last.
+var extraEnv []string
 
 type report struct {
 	CLI, Answer     string
@@ -140,7 +152,7 @@ func run(cli, answer string, resetIn, capD time.Duration, out, bin string, statu
 	ctx, cancel := context.WithTimeout(context.Background(), capD)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, argv[0]), argv[1:]...)
-	cmd.Dir, cmd.Env = proj, env
+	cmd.Dir, cmd.Env = proj, append(env, extraEnv...)
 	// Its own process group, killed whole at the cap: Codex's node wrapper
 	// leaves the native binary behind, holding the output pipes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
