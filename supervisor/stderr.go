@@ -1,13 +1,11 @@
 package supervisor
 
 import (
-	"bytes"
 	"os"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/supervise-dev/supervise/internal/agentsaid"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -18,8 +16,10 @@ import (
 // rule quote it. Outside task mode the agent inherits supervise's stderr
 // (an interactive agent keeps its terminal).
 
-// tailMax bounds what is kept of the agent's stderr.
-const tailMax = 4096
+// tailMax bounds what is kept of the agent's stderr: room for a limit's
+// words after the records and the stack dump the CLIs print around them
+// (Gemini CLI's run to 2.5 KiB, Codex logs a WARN record per model call).
+const tailMax = 16 << 10
 
 // tailSettle bounds the wait, after the death, for the pipe to drain: a
 // survivor of the tree that holds it open (the sweep kills the rest) must
@@ -30,6 +30,7 @@ const tailSettle = 2 * time.Second
 type stderrTail struct {
 	mu   sync.Mutex
 	buf  []byte
+	n    int64         // bytes seen in all
 	done chan struct{} // closed at the pipe's end (every writer gone)
 }
 
@@ -58,6 +59,7 @@ func (t *stderrTail) copy(r, dst *os.File) {
 			dst.Write(b[:n]) // best effort: the agent's output is not supervise's to lose sleep over
 			t.mu.Lock()
 			t.buf = append(t.buf, b[:n]...)
+			t.n += int64(n)
 			if len(t.buf) > tailMax {
 				t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailMax:]...)
 			}
@@ -69,86 +71,72 @@ func (t *stderrTail) copy(r, dst *os.File) {
 	}
 }
 
-// said waits (bounded) for the pipe to end and returns the telling line
-// of the tail: one that says a conversation is lost, else the last that
-// reads as an error, else the last non-empty one.
-func (t *stderrTail) said() string {
-	if t == nil {
-		return ""
-	}
+// settle waits (bounded) for the pipe to end.
+func (t *stderrTail) settle() {
 	timer := time.NewTimer(tailSettle) // a bound on I/O, not a rule: real time
 	select {
 	case <-t.done:
 	case <-timer.C:
 	}
 	timer.Stop()
+}
+
+// said waits (bounded) for the pipe to end and returns the telling line
+// of the tail: one that says a conversation is lost, else the headline of
+// a limit that ended the run, else the last that reads as an error, else
+// the last non-empty one; never a log record that is not an error, nor a
+// CLI's known chatter (agentsaid.TellingLine).
+func (t *stderrTail) said() string {
+	if t == nil {
+		return ""
+	}
+	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return tellingLine(t.buf)
 }
 
+// limit waits (bounded) for the pipe to end and reports whether the tail
+// says a usage or rate limit ended the run, and its reset if it names one
+// (agentsaid.LimitOf; cli from the agent's argv[0], now the death's time).
+func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, bool) {
+	if t == nil {
+		return agentsaid.Limit{}, false
+	}
+	t.settle()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return agentsaid.LimitOf(t.buf, cli, now)
+}
+
+// retrying reports, without waiting, whether the agent's stderr so far
+// ends with the CLI waiting to retry a refused request itself, and until
+// when (agentsaid.Retrying; since: when the tail last grew, or now). For
+// the start and silence deadlines: such a CLI is waiting out a limit, not
+// hung.
+func (t *stderrTail) retrying(cli agentsaid.CLI, since time.Time) (time.Time, bool) {
+	if t == nil {
+		return time.Time{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return agentsaid.Retrying(t.buf, cli, since)
+}
+
+// written is how many bytes the agent has written to stderr so far: the
+// silence deadline's "no stream bytes" is no change in it between two
+// looks (no clock in the tail).
+func (t *stderrTail) written() int64 {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
 // tellingLine picks the line of an agent's stderr tail that says most,
 // cleaned to one bounded line of printable text.
 func tellingLine(tail []byte) string {
-	var last, errLine string
-	for _, raw := range bytes.Split(tail, []byte("\n")) {
-		line := cleanLine(raw)
-		if line == "" || backtraceLine(line) {
-			continue
-		}
-		if machine.LostConversation(line) {
-			return line
-		}
-		last = line
-		if strings.Contains(strings.ToLower(line), "error") {
-			errLine = line
-		}
-	}
-	if errLine != "" {
-		return errLine
-	}
-	return last
-}
-
-// backtraceLine: a frame of a stack dump ("  3: <unknown>", "at f (x.js:1)").
-func backtraceLine(l string) bool {
-	if strings.HasPrefix(l, "at ") || l == "Stack backtrace:" {
-		return true
-	}
-	i := strings.IndexByte(l, ':')
-	return i > 0 && strings.Trim(l[:i], "0123456789") == ""
-}
-
-// cleanLine drops terminal escapes and control bytes, trims, and bounds.
-func cleanLine(raw []byte) string {
-	var b strings.Builder
-	s := string(raw)
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == 0x1b: // ESC [ ... final byte
-			i += n
-			if i < len(s) && s[i] == '[' {
-				i++
-				for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
-					i++
-				}
-				i++
-			}
-			continue
-		case r == utf8.RuneError && n == 1, r < 0x20, r == 0x7f:
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-	out := strings.TrimSpace(b.String())
-	if len(out) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = out[:cut] + "..."
-	}
-	return out
+	return agentsaid.TellingLine(tail, agentsaid.Unknown, machine.LostConversation)
 }

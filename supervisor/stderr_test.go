@@ -3,8 +3,12 @@ package supervisor
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/internal/agentsaid"
 )
 
 // The line a death quotes is the one that says most: what each pinned CLI
@@ -53,7 +57,105 @@ func TestStderrTail(t *testing.T) {
 		t.Errorf("said %q", got)
 	}
 	b, _ := os.ReadFile(out.Name())
+	if n := tail.written(); n != int64(len(b)) || n < 4096 {
+		t.Errorf("written %d bytes, %d passed through", n, len(b))
+	}
 	if !strings.HasPrefix(string(b), "line 0 of chatter\n") || !strings.HasSuffix(string(b), "session ID: x\n") || strings.Count(string(b), "\n") != 301 {
 		t.Errorf("passed through %d bytes, %d lines: not the agent's output unchanged", len(b), strings.Count(string(b), "\n"))
 	}
+}
+
+// What the pinned CLIs really printed (internal/agentsaid's fixtures),
+// through a real pipe: the quoted line is the error that ended the run,
+// never Gemini's startup records or Codex's WARN records, and a usage
+// limit is read with the reset the CLI named.
+func TestStderrTailFixtures(t *testing.T) {
+	for _, c := range []struct {
+		fixture, said string
+		cli           agentsaid.CLI
+		reset         bool
+	}{
+		{"codex-usage-90s", "ERROR: You’ve hit your usage limit. Upgrade to Pro", agentsaid.Codex, true},
+		{"gemini-usage-90s", "Error when talking to Gemini API Full report available at:", agentsaid.Gemini, true},
+		{"gemini-limit-5h", "Error when talking to Gemini API Full report available at:", agentsaid.Gemini, true},
+	} {
+		path := filepath.Join("..", "internal", "agentsaid", "testdata", c.fixture, "stderr")
+		w, tail, err := startTail(devNull(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", `cat "$1" >&2; exit 1`, "sh", path)
+		cmd.Stderr = w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		cmd.Wait()
+		if got := tail.said(); !strings.HasPrefix(got, c.said) {
+			t.Errorf("%s: said %q, want it to begin %q", c.fixture, got, c.said)
+		}
+		now := time.Now()
+		lim, ok := tail.limit(c.cli, now)
+		if !ok || lim.Reset.IsZero() != !c.reset || !strings.HasPrefix(lim.Line, c.said) {
+			t.Errorf("%s: limit %+v %v", c.fixture, lim, ok)
+		}
+	}
+	var none *stderrTail
+	if _, ok := none.limit(agentsaid.Codex, time.Now()); ok {
+		t.Error("a nil tail says a limit")
+	}
+	if _, ok := none.retrying(agentsaid.Codex, time.Now()); ok {
+		t.Error("a nil tail says it retries")
+	}
+}
+
+// While the agent runs, the tail tells a CLI that waits out a limit
+// itself (Codex's recorded 5 h wait) from one that went quiet.
+func TestStderrTailRetrying(t *testing.T) {
+	path := filepath.Join("..", "internal", "agentsaid", "testdata", "codex-limit-5h", "stderr")
+	w, tail, err := startTail(devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `cat "$1" >&2; echo written >"$2"; exec sleep 600`, "sh", path, filepath.Join(t.TempDir(), "mark"))
+	mark := cmd.Args[len(cmd.Args)-1]
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	bound := time.Now().Add(time.Minute) // a bound on a broken test, not a rule
+	for {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if time.Now().After(bound) {
+			t.Fatal("the shell never wrote the fixture")
+		}
+		time.Sleep(10 * time.Millisecond) // the shell's own mark: an event, polled
+	}
+	now := time.Date(2026, 12, 1, 23, 50, 0, 0, time.UTC) // the recorded run's hour
+	for {
+		until, ok := tail.retrying(agentsaid.Codex, now)
+		if ok {
+			if want := time.Date(2026, 12, 2, 4, 43, 50, 0, time.UTC); until.Sub(want) > 5*time.Second || want.Sub(until) > 5*time.Second {
+				t.Errorf("retrying until %v, want about %v", until, want)
+			}
+			break
+		}
+		if time.Now().After(bound) {
+			t.Fatal("the tail never says Codex retries")
+		}
+		time.Sleep(10 * time.Millisecond) // the pipe's copy catching up
+	}
+}
+
+func devNull(t *testing.T) *os.File {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

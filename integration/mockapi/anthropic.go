@@ -65,6 +65,13 @@ func (anthropic) parse(req *Request) {
 }
 
 func (anthropic) write(w http.ResponseWriter, r *http.Request, req Request, reply Reply, stop <-chan struct{}) {
+	if reply.Kind == UsageLimit {
+		if reply.Text == "" {
+			reply.Text = usageLimitText["anthropic"]
+		}
+		anthropicUsageLimit(w, reply, req.Time)
+		return
+	}
 	if reply.Kind == Limit {
 		typ := "rate_limit_error"
 		if reply.Status == 529 {

@@ -75,6 +75,13 @@ func (gemini) parse(req *Request) {
 }
 
 func (gemini) write(w http.ResponseWriter, r *http.Request, req Request, reply Reply, stop <-chan struct{}) {
+	if reply.Kind == UsageLimit {
+		if reply.Text == "" {
+			reply.Text = usageLimitText["gemini"]
+		}
+		geminiUsageLimit(w, reply, req.Time)
+		return
+	}
 	if reply.Kind == Limit {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.Status)

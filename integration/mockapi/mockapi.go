@@ -59,6 +59,11 @@ type Reply struct {
 	RetryAfter time.Duration
 	// Every is the interval of Pings (default 200ms).
 	Every time.Duration
+	// Reset is when a UsageLimit lifts (default: RetryAfter from the
+	// request, and RetryAfter defaults to 5h for it).
+	Reset time.Time
+	// Plan is a UsageLimit's plan_type for OpenAI (default "plus").
+	Plan string
 }
 
 // Request is one recorded request, with the parts tests ask about.
@@ -215,6 +220,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if reply.Text == "" {
 			reply.Text = "mockapi: rate limited (the test asked for a limit)"
+		}
+	case UsageLimit:
+		if reply.RetryAfter <= 0 {
+			reply.RetryAfter = 5 * time.Hour
 		}
 	case Pings:
 		if reply.Every <= 0 {

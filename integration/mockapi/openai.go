@@ -72,6 +72,13 @@ func (openai) parse(req *Request) {
 }
 
 func (openai) write(w http.ResponseWriter, r *http.Request, req Request, reply Reply, stop <-chan struct{}) {
+	if reply.Kind == UsageLimit {
+		if reply.Text == "" {
+			reply.Text = usageLimitText["openai"]
+		}
+		openaiUsageLimit(w, reply, req.Time)
+		return
+	}
 	if reply.Kind == Limit {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")

@@ -12,10 +12,24 @@
 //	TESTAGENT_LOG     the log, in the test agent's format: run=N pid=P KIND ARG
 //	SUPERVISE_RUN     the run number supervise gives every child
 //	FAKECLI_HANG_RUN  in this run, hang inside the turn's tool call (to be killed)
+//	FAKECLI_HANG_START_RUN  in this run, hang at start: before any hook (so
+//	                  before any marker) and any output, as a CLI stuck in
+//	                  its startup does (claude-code #75613)
+//	FAKECLI_SILENT_RUN  in this run, go silent mid-turn: after the turn's
+//	                  prompt hook (the turn is open), before any tool, no
+//	                  more hooks and no output until killed
+//	FAKECLI_LIMIT_RUN in this run, end the turn as the real CLI does on a
+//	                  usage limit: after the prompt hook, print its words
+//	                  (recorded from the pinned CLI, see docs/limits.md) and
+//	                  exit 1
+//	FAKECLI_LIMIT_RESET  the limit's reset from now (a Go duration, default
+//	                  90s), in the words: Codex's "try again at", Gemini's
+//	                  "Please retry in", Claude Code's subscriber "resets"
 //
 // Log kinds: start (argv as JSON), session ID, resumed ID, hook EVENT,
 // hook-failed, hook-blocked, hook-stdout, tool-running TOOL (then it hangs
-// when asked to), done ID, refused REASON.
+// when asked to), done ID, refused REASON, hang-start, silent TURN, limit
+// RESET (RFC 3339).
 package main
 
 import (
@@ -65,6 +79,10 @@ type hookGroup struct {
 func run(flavor string, args []string) int {
 	b, _ := json.Marshal(args)
 	logf("start", "%s", b)
+	if thisRun("FAKECLI_HANG_START_RUN") {
+		logf("hang-start", "")
+		hang()
+	}
 	c := &cli{flavor: flavor}
 	c.cwd, _ = os.Getwd()
 	c.home = os.Getenv("HOME")
@@ -364,6 +382,7 @@ func (c *cli) runTurn() {
 	case "claude":
 		c.fire("SessionStart", "source", source)
 		c.fire("UserPromptSubmit", "prompt", c.prompt)
+		c.afterPrompt()
 		c.fire("PreToolUse", "tool_name", "Bash", "tool_input", map[string]string{"command": "make test"}, "tool_use_id", "toolu_"+randHex(8))
 		c.tool("Bash")
 		c.fire("PostToolUse", "tool_name", "Bash", "tool_response", map[string]string{"stdout": "ok"})
@@ -372,6 +391,7 @@ func (c *cli) runTurn() {
 	case "codex":
 		c.fire("SessionStart", "source", source)
 		c.fire("UserPromptSubmit", "prompt", c.prompt, "turn_id", c.turn)
+		c.afterPrompt()
 		c.fire("PreToolUse", "tool_name", "Bash", "tool_input", map[string]string{"command": "make test"}, "turn_id", c.turn)
 		c.tool("Bash")
 		c.fire("PostToolUse", "tool_name", "Bash", "turn_id", c.turn)
@@ -379,6 +399,7 @@ func (c *cli) runTurn() {
 	case "gemini":
 		c.fire("SessionStart", "source", source)
 		c.fire("BeforeAgent", "prompt", c.prompt)
+		c.afterPrompt()
 		c.fire("BeforeTool", "tool_name", "run_shell_command", "tool_input", map[string]string{"command": "make test"})
 		c.tool("run_shell_command")
 		c.fire("AfterTool", "tool_name", "run_shell_command", "tool_response", map[string]string{"llmContent": "ok"})
@@ -389,6 +410,7 @@ func (c *cli) runTurn() {
 			c.fire("on_session_start", "extra", map[string]any{"model": "m", "platform": "cli"})
 		}
 		c.fire("pre_llm_call", "extra", map[string]any{"user_message": c.prompt, "turn_id": c.turn, "is_first_turn": !c.resumed})
+		c.afterPrompt()
 		c.fire("pre_tool_call", "tool_name", "terminal", "tool_input", map[string]string{"command": "make test"},
 			"extra", map[string]any{"turn_id": c.turn, "tool_call_id": "tc-" + randHex(4)})
 		c.tool("terminal")
@@ -404,11 +426,85 @@ func (c *cli) runTurn() {
 // killed there.
 func (c *cli) tool(name string) {
 	logf("tool-running", "%s", name)
-	if os.Getenv("FAKECLI_HANG_RUN") != "" && os.Getenv("FAKECLI_HANG_RUN") == os.Getenv("SUPERVISE_RUN") {
-		for { // until killed (an empty select would be a deadlock the runtime exits on)
-			time.Sleep(time.Hour)
-		}
+	if thisRun("FAKECLI_HANG_RUN") {
+		hang()
 	}
+}
+
+// thisRun reports whether the variable names this run (SUPERVISE_RUN).
+func thisRun(variable string) bool {
+	return os.Getenv(variable) != "" && os.Getenv(variable) == os.Getenv("SUPERVISE_RUN")
+}
+
+// hang waits until killed (an empty select would be a deadlock the runtime
+// exits on).
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// afterPrompt is where a turn, open since its prompt hook, goes silent or
+// meets a usage limit when this run is told to.
+func (c *cli) afterPrompt() {
+	if thisRun("FAKECLI_SILENT_RUN") {
+		logf("silent", "%s", c.turn)
+		hang()
+	}
+	if !thisRun("FAKECLI_LIMIT_RUN") {
+		return
+	}
+	in := 90 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("FAKECLI_LIMIT_RESET")); err == nil && d > 0 {
+		in = d
+	}
+	reset := time.Now().Add(in).Truncate(time.Second).Add(time.Second)
+	logf("limit", "%s", reset.Format(time.RFC3339))
+	switch c.flavor {
+	case "claude":
+		// A subscriber's words (with an API key Claude Code names no reset:
+		// "API Error: Request rejected (429) · ..."), on stdout as -p
+		// prints them.
+		fmt.Printf("You've hit your session limit · resets %s (UTC)\n", claudeClock(reset.UTC()))
+	case "codex":
+		fmt.Fprintf(os.Stderr, "ERROR: You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "+
+			"visit https://chatgpt.com/settings/usage to purchase more credits or try again at %s.\n", codexClock(reset, time.Now()))
+	case "gemini":
+		fmt.Fprintf(os.Stderr, "Error when talking to Gemini API Full report available at: /tmp/gemini-client-error.json "+
+			"TerminalQuotaError: You have exhausted your daily quota on this model.\n  cause: {\n    code: 429,\n"+
+			"    message: 'You exceeded your current quota, please check your plan and billing details.\\n' +\n"+
+			"      'Please retry in %.1fs.',\n  },\n}\nAn unexpected critical error occurred:[object Object]\n", time.Until(reset).Seconds())
+	default:
+		fmt.Fprintf(os.Stderr, "Error: usage limit reached; try again in %d seconds\n", int(time.Until(reset).Seconds()))
+	}
+	os.Exit(1)
+}
+
+// codexClock formats a reset as Codex 0.171 does: "4:41 AM" the same day,
+// "Dec 2nd, 2026 4:41 AM" another.
+func codexClock(t, now time.Time) string {
+	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
+		return t.Format("3:04 PM")
+	}
+	suffix := "th"
+	switch d := t.Day(); {
+	case d == 1 || d == 21 || d == 31:
+		suffix = "st"
+	case d == 2 || d == 22:
+		suffix = "nd"
+	case d == 3 || d == 23:
+		suffix = "rd"
+	}
+	return t.Format("Jan 2") + suffix + t.Format(", 2006 3:04 PM")
+}
+
+// claudeClock formats a reset as Claude Code 2.1 does within a day:
+// "3pm", "3:30pm".
+func claudeClock(t time.Time) string {
+	if t.Minute() == 0 {
+		return strings.ToLower(t.Format("3PM"))
+	}
+	return strings.ToLower(t.Format("3:04PM"))
 }
 
 // fire runs the hooks configured for event with the product's payload:
