@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -17,7 +17,7 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	}
 	r := m.Run
 	if e.ExecFailed {
-		r = journal.Run{Run: m.launching, Started: e.Started, Argv: e.Argv}
+		r = record.Run{Run: m.launching, Started: e.Started, Argv: e.Argv}
 	}
 	r.PID, r.Ended, r.ExitCode, r.Signal = e.PID, e.Ended, e.Code, e.Signal
 	r.Reason, r.Dirty = m.classify(e)
@@ -28,11 +28,11 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	if r.Dirty {
 		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
 		o.add(Count{Metric: "death", Label: r.Reason})
-		if r.Reason == journal.ReasonWatchdog {
+		if r.Reason == record.ReasonWatchdog {
 			o.add(Count{Metric: "watchdog"})
 		}
 	}
-	requested := r.Reason == journal.ReasonStopped && !r.Dirty
+	requested := r.Reason == record.ReasonStopped && !r.Dirty
 	m.lostConversation(o, e, r)
 	var decs []resume.Decision
 	if !e.ExecFailed {
@@ -75,7 +75,7 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 func (e Exited) jitter() float64 { return e.Random }
 
 // logDeath says how the run ended and what follows, as next decides it.
-func (m *Machine) logDeath(o *out, e Exited, r journal.Run, dec crashloop.Decision) {
+func (m *Machine) logDeath(o *out, e Exited, r record.Run, dec crashloop.Decision) {
 	next := dec.Action.String()
 	switch {
 	case m.launches == 1 && e.ExecFailed:
@@ -176,7 +176,7 @@ func (m *Machine) stopRequested(e Exited) bool {
 // openTurn reports whether some session was mid-turn.
 func (m *Machine) openTurn() bool {
 	for _, sess := range m.Sessions {
-		if sess.State == journal.InTurn || sess.State == journal.Waiting {
+		if sess.State == record.InTurn || sess.State == record.Waiting {
 			return true
 		}
 	}
@@ -189,17 +189,17 @@ func (m *Machine) classify(e Exited) (reason string, dirty bool) {
 	case m.Abort != nil && (m.Stop == nil || m.Abort.At.Before(m.Stop.At)):
 		return m.Abort.Reason, true
 	case m.stopRequested(e):
-		return journal.ReasonStopped, false
+		return record.ReasonStopped, false
 	case e.ExecFailed:
-		return journal.ReasonExecFailed, true
+		return record.ReasonExecFailed, true
 	case e.Signal != 0:
-		return journal.ReasonSignal, true
+		return record.ReasonSignal, true
 	case e.Code != 0:
-		return journal.ReasonExit, true
+		return record.ReasonExit, true
 	case m.openTurn():
-		return journal.ReasonTurnOpen, true
+		return record.ReasonTurnOpen, true
 	}
-	return journal.ReasonExit, false
+	return record.ReasonExit, false
 }
 
 // namedOOM renames a dirty death the kernel's OOM killer had a hand in.
@@ -208,9 +208,9 @@ func (m *Machine) namedOOM(o *out, reason string, dirty bool, ooms uint64) strin
 		return reason
 	}
 	switch reason {
-	case journal.ReasonSignal, journal.ReasonExit, journal.ReasonTurnOpen:
+	case record.ReasonSignal, record.ReasonExit, record.ReasonTurnOpen:
 		o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", ooms)
-		return journal.ReasonOOM
+		return record.ReasonOOM
 	}
 	return reason
 }
@@ -220,7 +220,7 @@ func (m *Machine) namedOOM(o *out, reason string, dirty bool, ooms uint64) strin
 // every decision is durable before the next child starts. It returns the
 // decisions that changed a session.
 func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decision {
-	var open []journal.Session
+	var open []record.Session
 	for _, sess := range m.Sessions {
 		if sess.State.Open() {
 			open = append(open, *sess)
@@ -237,7 +237,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 		if dec.Action == resume.Park {
 			o.add(Count{Metric: "park"})
 			sess.Fingerprint = nil
-			if sess.ParkedBy == journal.ParkedByBreaker {
+			if sess.ParkedBy == record.ParkedByBreaker {
 				breaker = append(breaker, sess.ID)
 			}
 		}
@@ -262,7 +262,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 func (m *Machine) fingerprinted(o *out, e Fingerprinted) {
 	var ids []string
 	for _, id := range e.IDs {
-		if sess := m.Sessions[id]; sess != nil && sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker {
+		if sess := m.Sessions[id]; sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker {
 			sess.Fingerprint = e.Fingerprint
 			ids = append(ids, id)
 		}

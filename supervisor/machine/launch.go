@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -48,7 +48,7 @@ func (m *Machine) NeedFingerprint() bool {
 		return false
 	}
 	for _, sess := range m.Sessions {
-		if sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker && sess.Fingerprint != nil {
+		if sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker && sess.Fingerprint != nil {
 			return true
 		}
 	}
@@ -58,7 +58,7 @@ func (m *Machine) NeedFingerprint() bool {
 // liftParks: a session parked by the breaker under an agent whose
 // fingerprint differs from the one about to run becomes resume_pending,
 // once.
-func (m *Machine) liftParks(o *out, fp *journal.Fingerprint, now time.Time) {
+func (m *Machine) liftParks(o *out, fp *record.Fingerprint, now time.Time) {
 	if fp == nil {
 		return
 	}
@@ -125,10 +125,10 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 // execArgv builds the --resume-exec argv of the oldest pending session.
 // A session whose id cannot go into an argv is parked instead, with its
 // reason, and the next one is tried; nil when none is left.
-func (m *Machine) execArgv(o *out, pending []*journal.Session) ([]string, []*journal.Session) {
+func (m *Machine) execArgv(o *out, pending []*record.Session) ([]string, []*record.Session) {
 	for _, sess := range pending {
 		if argv, ok := m.templated(o, sess); ok {
-			return argv, []*journal.Session{sess}
+			return argv, []*record.Session{sess}
 		}
 	}
 	return nil, nil
@@ -136,20 +136,20 @@ func (m *Machine) execArgv(o *out, pending []*journal.Session) ([]string, []*jou
 
 // templated fills the --resume-exec template for sess; a session whose id
 // cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
-func (m *Machine) templated(o *out, sess *journal.Session) ([]string, bool) {
-	argv, err := resume.ExecArgv(m.Config.Task.Exec, resume.Items(copies([]*journal.Session{sess}))[0])
+func (m *Machine) templated(o *out, sess *record.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(m.Config.Task.Exec, resume.Items(copies([]*record.Session{sess}))[0])
 	if err == nil {
 		return argv, true
 	}
-	sess.State, sess.Resume = journal.Parked, nil
+	sess.State, sess.Resume = record.Parked, nil
 	sess.Reason = "not resumed with --resume-exec: " + err.Error()
 	o.save(sess.ID)
 	o.error("session parked: a value of it cannot be passed to --resume-exec", "session", sess.ID, "err", err)
 	return nil, false
 }
 
-func copies(ss []*journal.Session) []journal.Session {
-	out := make([]journal.Session, len(ss))
+func copies(ss []*record.Session) []record.Session {
+	out := make([]record.Session, len(ss))
 	for i, s := range ss {
 		out[i] = *s
 	}
@@ -257,8 +257,8 @@ func (m *Machine) started(o *out, e Started) {
 	relaunch := m.LastExit != nil
 	m.Child = "running"
 	m.Task.runMarkers, m.hooked = false, ""
-	m.Run = journal.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
-		Reason: journal.ReasonRunning, Argv: e.Argv}
+	m.Run = record.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
+		Reason: record.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}
 	if m.Watchdog.Period > 0 {
 		m.armWatchdog(o, m.Watchdog.Period, e.At)
@@ -272,7 +272,7 @@ func (m *Machine) started(o *out, e Started) {
 	o.add(Publish{})
 	var ids []string
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && sess.Resume.Run == e.Run {
+		if sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == e.Run {
 			ids = append(ids, sess.ID)
 		}
 	}
@@ -302,11 +302,11 @@ func (m *Machine) Hold() string {
 // pending returns the sessions owed a resume that may be dispatched now:
 // automatic ones unless held, manual ones always. Oldest first, at most
 // --max-open-sessions of them (one run is never handed more).
-func (m *Machine) pending() []*journal.Session {
+func (m *Machine) pending() []*record.Session {
 	held := m.Hold() != ""
-	var out []*journal.Session
+	var out []*record.Session
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
+		if sess.State == record.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
 			out = append(out, sess)
 		}
 	}
@@ -323,10 +323,10 @@ func (m *Machine) pending() []*journal.Session {
 }
 
 // pendingIgnoringHold lists the sessions owed a resume, held or not.
-func (m *Machine) pendingIgnoringHold() []*journal.Session {
-	var out []*journal.Session
+func (m *Machine) pendingIgnoringHold() []*record.Session {
+	var out []*record.Session
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil {
+		if sess.State == record.ResumePending && sess.Resume != nil {
 			out = append(out, sess)
 		}
 	}
@@ -340,7 +340,7 @@ func (m *Machine) heldSessions() []string {
 	}
 	var ids []string
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && !sess.Resume.Manual {
+		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual {
 			ids = append(ids, sess.ID)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -78,11 +78,11 @@ const (
 type State struct {
 	// Sessions are the sessions held in memory: every open one, and
 	// settled ones until evicted.
-	Sessions map[string]*journal.Session
+	Sessions map[string]*record.Session
 	// Run is the current run, or the last one once it ended.
-	Run journal.Run
+	Run record.Run
 	// LastExit is the last run that ended, nil before the first.
-	LastExit *journal.Run
+	LastExit *record.Run
 	// Child is the child's state as status names it.
 	Child    string
 	Restarts uint64
@@ -165,7 +165,7 @@ func New(cfg Config) *Machine {
 	if cfg.MaxOpenSessions <= 0 {
 		cfg.MaxOpenSessions = DefaultMaxOpenSessions
 	}
-	return &Machine{Config: cfg, State: State{Sessions: map[string]*journal.Session{}, Child: "starting",
+	return &Machine{Config: cfg, State: State{Sessions: map[string]*record.Session{}, Child: "starting",
 		open: map[string]bool{}}}
 }
 
@@ -193,7 +193,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case Exited:
 		m.exited(&o, e, now)
 	case Marker:
-		if e.Msg.Session != "" && e.Msg.Event != notify.EventNone {
+		if e.Msg.Session != "" && e.Msg.Event != marker.EventNone {
 			m.hooked = e.Msg.Session // the agent names its own session
 		}
 		m.marker(&o, e, now)

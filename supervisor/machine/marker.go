@@ -3,8 +3,8 @@ package machine
 import (
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // MaxSessions bounds the sessions held in memory and the heartbeats
@@ -72,7 +72,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		sess.Run = m.Run.Run
 	}
 	m.transition(o, sess, msg, now)
-	if msg.Event != notify.EventWaiting && sess.State != journal.Waiting {
+	if msg.Event != marker.EventWaiting && sess.State != record.Waiting {
 		sess.Wait, sess.RetryAt = "", time.Time{}
 	}
 	if m.Config.Task.On && sess.Task == "" {
@@ -80,14 +80,14 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	}
 	o.save(sess.ID)
 	m.noteDeadline(o, sess)
-	if msg.Event != notify.EventNone && msg.Event != notify.EventHeartbeat {
+	if msg.Event != marker.EventNone && msg.Event != marker.EventHeartbeat {
 		o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn,
 			Phase: string(msg.Phase), Tool: msg.Tool, Outcome: string(msg.Outcome), Effect: msg.Effect})
 	}
 }
 
 // standard applies the sd_notify keys of msg.
-func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
+func (m *Machine) standard(o *out, msg marker.Message, now time.Time) {
 	if msg.Ready && !m.Ready {
 		m.Ready = true
 		o.info("agent is ready", "run", m.Run.Run, "pid", msg.PID)
@@ -102,7 +102,7 @@ func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
 		m.setWatchdog(o, time.Duration(msg.WatchdogUSec)*time.Microsecond, now)
 	}
 	if msg.WatchdogTrigger && m.Running() && m.Stop == nil && m.Abort == nil {
-		m.abort(o, journal.ReasonWatchdog, "the agent sent WATCHDOG=trigger", sigABRT, now)
+		m.abort(o, record.ReasonWatchdog, "the agent sent WATCHDOG=trigger", sigABRT, now)
 	}
 	if msg.ExtendTimeoutUSec > 0 {
 		m.extendTimeout(o, msg, time.Duration(msg.ExtendTimeoutUSec)*time.Microsecond, now)
@@ -112,8 +112,8 @@ func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
 // overOpenCap reports whether msg would open one session more than
 // --max-open-sessions allows: a turn-begin (or resumed) for a session that
 // is not open. Refused, never ignored: the sender's barrier answers '0'.
-func (m *Machine) overOpenCap(o *out, msg notify.Message, now time.Time) bool {
-	if msg.Event != notify.EventTurnBegin && msg.Event != notify.EventResumed && msg.Event != notify.EventWaiting {
+func (m *Machine) overOpenCap(o *out, msg marker.Message, now time.Time) bool {
+	if msg.Event != marker.EventTurnBegin && msg.Event != marker.EventResumed && msg.Event != marker.EventWaiting {
 		return false
 	}
 	if m.open[msg.Session] || len(m.open) < m.Config.MaxOpenSessions {
@@ -131,7 +131,7 @@ func (m *Machine) overOpenCap(o *out, msg notify.Message, now time.Time) bool {
 // sessionFor returns the session a marker names: held, loaded from the
 // journal (e.Stored) or new; nil when it is refused (too many sessions, or
 // a new session while commits fail).
-func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
+func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
 	id := e.Msg.Session
 	if sess, ok := m.Sessions[id]; ok {
 		return sess
@@ -150,7 +150,7 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
 		}
 		return nil
 	}
-	sess := journal.Session{ID: id, State: journal.Idle, Updated: now}
+	sess := record.Session{ID: id, State: record.Idle, Updated: now}
 	if e.Stored != nil {
 		sess = *e.Stored
 	}
@@ -159,45 +159,45 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
 }
 
 // transition moves sess by the marker's event.
-func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, now time.Time) {
+func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, now time.Time) {
 	switch msg.Event {
-	case notify.EventTurnBegin:
-		if sess.State == journal.ResumePending || sess.State == journal.Parked {
+	case marker.EventTurnBegin:
+		if sess.State == record.ResumePending || sess.State == record.Parked {
 			o.info("a new turn supersedes the session's pending resume or park",
 				"session", sess.ID, "was", string(sess.State), "crash_count", sess.CrashCount)
 		}
-		sess.State = journal.InTurn
+		sess.State = record.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = msg.Turn, msg.Prompt, now
 		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
 		sess.ToolRan, sess.TurnAlias = false, ""
 		sess.Effects = nil
 		newAttempt(sess, now)
 		sess.ParkedBy, sess.Fingerprint = "", nil
-	case notify.EventTurnEnd:
+	case marker.EventTurnEnd:
 		if msg.Turn != "" && msg.Turn != sess.TurnAlias {
 			sess.Turn = msg.Turn
 		}
 		sess.TurnAlias = ""
-		sess.State = journal.Idle
+		sess.State = record.Idle
 		sess.Outcome = string(msg.Outcome)
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
-		if msg.Outcome == notify.OutcomeCompleted {
+		if msg.Outcome == marker.OutcomeCompleted {
 			m.turnCompleted(o, sess)
 		}
-	case notify.EventWaiting:
+	case marker.EventWaiting:
 		if msg.Turn != "" {
 			sess.Turn = msg.Turn
 		}
-		sess.State = journal.Waiting
+		sess.State = record.Waiting
 		sess.Wait = string(msg.Wait)
-	case notify.EventPhase:
+	case marker.EventPhase:
 		sess.Phase, sess.Tool, sess.Detail = string(msg.Phase), msg.Tool, msg.Detail
 		sess.PhaseStarted, sess.PhaseExtended = now, time.Time{}
-		if msg.Phase == notify.PhaseTool {
+		if msg.Phase == marker.PhaseTool {
 			sess.ToolRan = true
 		}
-		if sess.State == journal.Waiting {
-			sess.State = journal.InTurn // the turn goes on: the wait is over
+		if sess.State == record.Waiting {
+			sess.State = record.InTurn // the turn goes on: the wait is over
 			if sess.Wait != WaitReconnect || !sess.RetryAt.IsZero() {
 				// A person answered, or a rate limit's wait is over: the
 				// turn's clock starts again.
@@ -205,7 +205,7 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 			}
 			sess.Wait = ""
 		}
-	case notify.EventResumed:
+	case marker.EventResumed:
 		switch {
 		case msg.Turn == "":
 		case sess.Resume != nil && sess.Turn != "" && msg.Turn != sess.Turn:
@@ -218,17 +218,17 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 		if sess.Resume != nil {
 			o.info("agent took the resume", "session", sess.ID, "turn", sess.Turn, "attempt", sess.Resume.Attempt)
 		}
-		sess.State = journal.InTurn
+		sess.State = record.InTurn
 		sess.Resume, sess.Reason = nil, ""
 		if sess.TurnStarted.IsZero() {
 			sess.TurnStarted = now
 		}
 		newAttempt(sess, now) // the phase clock starts at the next phase marker
-	case notify.EventEffect:
-		sess.AddEffect(msg.Effect) // bounded: journal.MaxEffects
+	case marker.EventEffect:
+		sess.AddEffect(msg.Effect) // bounded: record.MaxEffects
 		sess.ToolRan = true        // something changed: a lost conversation is not simply started again
-	case notify.EventClosed:
-		sess.State = journal.Closed
+	case marker.EventClosed:
+		sess.State = record.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
 }
@@ -243,22 +243,22 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 // another turn than the open one, since the agent's hooks may number the
 // continuation of a resumed turn afresh. Markers without a turn id are
 // never contradicted.
-func outOfSequence(sess *journal.Session, msg notify.Message) (why string, ignore bool) {
+func outOfSequence(sess *record.Session, msg marker.Message) (why string, ignore bool) {
 	if msg.Turn == "" || sess.Turn == "" {
 		return "", false
 	}
 	same := msg.Turn == sess.Turn || (sess.TurnAlias != "" && msg.Turn == sess.TurnAlias)
-	open := sess.State == journal.InTurn || sess.State == journal.Waiting
-	ended := sess.State == journal.Idle && sess.Outcome != ""
+	open := sess.State == record.InTurn || sess.State == record.Waiting
+	ended := sess.State == record.Idle && sess.Outcome != ""
 	switch msg.Event {
-	case notify.EventTurnBegin:
+	case marker.EventTurnBegin:
 		switch {
 		case same && open:
 			return "turn-begin repeated for the open turn", true
 		case same && ended:
 			return "turn-begin for a turn that already ended", true
 		}
-	case notify.EventTurnEnd:
+	case marker.EventTurnEnd:
 		switch {
 		case !same && open:
 			return "turn-end names another turn than the open one; the open turn ends", false
@@ -269,7 +269,7 @@ func outOfSequence(sess *journal.Session, msg notify.Message) (why string, ignor
 	return "", false
 }
 
-func (m *Machine) outOfSequence(o *out, sess *journal.Session, msg notify.Message, why string, ignored bool, now time.Time) {
+func (m *Machine) outOfSequence(o *out, sess *record.Session, msg marker.Message, why string, ignored bool, now time.Time) {
 	m.OutOfSequence++
 	n, ok := m.seqLog.allow(now)
 	if !ok {
@@ -285,7 +285,7 @@ func (m *Machine) outOfSequence(o *out, sess *journal.Session, msg notify.Messag
 
 // newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
 // resumed) at now.
-func newAttempt(sess *journal.Session, now time.Time) {
+func newAttempt(sess *record.Session, now time.Time) {
 	sess.ClockFrom, sess.PhaseStarted = now, time.Time{}
 	sess.TurnExtended, sess.PhaseExtended = time.Time{}, time.Time{}
 	sess.Wait = ""
@@ -293,7 +293,7 @@ func newAttempt(sess *journal.Session, now time.Time) {
 
 // turnCompleted resets what a completed turn proves: the session's crash
 // count, and the process-level backoff and crash-loop guard.
-func (m *Machine) turnCompleted(o *out, sess *journal.Session) {
+func (m *Machine) turnCompleted(o *out, sess *record.Session) {
 	sess.CrashCount = 0
 	m.TurnDone = true
 	m.Backoff = m.Backoff.Reset()
@@ -314,7 +314,7 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 			if len(m.Sessions) >= MaxSessions {
 				continue
 			}
-			sess = &journal.Session{ID: id, State: journal.Idle, Updated: now}
+			sess = &record.Session{ID: id, State: record.Idle, Updated: now}
 			if st, found := e.Stored[id]; found {
 				*sess = st
 			}
