@@ -49,6 +49,9 @@ type NotifyStatus struct {
 	// RefusedOpenSessions counts turn-begins refused because they would
 	// have opened more than --max-open-sessions sessions.
 	RefusedOpenSessions uint64 `json:"refused_open_sessions"`
+	// RefusedParked counts markers (and model calls seen by the proxy)
+	// refused because their session is parked: only a person lifts a park.
+	RefusedParked uint64 `json:"refused_parked"`
 	// AcksUnsent counts barriers answered with no byte because the fd the
 	// agent handed over would have blocked, or was not a pipe or socket.
 	AcksUnsent uint64 `json:"acks_unsent"`
@@ -337,7 +340,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
 		Dropped: map[string]uint64{}, OutOfSequence: m.OutOfSequence, RefusedOpenSessions: m.Refused,
-		AcksUnsent: s.cs.acksUnsent}
+		RefusedParked: m.RefusedParked, AcksUnsent: s.cs.acksUnsent}
 	for reason, n := range ns.Dropped.All() {
 		st.Notify.Dropped[reason] = n
 	}

@@ -121,7 +121,12 @@ type State struct {
 	// run: traffic that names none is taken for it (Traffic.Invented).
 	hooked string
 	// Refused counts turn-begins refused at --max-open-sessions.
-	Refused       uint64
+	Refused uint64
+	// RefusedParked counts markers and model traffic refused because
+	// their session is parked; parkSaid holds the parked sessions whose
+	// refusal was logged (once per session and park).
+	RefusedParked uint64
+	parkSaid      map[string]bool
 	lastInterrupt time.Time
 	Task          TaskState
 	nextRun       uint64
@@ -224,10 +229,14 @@ func (m *Machine) trackOpen(fx []Effect) {
 	for _, e := range fx {
 		if s, ok := e.(Save); ok {
 			for _, id := range s.IDs {
-				if sess := m.Sessions[id]; sess != nil && sess.State.Open() {
+				sess := m.Sessions[id]
+				if sess != nil && sess.State.Open() {
 					m.open[id] = true
 				} else {
 					delete(m.open, id)
+				}
+				if sess == nil || sess.State != record.Parked {
+					delete(m.parkSaid, id) // a new park is said again
 				}
 			}
 		}

@@ -55,6 +55,13 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		o.add(Refuse{PID: msg.PID})
 		return
 	}
+	if sess.State == record.Parked && parkHolds(msg.Event) {
+		m.refuseParked(o, sess, string(msg.Event), now)
+		o.add(Refuse{PID: msg.PID})
+		sess.LastHeartbeat = now
+		o.save(sess.ID)
+		return
+	}
 	if why, ignore := outOfSequence(sess, msg); why != "" {
 		m.outOfSequence(o, sess, msg, why, ignore, now)
 		if ignore {
@@ -162,9 +169,9 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
 func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, now time.Time) {
 	switch msg.Event {
 	case marker.EventTurnBegin:
-		if sess.State == record.ResumePending || sess.State == record.Parked {
-			o.info("a new turn supersedes the session's pending resume or park",
-				"session", sess.ID, "was", string(sess.State), "crash_count", sess.CrashCount)
+		if sess.State == record.ResumePending {
+			o.info("the agent began a new turn in a session owed a resume: the resume is dropped",
+				"session", sess.ID, "crash_count", sess.CrashCount)
 		}
 		sess.State = record.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = msg.Turn, msg.Prompt, now
@@ -231,6 +238,40 @@ func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, n
 		sess.State = record.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
+}
+
+// parkHolds reports whether a marker with event ev is refused for a
+// parked session: every one that would move it out of its park (a new
+// turn, a resumed, a wait, a turn-end, a close) or change the turn it was
+// parked in (a phase). Only a person lifts a park (a manual resume from
+// outside the agent's tree), a changed agent (a breaker's park), or
+// --rerun-task, which starts the task as a new session; never the agent's
+// own markers. A heartbeat and a declared effect are taken: they change no
+// state, and an effect done is worth carrying into the resume.
+func parkHolds(ev marker.Event) bool {
+	switch ev {
+	case marker.EventNone, marker.EventHeartbeat, marker.EventEffect:
+		return false
+	}
+	return true
+}
+
+// refuseParked counts a marker (or model traffic) refused because its
+// session is parked, and says so once per session and park, with the
+// command that lifts it.
+func (m *Machine) refuseParked(o *out, sess *record.Session, what string, now time.Time) {
+	m.RefusedParked++
+	o.add(Count{Metric: "refused", Label: "parked"})
+	if m.parkSaid == nil {
+		m.parkSaid = map[string]bool{}
+	}
+	if m.parkSaid[sess.ID] {
+		return
+	}
+	m.parkSaid[sess.ID] = true
+	o.warn("refused: the session is parked, and only a person lifts a park",
+		"session", sess.ID, "event", what, "reason", sess.Reason, "parked_by", sess.ParkedBy,
+		"resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
 }
 
 // outOfSequence says why marker msg contradicts the session's turn (""

@@ -71,6 +71,11 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 		m.usage(o, e, now)
 		return
 	}
+	if sess := m.trafficSession(e); sess != nil && sess.State == record.Parked {
+		// The agent's model calls never lift a park, nor open a turn in it.
+		m.refuseParked(o, sess, "model traffic", now)
+		return
+	}
 	msg, ok := m.trafficMarker(e)
 	if !ok {
 		return
@@ -82,6 +87,15 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 		o.info("the model API asked the agent to wait: the session waits for it, its deadlines paused",
 			"session", sess.ID, "retry_at", e.RetryAt.UTC().Format(time.RFC3339))
 	}
+}
+
+// trafficSession is the session e names, held or as the journal holds it;
+// nil when neither has it.
+func (m *Machine) trafficSession(e Traffic) *record.Session {
+	if sess := m.Sessions[e.Session]; sess != nil {
+		return sess
+	}
+	return e.Stored
 }
 
 // trafficMarker turns e into the marker hooks would send, false when it
