@@ -6,7 +6,10 @@
 // whole import closure stays free of I/O packages.
 package record
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Run is one child run.
 type Run struct {
@@ -172,6 +175,30 @@ const ParkedByBudget = "budget"
 type Tokens struct {
 	Input  int64 `json:"input"`
 	Output int64 `json:"output"`
+	// Lifted is what the session had spent (Used) when a person last
+	// lifted its budget park (supervise resume): --max-tokens counts from
+	// there.
+	Lifted int64 `json:"lifted,omitempty"`
+}
+
+// Used is the session's input plus output, saturating at math.MaxInt64.
+func (t Tokens) Used() int64 { return AddTokens(t.Input, t.Output) }
+
+// Spent is what counts against the session's budget: Used since Lifted.
+func (t Tokens) Spent() int64 { return max(t.Used()-max(t.Lifted, 0), 0) }
+
+// AddTokens adds two non-negative token counts, saturating at
+// math.MaxInt64 instead of wrapping (a hostile usage of 2^62 twice, or
+// 2^63-1 plus one, never comes out small or negative); a negative n adds
+// nothing.
+func AddTokens(sum, n int64) int64 {
+	if n <= 0 {
+		return sum
+	}
+	if sum > math.MaxInt64-n {
+		return math.MaxInt64
+	}
+	return sum + n
 }
 
 // Fingerprint identifies the agent's build and configuration: the agent

@@ -185,6 +185,9 @@ func (s *Supervisor) putPolicy(tx *journal.Tx) error {
 	if err := tx.PutState(policyBackoff, s.m.Backoff); err != nil {
 		return err
 	}
+	if err := tx.PutState(policyBudget, s.m.Budget); err != nil {
+		return err
+	}
 	s.cs.policyDirty = false
 	return tx.PutState(policyGuard, s.m.Guard)
 }

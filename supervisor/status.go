@@ -30,9 +30,35 @@ type Status struct {
 	SessionsTotal   int            `json:"sessions_total"`
 	SessionsOmitted int            `json:"sessions_omitted"`
 	Runs            []RunStatus    `json:"runs"`
+	// TokenBudget is the state dir's token spend (--max-tokens-total), as
+	// journaled; absent before any spend was recorded.
+	TokenBudget *TokenBudgetStatus `json:"token_budget,omitempty"`
 	// Notify and Journal are set only by a running supervise.
 	Notify  *NotifyStatus  `json:"notify,omitempty"`
 	Journal *JournalStatus `json:"journal,omitempty"`
+}
+
+// TokenBudgetStatus is the state dir's token spend: every session's usage
+// the API proxy saw, across runs and restarts of supervise.
+type TokenBudgetStatus struct {
+	// Spent is every token counted; SinceLift what counts against
+	// MaxTokensTotal (since a person last lifted the spent budget).
+	Spent     int64 `json:"spent"`
+	SinceLift int64 `json:"since_lift"`
+	// MaxTokensTotal is the running supervise's --max-tokens-total (0:
+	// none, or read offline); Exhausted: no model call is forwarded.
+	MaxTokensTotal int64 `json:"max_tokens_total,omitempty"`
+	Exhausted      bool  `json:"exhausted,omitempty"`
+	// Parked is the session parked when the budget ran out.
+	Parked string `json:"parked,omitempty"`
+}
+
+func tokenBudgetStatus(b machine.Budget, limit int64) *TokenBudgetStatus {
+	if b.Spent == 0 && limit == 0 {
+		return nil
+	}
+	return &TokenBudgetStatus{Spent: b.Spent, SinceLift: b.Since(), MaxTokensTotal: limit,
+		Exhausted: b.Over(limit), Parked: b.Parked}
 }
 
 // NotifyStatus counts what arrived on the notify socket since supervise
@@ -292,6 +318,11 @@ func readHeader(db *journal.DB, name, stateDir string) (Status, error) {
 		if _, err := tx.State(policyGuard, &st.Guard); err != nil {
 			return err
 		}
+		var b machine.Budget
+		if _, err := tx.State(policyBudget, &b); err != nil {
+			return err
+		}
+		st.TokenBudget = tokenBudgetStatus(b, 0)
 		runs, err := tx.LastRuns(statusRuns)
 		if err != nil {
 			return err
@@ -329,6 +360,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 		st.Child.LastExit = &last
 	}
 	st.Child.Ready, st.Child.StatusText = m.Ready, m.StatusText
+	st.TokenBudget = tokenBudgetStatus(m.Budget, m.Config.MaxTokensTotal)
 	if m.Watchdog.Period > 0 && p != nil {
 		st.Child.Watchdog = m.Watchdog.Period.String()
 	}
@@ -517,6 +549,17 @@ func writeHeader(b *strings.Builder, st Status, now time.Time, ago func(*time.Ti
 			oom = "OOM kills are named"
 		}
 		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
+	}
+	if tb := st.TokenBudget; tb != nil {
+		switch {
+		case tb.Exhausted:
+			fmt.Fprintf(b, "token budget: spent, %d tokens of --max-tokens-total %d: no model call is forwarded; lift it with: %s\n",
+				tb.SinceLift, tb.MaxTokensTotal, ResumeCommand(st.StateDir, dash(tb.Parked)))
+		case tb.MaxTokensTotal > 0:
+			fmt.Fprintf(b, "token budget: %d of --max-tokens-total %d used\n", tb.SinceLift, tb.MaxTokensTotal)
+		default:
+			fmt.Fprintf(b, "tokens: %d used in this state dir\n", tb.Spent)
+		}
 	}
 	if c.StatusText != "" {
 		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)

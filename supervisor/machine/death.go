@@ -325,6 +325,11 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	}
 	m.nextRun, m.LastExit, m.Restarts = e.NextRun, e.LastExit, e.Restarts
 	m.Backoff, m.Guard, m.Verifying = e.Backoff, e.Guard, e.Verifying
+	m.Budget = e.Budget.clean()
+	m.RefusalsChanged++ // the proxy's snapshot starts from what the journal holds
+	for i := range e.Sessions {
+		m.trackBudgetPark(e.Sessions[i].ID, m.Sessions[e.Sessions[i].ID])
+	}
 	if r := e.Orphan; r != nil {
 		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
 			"pid", r.PID, "reason", r.Reason)

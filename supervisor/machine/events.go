@@ -25,6 +25,8 @@ type Booted struct {
 	Orphan   *record.Run
 	// Verifying: the journal's full check runs in the background.
 	Verifying bool
+	// Budget is the state dir's token spend as journaled.
+	Budget Budget
 }
 
 // LaunchDue: the next run may start now (at start, or when the backoff

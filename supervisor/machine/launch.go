@@ -63,7 +63,8 @@ func (m *Machine) liftParks(o *out, fp *record.Fingerprint, now time.Time) {
 		return
 	}
 	var ids []string
-	for _, sess := range m.Sessions {
+	for _, id := range m.sessionIDs() {
+		sess := m.Sessions[id]
 		if !resume.Liftable(*sess, fp.Sum) {
 			continue
 		}
@@ -419,6 +420,7 @@ func (m *Machine) manualResume(o *out, e ManualResume, now time.Time) {
 		o.add(Reply{Err: err})
 		return
 	}
+	m.liftBudget(o, *sess, &updated)
 	m.Sessions[e.ID] = &updated
 	o.save(e.ID)
 	o.add(Commit{Kind: CommitPending, Why: "recording a manual resume"})

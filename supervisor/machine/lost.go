@@ -53,9 +53,10 @@ func (m *Machine) lostConversation(o *out, e Exited, r record.Run) bool {
 		return false
 	}
 	var sess *record.Session
-	for _, s := range m.Sessions {
-		if s.State == record.ResumePending && s.Resume != nil && s.Resume.Run == r.Run {
-			sess = s
+	for _, id := range m.sessionIDs() {
+		if s := m.Sessions[id]; s.State == record.ResumePending && s.Resume != nil && s.Resume.Run == r.Run {
+			sess = s // --resume-exec hands one session to a run
+			break
 		}
 	}
 	if sess == nil {

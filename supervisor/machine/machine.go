@@ -13,6 +13,7 @@
 package machine
 
 import (
+	"sort"
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
@@ -61,6 +62,11 @@ type Config struct {
 	// its resumes, as the API proxy counts them): past it the agent is
 	// stopped and the session parked. 0: no budget (--max-tokens).
 	MaxTokens int64
+	// MaxTokensTotal is the state dir's token budget: input plus output of
+	// every session, across runs and restarts of supervise (State.Budget,
+	// journaled). Past it no model call is forwarded and the session whose
+	// answer crossed it is parked. 0: none (--max-tokens-total).
+	MaxTokensTotal int64
 }
 
 // DefaultMaxOpenSessions is --max-open-sessions' default.
@@ -129,11 +135,21 @@ type State struct {
 	parkSaid      map[string]bool
 	lastInterrupt time.Time
 	Task          TaskState
-	nextRun       uint64
-	launching     uint64 // the run number of the launch under way
-	launches      int    // launches by this supervise
-	deadlineArmed bool
-	deadlineDue   time.Time
+	// Budget is the state dir's token spend, journaled with the policy
+	// state (Save{Policy: true}).
+	Budget Budget
+	// budgetParked holds the sessions parked for a token budget, whose
+	// model calls the proxy answers itself (Refusal), kept like open.
+	budgetParked map[string]bool
+	// RefusalsChanged counts the changes of what Refusal answers: the
+	// runner republishes its snapshot for the proxy when it moves.
+	RefusalsChanged uint64
+	badUsageSaid    bool
+	nextRun         uint64
+	launching       uint64 // the run number of the launch under way
+	launches        int    // launches by this supervise
+	deadlineArmed   bool
+	deadlineDue     time.Time
 }
 
 // Stop is a stop asked of supervise.
@@ -238,9 +254,26 @@ func (m *Machine) trackOpen(fx []Effect) {
 				if sess == nil || sess.State != record.Parked {
 					delete(m.parkSaid, id) // a new park is said again
 				}
+				m.trackBudgetPark(id, sess)
 			}
 		}
 	}
+}
+
+// sessionIDs returns the ids of the sessions held, sorted: Step visits
+// sessions in this fixed order wherever the visit has effects, so the same
+// state and event give the same effects in the same order (and a seed
+// replays a bug).
+func (m *Machine) sessionIDs() []string { return sortedKeys(m.Sessions) }
+
+// sortedKeys returns the keys of a map, sorted.
+func sortedKeys[V any](set map[string]V) []string {
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // OpenSessions is how many sessions are open.

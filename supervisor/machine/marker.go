@@ -345,7 +345,8 @@ func (m *Machine) turnCompleted(o *out, sess *record.Session) {
 // beats applies the heartbeats gathered off the loop.
 func (m *Machine) beats(o *out, e Beats, now time.Time) {
 	var ids []string
-	for id, at := range e.Sessions {
+	for _, id := range sortedKeys(e.Sessions) {
+		at := e.Sessions[id]
 		if m.Config.Task.On {
 			m.Task.Markers = true
 			m.touch(id)

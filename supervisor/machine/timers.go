@@ -209,7 +209,8 @@ func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
 	}
 	var late []*record.Session
 	var dls []Deadline
-	for _, sess := range m.Sessions {
+	for _, id := range m.sessionIDs() {
+		sess := m.Sessions[id]
 		if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok && !now.Before(dl.At) {
 			late, dls = append(late, sess), append(dls, dl)
 		}
@@ -262,7 +263,7 @@ func (m *Machine) extendTimeout(o *out, msg marker.Message, by time.Duration, no
 		}
 		return
 	}
-	for _, sess := range m.Sessions {
-		one(sess)
+	for _, id := range m.sessionIDs() {
+		one(m.Sessions[id])
 	}
 }

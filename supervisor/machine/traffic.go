@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/supervise-dev/supervise/marker"
@@ -147,44 +146,6 @@ func (m *Machine) trafficMarker(e Traffic) (marker.Message, bool) {
 		return msg, false
 	}
 	return msg, true
-}
-
-// usage adds the tokens an answer reported to its session; a session past
-// --max-tokens is parked and the agent stopped: never auto-resumed.
-func (m *Machine) usage(o *out, e Traffic, now time.Time) {
-	sess := m.Sessions[e.Session]
-	if sess == nil {
-		if e.Stored == nil {
-			return // usage of a session no request opened: nothing to add it to
-		}
-		s := *e.Stored
-		sess = &s
-		m.Sessions[s.ID] = sess
-	}
-	t := record.Tokens{}
-	if sess.Tokens != nil {
-		t = *sess.Tokens
-	}
-	t.Input += max(e.Input, 0)
-	t.Output += max(e.Output, 0)
-	sess.Tokens = &t
-	o.save(sess.ID)
-	o.add(Count{Metric: "tokens_input", N: int(max(e.Input, 0))}, Count{Metric: "tokens_output", N: int(max(e.Output, 0))})
-	budget := m.Config.MaxTokens
-	if budget <= 0 || t.Input+t.Output <= budget || sess.State == record.Parked {
-		return
-	}
-	sess.State, sess.ParkedBy, sess.Resume = record.Parked, record.ParkedByBudget, nil
-	sess.Reason = "over its token budget: " + strconv.FormatInt(t.Input+t.Output, 10) + " tokens used (" +
-		strconv.FormatInt(t.Input, 10) + " in, " + strconv.FormatInt(t.Output, 10) + " out), --max-tokens " +
-		strconv.FormatInt(budget, 10) + ": never resumed automatically"
-	m.touch(sess.ID)
-	o.add(Count{Metric: "park"})
-	o.add(Commit{Kind: CommitPending, Why: "recording a park for the token budget"})
-	if m.Stop == nil && m.Abort == nil {
-		m.abort(o, record.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
-			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Input+t.Output, "max_tokens", budget)
-	}
 }
 
 // retryDelay stretches a relaunch's delay to the latest retry_at of the
