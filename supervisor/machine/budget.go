@@ -152,7 +152,8 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	if m.TotalSpent() != wasOver {
 		m.RefusalsChanged++
 	}
-	if sess.State == record.Parked {
+	wasParked := sess.State == record.Parked
+	if wasParked && sess.ParkedBy == record.ParkedByBudget {
 		return
 	}
 	var reason string
@@ -171,11 +172,17 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	default:
 		return
 	}
-	sess.State, sess.ParkedBy, sess.Resume = record.Parked, record.ParkedByBudget, nil
+	// A session parked for another reason (the breaker) that goes past a
+	// budget is parked for the budget from now on: no changed agent lifts
+	// it, and its model calls are refused.
+	sess.State, sess.ParkedBy, sess.Resume, sess.Fingerprint = record.Parked, record.ParkedByBudget, nil, nil
 	sess.Reason = reason
 	m.touch(sess.ID)
-	o.add(Count{Metric: "park"})
 	o.add(Commit{Kind: CommitPending, Why: "recording a park for the token budget"})
+	if wasParked {
+		return
+	}
+	o.add(Count{Metric: "park"})
 	if m.Stop == nil && m.Abort == nil {
 		m.abort(o, record.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
 			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Spent(), "max_tokens", m.Config.MaxTokens,

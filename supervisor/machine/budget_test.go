@@ -167,3 +167,51 @@ func TestRuleBudgetHolds(t *testing.T) {
 		t.Fatalf("past the budget again: %+v", s)
 	}
 }
+
+// Found by the simulation: an answer already under way when the breaker
+// parked its session reports usage past --max-tokens. The session is
+// parked for its budget from then on: its model calls are refused, and no
+// changed agent lifts it.
+func TestRuleBudgetPastWhileParked(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxTokens, cfg.Fingerprint = 1000, true
+	r := breakerParked(t, cfg)
+	r.step(Traffic{Kind: TrafficUsage, Session: "s1", Input: 1 << 62, Output: 1})
+	s := r.sess("s1")
+	if s.State != record.Parked || s.ParkedBy != record.ParkedByBudget || s.Fingerprint != nil {
+		t.Fatalf("%+v, want parked for its budget", s)
+	}
+	if _, refused := r.m.Refusal("s1"); !refused {
+		t.Fatal("its model calls are forwarded")
+	}
+	if r.m.Abort != nil {
+		t.Error("the agent is stopped for a session that was parked already")
+	}
+}
+
+// Found by the simulation: a session a --resume-exec template cannot take
+// is parked, and that park is committed before what follows the death.
+func TestRuleTemplateParkCommitted(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("-x", "t1")
+	fx := r.killed(9)
+	if s := r.sess("-x"); s.State != record.Parked {
+		t.Fatalf("%+v", s)
+	}
+	saved := false
+	for _, e := range fx {
+		switch e := e.(type) {
+		case Save:
+			for _, id := range e.IDs {
+				saved = saved || (id == "-x" && r.sess("-x").State == record.Parked)
+			}
+		case Commit:
+			saved = false
+		case End, Backoff:
+			if saved {
+				t.Fatalf("the template's park is not committed before %T: %#v", e, fx)
+			}
+		}
+	}
+}

@@ -145,6 +145,7 @@ func (m *Machine) templated(o *out, sess *record.Session) ([]string, bool) {
 	sess.State, sess.Resume = record.Parked, nil
 	sess.Reason = "not resumed with --resume-exec: " + err.Error()
 	o.save(sess.ID)
+	o.add(Commit{Kind: CommitPending, Why: "recording a park"})
 	o.error("session parked: a value of it cannot be passed to --resume-exec", "session", sess.ID, "err", err)
 	return nil, false
 }
@@ -231,9 +232,13 @@ func (m *Machine) delivered(o *out, e Delivered) {
 			continue
 		}
 		m.touch(id)
-		if _, ok := folded[id]; ok && sess.Resume.Run == e.Run {
+		if _, ok := folded[id]; ok {
+			// Handed to this run: never taken back below, even when its
+			// resume changed since the fold (a manual resume meanwhile).
 			delete(folded, id)
-			continue // recorded by the death's commit
+			if sess.Resume.Run == e.Run {
+				continue // recorded by the death's commit
+			}
 		}
 		r := *sess.Resume
 		r.Delivered++

@@ -307,6 +307,18 @@ func (m *Machine) rerunTaskCommand() string {
 	return QuoteArgs(out)
 }
 
+// plainWord reports whether s is made only of bytes a shell leaves alone:
+// ASCII letters, digits and -_./:@=+,
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_./:@=+,", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // QuoteArgs quotes argv for a POSIX shell.
 func QuoteArgs(argv []string) string {
 	q := make([]string, len(argv))
@@ -323,7 +335,7 @@ func ResumeCommand(stateDir, id string) string {
 
 // ShellQuote quotes s for a POSIX shell, leaving plain words bare.
 func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+	if s != "" && plainWord(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
