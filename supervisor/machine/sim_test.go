@@ -119,7 +119,7 @@ type sim struct {
 	died         bool     // an Exited was stepped whose death commit is not yet seen
 	deliveredIDs []string // the sessions the run being forked was handed
 
-	recent  [12]Event // the last events, for a failure's report
+	recent  [12]Event  // the last events, for a failure's report
 	snaps   [2]simSnap // reused: a step and the one it performs at once
 	depth   int
 	hashing bool
