@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -85,9 +84,9 @@ func TestLogDecisionsBounded(t *testing.T) {
 // of the journal's storage (bbolt), the network and the packages that hold
 // them: the record types come from the leaves record and marker.
 func TestPureClosure(t *testing.T) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(os.Getenv("GOROOT"), "bin", "go") // go test sets GOROOT for its tests
 	}
 	out, err := exec.Command(gobin, "list", "-deps", ".").CombinedOutput()
 	if err != nil {
