@@ -39,6 +39,10 @@ type (
 	Resume          = record.Resume
 )
 
+// DirtyReasonNames lists the reasons a dirty death can have: see package
+// record.
+func DirtyReasonNames() []string { return record.DirtyReasonNames() }
+
 // Reasons a run ended, session states, park markers and bounds: see
 // package record.
 const (
@@ -65,5 +69,10 @@ const (
 	Closed               = record.Closed
 	ParkedByBreaker      = record.ParkedByBreaker
 	ParkedByBudget       = record.ParkedByBudget
+	ParkedByWait         = record.ParkedByWait
+	ParkedByStale        = record.ParkedByStale
+	ParkedByUntaken      = record.ParkedByUntaken
+	ParkedByLost         = record.ParkedByLost
+	ParkedByTemplate     = record.ParkedByTemplate
 	MaxEffects           = record.MaxEffects
 )

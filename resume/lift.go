@@ -14,7 +14,7 @@ const LiftReason = "the agent changed since it was parked"
 // a crash should resume the work that crash parked. Parks for a wait, a
 // stale turn, an untaken resume or a requested stop never lift this way.
 func Liftable(s record.Session, sum string) bool {
-	return s.State == record.Parked && s.ParkedBy == record.ParkedByBreaker &&
+	return s.State == record.Parked && record.LiftedByFingerprint(s.ParkedBy) &&
 		s.Fingerprint != nil && s.Fingerprint.Sum != "" && sum != "" && s.Fingerprint.Sum != sum
 }
 

@@ -15,10 +15,14 @@ func TestBreakerParkIsMarked(t *testing.T) {
 	}
 	stale := sess(record.InTurn, 0)
 	stale.TurnStarted = now.Add(-2 * p.MaxAge)
-	for name, s := range map[string]record.Session{"waiting": sess(record.Waiting, 0), "stale": stale} {
+	for name, c := range map[string]struct {
+		s  record.Session
+		by string
+	}{"waiting": {sess(record.Waiting, 0), record.ParkedByWait}, "stale": {stale, record.ParkedByStale}} {
+		s := c.s
 		s.ParkedBy = record.ParkedByBreaker // left over from an earlier park
 		d := Decide([]record.Session{s}, kill9, now, p)[0]
-		if d.Action != Park || d.Session.ParkedBy != "" {
+		if d.Action != Park || d.Session.ParkedBy != c.by {
 			t.Errorf("%s park: %v parked_by %q, want a park not marked as the breaker's", name, d.Action, d.Session.ParkedBy)
 		}
 	}

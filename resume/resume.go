@@ -146,7 +146,7 @@ func decide(s record.Session, d Death, how string, now time.Time, p Policy) Deci
 	if d.Clean {
 		if handed {
 			s.Updated = now
-			return park(s, fmt.Sprintf("its resume was handed to run %d, which exited without taking it (the agent never reported resumed: are its hooks or resume support wired?)", d.Run))
+			return park(s, record.ParkedByUntaken, fmt.Sprintf("its resume was handed to run %d, which exited without taking it (the agent never reported resumed: are its hooks or resume support wired?)", d.Run))
 		}
 		return Decision{Keep, s}
 	}
@@ -183,13 +183,11 @@ func decide(s record.Session, d Death, how string, now time.Time, p Policy) Deci
 	}
 	switch {
 	case s.State == record.Waiting:
-		return park(s, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
+		return park(s, record.ParkedByWait, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
 	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
-		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
+		return park(s, record.ParkedByStale, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
 	case p.Exhausted(s.CrashCount):
-		dec := park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): "+suspect(d))
-		dec.Session.ParkedBy = record.ParkedByBreaker
-		return dec
+		return park(s, record.ParkedByBreaker, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): "+suspect(d))
 	}
 	s.State = record.ResumePending
 	s.Reason = "interrupted: " + how
@@ -198,9 +196,10 @@ func decide(s record.Session, d Death, how string, now time.Time, p Policy) Deci
 	return Decision{Resume, s}
 }
 
-func park(s record.Session, reason string) Decision {
+// park parks s, of kind by (record.Parks: who can lift it), for reason.
+func park(s record.Session, by, reason string) Decision {
 	s.State = record.Parked
-	s.ParkedBy = ""
+	s.ParkedBy = by
 	s.Reason = reason
 	s.Resume = nil
 	return Decision{Park, s}
@@ -208,21 +207,18 @@ func park(s record.Session, reason string) Decision {
 
 // suspect says, by the death's cause, why the breaker parks rather than
 // resumes again: only a cause the turn can have (a crash, memory, a hang)
-// makes the turn a suspect.
+// makes the turn a suspect. The words are the reason table's
+// (record.Reason.SuspectFor).
 func suspect(d Death) string {
-	switch {
-	case d.Reason == record.ReasonOOM || d.Reason == record.ReasonMemory:
-		return "the turn may be what exhausts the agent's memory; resume it by hand once the cause is known"
-	case d.Reason == record.ReasonWatchdog || d.Reason == record.ReasonTurnTimeout || d.Reason == record.ReasonStreamStall:
-		return "the turn may be what hangs the agent; resume it by hand once the cause is known"
-	case d.Reason == record.ReasonSupervisorDied:
-		return "supervise died with it again; resume it by hand once supervise runs steadily"
-	case d.Signal == 9 || d.Signal == 15 || d.Signal == 2 || d.Signal == 1:
-		return "the signal came from outside the agent (a person, a script, a chaos test): resume it by hand when that is over"
-	case d.Signal != 0:
-		return "the turn may be what crashes the agent; resume it by hand once the cause is known"
+	r, ok := record.LookupReason(d.Reason)
+	if !ok {
+		r, _ = record.LookupReason(record.ReasonExit)
 	}
-	return "the agent ended with its own error each time (an API error, a lost conversation, bad credentials): fix that, then resume it by hand"
+	if d.Signal != 0 && !r.Suspect && r.Name == record.ReasonExit {
+		r, _ = record.LookupReason(record.ReasonSignal) // a signal whatever the reason says
+	}
+	_, advice := r.SuspectFor(d.Signal)
+	return advice
 }
 
 // describe says how the process died, in words, with the agent's own
@@ -235,28 +231,11 @@ func describe(d Death) string {
 	return how
 }
 
+// describeCause words how the process died: the reason table's How, or,
+// for a signal or an exit, its number.
 func describeCause(d Death) string {
-	switch d.Reason {
-	case record.ReasonWatchdog:
-		return "killed by the watchdog after it stopped responding"
-	case record.ReasonMemory:
-		return "killed by the memory guard"
-	case record.ReasonSupervisorDied:
-		return "supervise itself died, taking the agent with it"
-	case record.ReasonTurnOpen:
-		return "the agent exited with status 0 in the middle of the turn"
-	case record.ReasonStopped:
-		return "a requested stop"
-	case record.ReasonExecFailed:
-		return "the agent could not be started"
-	case record.ReasonTurnTimeout:
-		return "stopped by supervise because a turn ran past its deadline (--turn-timeout or --phase-timeout)"
-	case record.ReasonOOM:
-		return "killed by the kernel's OOM killer (out of memory in its cgroup)"
-	case record.ReasonStreamStall:
-		return "stopped by supervise because a model stream sent no content for --stream-stall"
-	case record.ReasonTokenBudget:
-		return "stopped by supervise because a session went past --max-tokens"
+	if r, ok := record.LookupReason(d.Reason); ok && r.How != "" {
+		return r.How
 	}
 	if d.Signal != 0 {
 		return fmt.Sprintf("the agent was killed by signal %d (%s)", d.Signal, signalName(d.Signal))

@@ -53,7 +53,7 @@ type snapshot struct {
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
 	"supervise_restarts_total":                 "Relaunches of the agent after a death.",
-	"supervise_dirty_deaths_total":             "Dirty deaths of the agent, by reason (signal, exit, watchdog, memory, turn-open, exec-failed, supervisor-died).",
+	"supervise_dirty_deaths_total":             "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
 	"supervise_resumes_dispatched_total":       "Resumes handed to an agent (resume file, --resume-exec or live).",
 	"supervise_sessions_parked_total":          "Sessions parked after a dirty death.",
 	"supervise_watchdog_kills_total":           "Agents killed because no WATCHDOG=1 came within the period.",

@@ -183,23 +183,31 @@ func (m *Machine) openTurn() bool {
 	return false
 }
 
-// classify decides how a run ended and whether the death is dirty.
+// classify decides how a run ended, and whether the death is dirty as
+// the reason table says (record.Reason.Dirty).
 func (m *Machine) classify(e Exited) (reason string, dirty bool) {
+	reason = m.reasonOf(e)
+	row, ok := record.LookupReason(reason)
+	return reason, !ok || row.DirtyFor(e.Code) // a reason not in the table is dirty: fail closed
+}
+
+// reasonOf names how a run ended.
+func (m *Machine) reasonOf(e Exited) string {
 	switch {
 	case m.Abort != nil && (m.Stop == nil || m.Abort.At.Before(m.Stop.At)):
-		return m.Abort.Reason, true
+		return m.Abort.Reason
 	case m.stopRequested(e):
-		return record.ReasonStopped, false
+		return record.ReasonStopped
 	case e.ExecFailed:
-		return record.ReasonExecFailed, true
+		return record.ReasonExecFailed
 	case e.Signal != 0:
-		return record.ReasonSignal, true
+		return record.ReasonSignal
 	case e.Code != 0:
-		return record.ReasonExit, true
+		return record.ReasonExit
 	case m.openTurn():
-		return record.ReasonTurnOpen, true
+		return record.ReasonTurnOpen
 	}
-	return record.ReasonExit, false
+	return record.ReasonExit
 }
 
 // namedOOM renames a dirty death the kernel's OOM killer had a hand in.

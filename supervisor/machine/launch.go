@@ -142,7 +142,7 @@ func (m *Machine) templated(o *out, sess *record.Session) ([]string, bool) {
 	if err == nil {
 		return argv, true
 	}
-	sess.State, sess.Resume = record.Parked, nil
+	sess.State, sess.Resume, sess.ParkedBy, sess.Fingerprint = record.Parked, nil, record.ParkedByTemplate, nil
 	sess.Reason = "not resumed with --resume-exec: " + err.Error()
 	o.save(sess.ID)
 	o.add(Commit{Kind: CommitPending, Why: "recording a park"})

@@ -70,7 +70,7 @@ func (m *Machine) lostConversation(o *out, e Exited, r record.Run) bool {
 		if !sess.ToolRan {
 			why = "the task was already started again once for a lost conversation"
 		}
-		sess.State, sess.ParkedBy = record.Parked, ""
+		sess.State, sess.ParkedBy = record.Parked, record.ParkedByLost
 		sess.Reason = lostWhy + "; " + why
 		o.save(sess.ID)
 		o.add(Count{Metric: "park"})
