@@ -46,12 +46,12 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	if m.Stop == nil && dec.Action != crashloop.GiveUp {
 		reserve = m.nextRun
 	}
-	if m.Stop == nil && dec.Action == crashloop.Relaunch && !m.Config.Task.On && reserve != 0 &&
+	if m.Stop == nil && dec.Action == crashloop.Relaunch && m.Policy.Fold && reserve != 0 &&
 		m.retryDelay(dec.Delay, e.Ended) == 0 {
 		m.fold(o, reserve)
 	}
 	o.add(Commit{Kind: CommitDeath, Run: r, Reserve: reserve, Why: "recording the child's death"})
-	if m.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && !m.Config.Task.On {
+	if m.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && m.Policy.HoldLogs {
 		// The death is committed and the relaunch is immediate: what
 		// follows is only said, and is written once the next child is
 		// forked (or as soon as the loop waits or ends).
@@ -82,7 +82,7 @@ func (m *Machine) logDeath(o *out, e Exited, r record.Run, dec crashloop.Decisio
 		next = "end" // the very first launch cannot start: not retried
 	case m.Stop != nil:
 		next = "stop"
-	case m.Config.Task.On && dec.Action != crashloop.GiveUp:
+	case !m.Policy.ByRestart && dec.Action != crashloop.GiveUp:
 		next = m.taskNextWords(e, dec)
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
@@ -115,7 +115,7 @@ func (m *Machine) next(o *out, e Exited, dec crashloop.Decision) {
 		o.error("giving up: the agent keeps dying", "failures", dec.Failures,
 			"limit", m.Config.Policy.GiveUp, "exit_code", ExitGaveUp)
 		o.add(End{Code: ExitGaveUp})
-	case m.Config.Task.On:
+	case !m.Policy.ByRestart:
 		m.taskNext(o, e, dec)
 	case dec.Action == crashloop.Exit:
 		o.add(End{Code: e.Code})

@@ -216,6 +216,9 @@ type Launch struct {
 	Stale bool
 	// Task: a --resume-exec launch, which goes ahead without its file.
 	Task bool
+	// Tail: keep the agent's last words (the telling line of its
+	// stderr), for Exited.Said (task mode).
+	Tail bool
 }
 
 // Backoff waits Delay, then the runner sends LaunchDue.

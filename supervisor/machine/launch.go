@@ -27,7 +27,7 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 	// A resume that may be dispatched now is delivered instead of the
 	// task (prepareDelivery); with none, a session of this task that is
 	// parked, stopped or owed a held resume keeps the task from starting.
-	if first && m.Config.Task.On && !m.Config.Task.Rerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
+	if first && m.Policy.BlockRerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
 		o.add(End{Code: ExitParked})
 		return
 	}
@@ -101,11 +101,11 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 	if len(pending) == 0 {
 		m.unfold(o, n)
 		m.Task.Ran = true
-		o.add(Launch{Run: n, Argv: m.Config.Argv, Stale: true})
+		o.add(Launch{Run: n, Argv: m.Config.Argv, Stale: true, Tail: m.Policy.Tail})
 		return
 	}
 	argv, via := m.Config.Argv, "resume file"
-	if m.Config.Task.On {
+	if m.Policy.ExecDelivery {
 		if !m.Task.Ran && m.launches == 1 {
 			o.warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
 				"session", pending[0].ID)
@@ -120,7 +120,8 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 	for i, sess := range pending {
 		ids[i] = sess.ID
 	}
-	o.add(Launch{Run: n, Argv: argv, Items: resume.Items(copies(pending)), IDs: ids, Via: via, Task: m.Config.Task.On})
+	o.add(Launch{Run: n, Argv: argv, Items: resume.Items(copies(pending)), IDs: ids, Via: via, Task: m.Policy.ExecDelivery,
+		Tail: m.Policy.Tail})
 }
 
 // execArgv builds the --resume-exec argv of the oldest pending session.
@@ -359,7 +360,7 @@ func (m *Machine) heldSessions() []string {
 // rewritten and the child gets --resume-signal. Without that flag they
 // wait for the next start.
 func (m *Machine) deliverLive(o *out) {
-	if !m.Running() || !m.Config.LiveResume || m.Config.Task.On {
+	if !m.Running() || !m.Policy.LiveDelivery {
 		return
 	}
 	all := m.pending()

@@ -49,7 +49,7 @@ func LostConversation(line string) bool {
 // decisions: its resume can never work, and the death is not the turn's
 // doing. It reports whether it handled one.
 func (m *Machine) lostConversation(o *out, e Exited, r record.Run) bool {
-	if !m.Config.Task.On || !r.Dirty || r.Reason != record.ReasonExit || m.Task.runMarkers || !LostConversation(e.Said) {
+	if !m.Policy.LostConversations || !r.Dirty || r.Reason != record.ReasonExit || m.Task.runMarkers || !LostConversation(e.Said) {
 		return false
 	}
 	var sess *record.Session

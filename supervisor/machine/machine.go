@@ -44,7 +44,8 @@ type Config struct {
 	// LiveResume: resumes that become dispatchable while the child runs
 	// are delivered to it (--resume-signal).
 	LiveResume bool
-	// Argv is the agent command line; Task, when Task.On, makes it a task.
+	// Argv is the agent command line; Task, when Task.On, makes it a task
+	// (resolved into Machine.Policy).
 	Argv []string
 	Task TaskConfig
 	// StateDir names the state dir in the commands a person is told.
@@ -175,6 +176,9 @@ type Grace struct {
 // Machine is the loop state with its configuration.
 type Machine struct {
 	Config Config
+	// Policy is Config's task mode resolved (policyFor): what every rule
+	// that differs between a service and a task asks.
+	Policy Policy
 	State
 }
 
@@ -186,7 +190,7 @@ func New(cfg Config) *Machine {
 	if cfg.MaxOpenSessions <= 0 {
 		cfg.MaxOpenSessions = DefaultMaxOpenSessions
 	}
-	return &Machine{Config: cfg, State: State{Sessions: map[string]*record.Session{}, Child: "starting",
+	return &Machine{Config: cfg, Policy: policyFor(cfg), State: State{Sessions: map[string]*record.Session{}, Child: "starting",
 		open: map[string]bool{}}}
 }
 

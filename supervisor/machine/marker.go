@@ -82,7 +82,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	if msg.Event != marker.EventWaiting && sess.State != record.Waiting {
 		sess.Wait, sess.RetryAt = "", time.Time{}
 	}
-	if m.Config.Task.On && sess.Task == "" {
+	if m.Policy.Remember && sess.Task == "" {
 		sess.Task = m.Config.Task.ID
 	}
 	o.save(sess.ID)
@@ -347,7 +347,7 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 	var ids []string
 	for _, id := range sortedKeys(e.Sessions) {
 		at := e.Sessions[id]
-		if m.Config.Task.On {
+		if m.Policy.Remember {
 			m.Task.Markers = true
 			m.touch(id)
 		}

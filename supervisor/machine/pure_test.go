@@ -106,3 +106,33 @@ func TestPureClosure(t *testing.T) {
 		}
 	}
 }
+
+// Task mode is one policy value: TaskConfig.On is read in policyFor alone,
+// here and in the runner; every rule asks Machine.Policy.
+func TestTaskPolicyOnePlace(t *testing.T) {
+	for _, glob := range []string{"*.go", "../*.go"} {
+		files, _ := filepath.Glob(glob)
+		fset := token.NewFileSet()
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				ast.Inspect(d, func(n ast.Node) bool {
+					if sel, ok2 := n.(*ast.SelectorExpr); ok2 && sel.Sel.Name == "On" {
+						if inner, ok3 := sel.X.(*ast.SelectorExpr); ok3 && inner.Sel.Name == "Task" &&
+							!(ok && fn.Name.Name == "policyFor" && name == "policy.go") {
+							t.Errorf("%s reads Task.On at %s: ask Machine.Policy", name, fset.Position(sel.Pos()))
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+}

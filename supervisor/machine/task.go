@@ -72,7 +72,7 @@ type TaskState struct {
 
 // touch records that session id was seen in this invocation.
 func (m *Machine) touch(id string) {
-	if !m.Config.Task.On {
+	if !m.Policy.Remember {
 		return
 	}
 	if m.Task.touched == nil {
@@ -83,7 +83,7 @@ func (m *Machine) touch(id string) {
 
 // taskMarker records what a marker means for the task's end.
 func (m *Machine) taskMarker(msg marker.Message) {
-	if !m.Config.Task.On {
+	if !m.Policy.Remember {
 		return
 	}
 	m.Task.Markers, m.Task.runMarkers = true, true
@@ -209,7 +209,7 @@ func (m *Machine) taskEnd(o *out, e Exited) int {
 // not handed that session's resume: it was not running, so it was not
 // stopped).
 func (m *Machine) taskStopped(o *out) {
-	if !m.Config.Task.On {
+	if !m.Policy.Remember {
 		return
 	}
 	var lines []string
