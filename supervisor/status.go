@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -126,8 +127,13 @@ type ChildStatus struct {
 
 // SessionStatus is one session.
 type SessionStatus struct {
-	ID            string     `json:"id"`
-	State         string     `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// ParkedBy is a parked session's kind of park (record.Parks), and
+	// LiftedBy who can lift it: a person always, a changed agent for the
+	// breaker's.
+	ParkedBy      string     `json:"parked_by,omitempty"`
+	LiftedBy      string     `json:"lifted_by,omitempty"`
 	CrashCount    int        `json:"crash_count"`
 	Reason        string     `json:"reason"`
 	Turn          string     `json:"turn"`
@@ -232,6 +238,7 @@ func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	}
 	if s.State == journal.Parked {
 		st.Fingerprint = s.Fingerprint
+		st.ParkedBy, st.LiftedBy = s.ParkedBy, record.LookupPark(s.ParkedBy).Lift
 	}
 	if r := s.Resume; r != nil && s.State == journal.ResumePending {
 		st.Resume = &ResumeStatus{Attempt: r.Attempt, Reason: r.Reason, Manual: r.Manual, DeliveredToRun: r.Run, Message: r.Message}
