@@ -29,7 +29,7 @@ import (
 // manual resumes, fingerprint changes, evictions and restarts of
 // supervise itself (with the run it left behind and damaged records).
 // After every step it checks what must always hold (simChecker). Runs of
-// SUPERVISE_SIM_STEPS steps (default 1 000 000; -short: 100 000) from
+// SUPERVISE_SIM_STEPS steps (default 1 000 000; -short or -race: 100 000) from
 // the seed SUPERVISE_SIM_SEED (default: the clock's); a failure prints
 // the seed and the step, and becomes a fixed case of TestSimulationSeeds.
 
@@ -41,7 +41,7 @@ func simSteps(t *testing.T) int {
 		}
 		return n
 	}
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return 100_000
 	}
 	return 1_000_000
