@@ -168,7 +168,7 @@ func TestRuleBudgetHolds(t *testing.T) {
 	}
 }
 
-// Found by the simulation: an answer already under way when the breaker
+// Found by the simulation (seed 1796168966995440223): an answer already under way when the breaker
 // parked its session reports usage past --max-tokens. The session is
 // parked for its budget from then on: its model calls are refused, and no
 // changed agent lifts it.
@@ -189,7 +189,7 @@ func TestRuleBudgetPastWhileParked(t *testing.T) {
 	}
 }
 
-// Found by the simulation: a session a --resume-exec template cannot take
+// Found by the simulation (seed 1): a session a --resume-exec template cannot take
 // is parked, and that park is committed before what follows the death.
 func TestRuleTemplateParkCommitted(t *testing.T) {
 	r := newRig(t, taskConfig())

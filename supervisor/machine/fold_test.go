@@ -78,7 +78,7 @@ func TestRuleFoldTakenBack(t *testing.T) {
 	}
 }
 
-// Found by the simulation (seed 1): a manual resume between a death whose
+// Found by the simulation (seeds 1 and 1796168986931166357): a manual resume between a death whose
 // commit recorded the delivery (fold) and the launch that hands it over.
 // The launch hands the manual resume, and its delivery must stay recorded
 // for that run (it was taken back, so the run's death would not count

@@ -90,9 +90,16 @@ func TestSimulationSeeds(t *testing.T) {
 	}
 }
 
-// simSeeds are the seeds whose runs found bugs (see docs/design.md,
-// "The simulation").
-var simSeeds = []uint64{1, 2, 3}
+// simSeeds are seeds whose runs found bugs, replayed with the generator
+// as it is now (each bug is also a table case of its own):
+//
+//	1                    a manual resume after a folded delivery took the delivery back
+//	                     (TestRuleFoldThenManualResume); a --resume-exec template's park
+//	                     not committed before the next launch (TestRuleTemplateParkCommitted)
+//	1796168966995440223  usage past --max-tokens of a session the breaker had parked: its
+//	                     model calls were still forwarded (TestRuleBudgetPastWhileParked)
+//	1796168986931166357  the fold bug again, in task mode
+var simSeeds = []uint64{1, 1796168966995440223, 1796168986931166357, 2, 3}
 
 // sim is one simulated world: a machine, the runner's part the machine
 // relies on (the journal's commits, the child's life), and the checker.
