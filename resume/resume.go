@@ -356,7 +356,9 @@ const ReasonManual = "manual resume"
 
 // Manual applies `supervise resume`: a parked, stopped or pending session
 // is made resume_pending by a person's decision, with its crash count reset
-// (docs/design.md: the count resets on a manual resume). Such a resume is dispatched
+// (docs/design.md: the count resets on a manual resume), and, parked for
+// its token budget, with the budget counted again from what it spent
+// (record.Tokens.Lifted). Such a resume is dispatched
 // even while the crash-loop guard holds automatic ones.
 func Manual(s record.Session, now time.Time, template string) (record.Session, error) {
 	switch s.State {
@@ -369,6 +371,13 @@ func Manual(s record.Session, now time.Time, template string) (record.Session, e
 		why = string(s.State)
 	}
 	msg := manualMessage(s, why, template)
+	if s.ParkedBy == record.ParkedByBudget && s.Tokens != nil && s.State == record.Parked {
+		// A person lifts a budget's park: the budget counts again from
+		// what the session has spent.
+		t := *s.Tokens
+		t.Lifted = t.Used()
+		s.Tokens = &t
+	}
 	s.State = record.ResumePending
 	s.CrashCount = 0
 	s.Reason = "resumed by hand (was: " + why + ")"

@@ -194,21 +194,33 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 // hostile count cannot wrap the metric.
 func countN(n int64) int { return int(min(max(n, 0), 1<<40)) }
 
-// liftBudget applies a person's resume to the budgets: a session parked
-// for a budget counts its own from what it spent, and a spent state-dir
-// budget (whichever session the person resumes) counts from what all have
-// spent.
-func (m *Machine) liftBudget(o *out, before record.Session, sess *record.Session) {
-	if before.ParkedBy == record.ParkedByBudget && sess.Tokens != nil {
-		t := *sess.Tokens
-		t.Lifted = t.Used()
-		sess.Tokens = &t
+// Lift is the budget after a person lifted it: --max-tokens-total counts
+// again from what all sessions have spent.
+func (b Budget) Lift() Budget {
+	b.Lifted, b.Parked = b.Spent, ""
+	return b
+}
+
+// LiftsBudget reports whether a person's resume of sess (as it was before)
+// lifts the state dir's budget even where its limit is unknown (offline):
+// the session is parked for a budget.
+func LiftsBudget(sess record.Session) bool {
+	return sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget
+}
+
+// liftBudget applies a person's resume to the state dir's budget (the
+// session's own is resume.Manual's): a spent budget, whichever session the
+// person resumes, or any resume of a session parked for a budget, counts
+// it again from what all have spent.
+func (m *Machine) liftBudget(o *out, before record.Session) {
+	if !m.TotalSpent() && (!LiftsBudget(before) || m.Budget.Lifted == m.Budget.Spent) {
+		return
 	}
-	if m.TotalSpent() {
+	if m.Config.MaxTokensTotal > 0 {
 		o.info("the state dir's token budget lifted by hand: --max-tokens-total counts again from now",
-			"session", sess.ID, "tokens_total", m.Budget.Spent)
-		m.Budget.Lifted, m.Budget.Parked = m.Budget.Spent, ""
-		m.RefusalsChanged++
-		o.savePolicy()
+			"session", before.ID, "tokens_total", m.Budget.Spent)
 	}
+	m.Budget = m.Budget.Lift()
+	m.RefusalsChanged++
+	o.savePolicy()
 }

@@ -426,7 +426,7 @@ func (m *Machine) manualResume(o *out, e ManualResume, now time.Time) {
 		o.add(Reply{Err: err})
 		return
 	}
-	m.liftBudget(o, *sess, &updated)
+	m.liftBudget(o, *sess)
 	m.Sessions[e.ID] = &updated
 	o.save(e.ID)
 	o.add(Commit{Kind: CommitPending, Why: "recording a manual resume"})

@@ -59,8 +59,8 @@ func TestSimulation(t *testing.T) {
 	n := simSteps(t)
 	sim := newSim(t, seed, false)
 	sim.run(n)
-	t.Logf("simulated %d steps (seed %d, %d universes, %d boots, %d launches, %d deaths, %d parks refused a marker, %d manual lifts)",
-		sim.steps, seed, sim.universes, sim.boots, sim.launches, sim.deaths, sim.refusedParked, sim.lifts)
+	t.Logf("simulated %d steps (seed %d, %d universes, %d boots, %d launches, %d deaths, %d markers refused for a park, %d parks lifted by hand, %d offline)",
+		sim.steps, seed, sim.universes, sim.boots, sim.launches, sim.deaths, sim.refusedParked, sim.lifts, sim.offlineLifts)
 }
 
 // The same seed gives the same effects: two machines driven by the same
@@ -132,8 +132,8 @@ type sim struct {
 	hashing bool
 	sum     hash.Hash64
 
-	steps, universes, boots, launches, deaths, refusedParked, lifts int
-	sinceUniverse                                                   int
+	steps, universes, boots, launches, deaths, refusedParked, lifts, offlineLifts int
+	sinceUniverse                                                                 int
 }
 
 type simPhase int
@@ -224,6 +224,9 @@ func (s *sim) run(n int) {
 		case s.phase == simOver && s.sinceUniverse > 5000:
 			s.universe()
 		case s.phase == simOver:
+			if s.rng.IntN(2) == 0 {
+				s.offlineResume()
+			}
 			s.boot(nil)
 		default:
 			s.next()
@@ -361,6 +364,32 @@ func (s *sim) storedOne(id string) *record.Session {
 func (s *sim) manual() {
 	id := s.id()
 	s.step(ManualResume{ID: id, Stored: s.storedOne(id)})
+}
+
+// offlineResume is `supervise resume` while no supervise runs: a person
+// resumes one parked, stopped or owed session in the journal itself (as
+// supervisor.ManualResume does offline), lifting a budget's park.
+func (s *sim) offlineResume() {
+	var ids []string
+	for _, id := range sortedKeys(s.journal) {
+		if st := s.journal[id].State; st == record.Parked || st == record.Stopped || st == record.ResumePending {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	id := ids[s.rng.IntN(len(ids))]
+	before := s.journal[id]
+	after, err := resume.Manual(cloneSession(before), s.now, "")
+	if err != nil {
+		s.t.Fatalf("seed %d: offline resume of %s (%s): %v", s.seed, id, before.State, err)
+	}
+	if LiftsBudget(before) {
+		s.policy = s.policy.Lift()
+	}
+	s.journal[id] = after
+	s.offlineLifts++
 }
 
 // crash kills supervise itself: the next one finds the run it left.
