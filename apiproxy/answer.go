@@ -3,6 +3,8 @@ package apiproxy
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -30,6 +32,7 @@ type answer struct {
 	more     bool        // the answer ended but the turn goes on (stop reason tool_use, pause_turn; finish_reason tool_calls)
 	limited  bool        // an in-stream rate-limit or overload error
 	usage    bool
+	badUsage bool // a usage count was not a count (negative, not an integer, out of range): ignored
 	in, out  int64
 	// Anthropic reports input in message_start and output (cumulative) in
 	// message_delta; keep each part's latest value.
@@ -113,10 +116,10 @@ func (a *answer) body(b []byte) {
 // Anthropic Messages.
 
 type anthropicUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	InputTokens              count `json:"input_tokens"`
+	OutputTokens             count `json:"output_tokens"`
+	CacheCreationInputTokens count `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     count `json:"cache_read_input_tokens"`
 }
 
 type anthropicBlock struct {
@@ -137,9 +140,10 @@ func (a *answer) anthropicUsage(u *anthropicUsage) {
 	if u == nil {
 		return
 	}
-	set := func(dst *int64, v *int64) {
-		if v != nil && *v >= 0 {
-			*dst = *v
+	set := func(dst *int64, v count) {
+		a.badUsage = a.badUsage || v.bad
+		if v.set {
+			*dst = v.v
 			a.usage = true
 		}
 	}
@@ -147,7 +151,7 @@ func (a *answer) anthropicUsage(u *anthropicUsage) {
 	set(&a.aCacheW, u.CacheCreationInputTokens)
 	set(&a.aCacheR, u.CacheReadInputTokens)
 	set(&a.aOut, u.OutputTokens)
-	a.in, a.out = a.aIn+a.aCacheW+a.aCacheR, a.aOut
+	a.in, a.out = satAdd(satAdd(a.aIn, a.aCacheW), a.aCacheR), a.aOut
 }
 
 func (a *answer) anthropicStop(reason string) {
@@ -237,8 +241,8 @@ type responsesObject struct {
 	Status string          `json:"status"`
 	Output []responsesItem `json:"output"`
 	Usage  *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
+		InputTokens  count `json:"input_tokens"`
+		OutputTokens count `json:"output_tokens"`
 	} `json:"usage"`
 }
 
@@ -282,7 +286,7 @@ func (a *answer) responsesItem(it responsesItem) {
 
 func (a *answer) responsesDone(r responsesObject) {
 	if r.Usage != nil {
-		a.usage, a.in, a.out = true, r.Usage.InputTokens, r.Usage.OutputTokens
+		a.setUsage(r.Usage.InputTokens, r.Usage.OutputTokens)
 	}
 	for _, it := range r.Output {
 		a.responsesItem(it)
@@ -336,15 +340,15 @@ func (a *answer) chatChunk(data []byte) {
 			Message      *chatDelta `json:"message"`
 		} `json:"choices"`
 		Usage *struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
+			PromptTokens     count `json:"prompt_tokens"`
+			CompletionTokens count `json:"completion_tokens"`
 		} `json:"usage"`
 	}
 	if json.Unmarshal(data, &c) != nil {
 		return
 	}
 	if c.Usage != nil {
-		a.usage, a.in, a.out = true, c.Usage.PromptTokens, c.Usage.CompletionTokens
+		a.setUsage(c.Usage.PromptTokens, c.Usage.CompletionTokens)
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
@@ -428,9 +432,9 @@ func (a *answer) geminiChunk(data []byte) {
 			FinishReason string `json:"finishReason"`
 		} `json:"candidates"`
 		UsageMetadata *struct {
-			PromptTokenCount     int64 `json:"promptTokenCount"`
-			CandidatesTokenCount int64 `json:"candidatesTokenCount"`
-			ThoughtsTokenCount   int64 `json:"thoughtsTokenCount"`
+			PromptTokenCount     count `json:"promptTokenCount"`
+			CandidatesTokenCount count `json:"candidatesTokenCount"`
+			ThoughtsTokenCount   count `json:"thoughtsTokenCount"`
 		} `json:"usageMetadata"`
 	}
 	if json.Unmarshal(data, &c) != nil {
@@ -438,7 +442,12 @@ func (a *answer) geminiChunk(data []byte) {
 	}
 	if u := c.UsageMetadata; u != nil {
 		// Cumulative over a stream: the last chunk's counts are the answer's.
-		a.usage, a.in, a.out = true, u.PromptTokenCount, u.CandidatesTokenCount+u.ThoughtsTokenCount
+		out := u.CandidatesTokenCount
+		if u.ThoughtsTokenCount.set {
+			out = count{v: satAdd(out.v, u.ThoughtsTokenCount.v), set: true, bad: out.bad}
+		}
+		out.bad = out.bad || u.ThoughtsTokenCount.bad
+		a.setUsage(u.PromptTokenCount, out)
 	}
 	for _, cand := range c.Candidates {
 		if cand.Index != 0 {
@@ -455,4 +464,46 @@ func (a *answer) geminiChunk(data []byte) {
 			a.complete = true
 		}
 	}
+}
+
+// count is one token count of an answer's usage. A value that is not a
+// count (negative, not an integer, out of int64's range, not a number) is
+// ignored and marked bad, never an error: the rest of the event is read.
+type count struct {
+	v        int64
+	set, bad bool
+}
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || v < 0 {
+		c.bad = true
+		return nil
+	}
+	c.v, c.set = v, true
+	return nil
+}
+
+// setUsage takes one answer's input and output counts (the latest
+// report wins: streams report cumulative counts).
+func (a *answer) setUsage(in, out count) {
+	a.badUsage = a.badUsage || in.bad || out.bad
+	if in.set {
+		a.in, a.usage = in.v, true
+	}
+	if out.set {
+		a.out, a.usage = out.v, true
+	}
+}
+
+// satAdd adds two counts, saturating at math.MaxInt64 instead of wrapping.
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -36,11 +36,24 @@
 //     Events hold ids, tool names, one bounded line of a tool's argument,
 //     token counts and times; never a prompt or an answer.
 //   - Agent traffic is hostile input: request bodies are read up to 32 MiB
-//     (a larger one, or one the client compressed, is forwarded unread), SSE lines up to 4 MiB, tracked
-//     sessions up to 1024, and every id in an event is checked against the
-//     notify protocol (1..256 bytes of printable UTF-8; a session id never
-//     begins with '-'). Nothing blocks on the agent: Config.Sink must not
-//     block either.
+//     within Config.BodyTimeout (a larger one, one the client compressed,
+//     and one the shared budget cannot hold are forwarded unread: no turn
+//     changes, their answers still counted for usage), SSE lines up to 4
+//     MiB, tracked sessions up to 1024 at once and 4096 over a proxy's
+//     life, and every id in an event is checked against the notify
+//     protocol (1..256 bytes of printable UTF-8; a session id never begins
+//     with '-'). Nothing blocks on the agent: Config.Sink and
+//     Config.Refuse must not block either.
+//   - Memory is bounded whatever the agent or the upstream sends: every
+//     buffer of traffic (request bodies, answers kept for parsing, SSE
+//     lines and events) draws from one 64 MiB budget shared by all
+//     connections, checked before a byte is appended; nothing waits for
+//     it. Under 30 stalled 32 MiB bodies the proxy's process stays under
+//     200 MiB of RSS (TestMemoryCeiling).
+//   - A refused call (Config.Refuse) is answered by the proxy, never
+//     forwarded: status 400 with the API's own error JSON.
+//   - Token counts that are not counts (negative, fractions, beyond
+//     int64) are ignored and logged; sums saturate at math.MaxInt64.
 //
 // # What is derived
 //
@@ -53,8 +66,13 @@
 //
 // A main request is a model call that offers tools (for Gemini, a
 // streamGenerateContent that offers tools: Gemini CLI's own side calls use
-// generateContent). A main request opens a turn when its session has none
-// open (TurnBegin); its turn id is Codex's turn_id (X-Codex-Turn-Metadata,
+// generateContent; for the Responses API, tools offered by the request's
+// shape: a tools field, an additional_tools input item as Codex's default
+// model sends, or a tool_choice other than "none", unless Codex's
+// X-Codex-Turn-Metadata names a request_kind other than "turn"). A main
+// request counts once the upstream answered it with a status other than
+// 401 or 403 (a caller without the agent's credentials opens nothing). It
+// opens a turn when its session has none open (TurnBegin); its turn id is Codex's turn_id (X-Codex-Turn-Metadata,
 // the id Codex's hooks report) or Config.TurnPrefix followed by a count; a
 // main request naming another turn than the open one (Codex began a new
 // turn after one whose end the proxy did not see) begins that turn.

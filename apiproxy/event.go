@@ -29,13 +29,14 @@ func (p Provider) String() string {
 type EventKind int
 
 const (
-	// TurnBegin: a main request (one that offers tools) arrived for a
-	// session with no open turn. Turn is the new turn's id.
+	// TurnBegin: the upstream answered a main request (a step of the
+	// agent loop) for a session with no open turn, with a status other
+	// than 401 or 403. Turn is the new turn's id.
 	TurnBegin EventKind = iota
 	// Phase: the open turn changed phase. Tool != "" is a tool phase (the
 	// model's answer called Tool; Detail is what it runs, one bounded
-	// line); Tool == "" is a model phase (a main request went upstream
-	// after a tool phase or a wait).
+	// line); Tool == "" is a model phase (the upstream answered a main
+	// request after a tool phase or a wait).
 	Phase
 	// TurnEnd: a main request's answer completed without tool calls while
 	// no tool call of the session awaits its result. Outcome is
@@ -49,13 +50,18 @@ const (
 	Usage
 	// Stall: a stream sent no content event for Config.StreamStall.
 	Stall
+	// Refused: Config.Refuse refused a model call of Session, which the
+	// proxy answered itself (never forwarded). Turn is the session's
+	// open turn as the proxy knows it ("" for none); the refusal changes
+	// no turn.
+	Refused
 )
 
 var kindNames = [...]string{TurnBegin: "turn-begin", Phase: "phase", TurnEnd: "turn-end",
-	Waiting: "waiting", Usage: "usage", Stall: "stall"}
+	Waiting: "waiting", Usage: "usage", Stall: "stall", Refused: "refused"}
 
 // String returns the kind's name: turn-begin, phase, turn-end, waiting,
-// usage or stall.
+// usage, stall or refused.
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
 		return kindNames[k]

@@ -31,6 +31,7 @@ var ErrUpstream = errors.New("apiproxy: bad upstream base URL")
 // larger one is forwarded unread (no events). maxJSON bounds a non-stream
 // answer kept for parsing, maxErrBody a limit error's body.
 const (
+	maxHeader  = 64 << 10
 	maxBody    = 32 << 20
 	maxJSON    = 32 << 20
 	maxErrBody = 64 << 10
@@ -81,23 +82,37 @@ type Config struct {
 	// 6 random hex digits and "-", so that turns of different runs of one
 	// session never share an id.
 	TurnPrefix string
+	// Refuse, when set, is asked before a model call is forwarded, once
+	// the call's session is known (side requests too): refused true
+	// answers the call in the proxy, never forwarding it, with an error
+	// in the provider's own format whose text is message (400: each
+	// pinned CLI stops at once on it, without retrying), and sends a
+	// Refused event. It is called from the proxy's request goroutines
+	// and must not block. nil = forward every call.
+	Refuse func(session string) (message string, refused bool)
+	// BodyTimeout bounds the time a request body may take to arrive
+	// (a body that stalls holds the proxy's memory): past it, the
+	// connection is closed and nothing is forwarded. 0 = 60 seconds.
+	BodyTimeout time.Duration
 }
 
 // Proxy is one running proxy. Close stops it; whoever Starts it must
 // Close it.
 type Proxy struct {
-	cfg      Config
-	ln       net.Listener
-	srv      *http.Server
-	rp       *httputil.ReverseProxy
-	secret   string
-	base     string // http://127.0.0.1:PORT/SECRET
-	upstream [len(upstreams)]*url.URL
-	track    *tracker
-	now      func() time.Time
-	log      *slog.Logger
-	done     chan struct{}
-	wg       sync.WaitGroup
+	cfg         Config
+	ln          net.Listener
+	srv         *http.Server
+	rp          *httputil.ReverseProxy
+	secret      string
+	base        string // http://127.0.0.1:PORT/SECRET
+	upstream    [len(upstreams)]*url.URL
+	track       *tracker
+	budget      *budget // bytes of traffic buffered, all connections together
+	bodyTimeout time.Duration
+	now         func() time.Time
+	log         *slog.Logger
+	done        chan struct{}
+	wg          sync.WaitGroup
 
 	logMu      sync.Mutex
 	logged     map[string]time.Time // message -> when last logged
@@ -166,6 +181,12 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	p.cfg = cfg
 	p.track = newTracker(cfg.TurnPrefix, cfg.Sink)
+	p.budget = newBudget(maxBuffered)
+	p.bodyTimeout = cfg.BodyTimeout
+	if p.bodyTimeout <= 0 {
+		p.bodyTimeout = defaultBodyTimeout
+	}
+	p.track.warn = p.warn
 	tr := cfg.Transport
 	if tr == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -185,20 +206,22 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: listen: %w", err)
 	}
-	p.ln = ln
+	p.ln = newLimitListener(ln, maxConns)
 	p.base = "http://" + ln.Addr().String() + "/" + p.secret
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
+		// The CLIs send a few KiB of headers; with maxConns, this bounds
+		// what header floods cost.
+		MaxHeaderBytes: maxHeader,
 		// Server errors name connections, never contents.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("api proxy: serving failed", "err", err)
 		}
 	}()
@@ -252,6 +275,9 @@ type exchange struct {
 	req      request
 	parsed   bool // the body was read: events may be derived
 	stall    *stallTimer
+
+	mu   sync.Mutex
+	over bool // the handler returned
 }
 
 type ctxKey struct{}
@@ -275,29 +301,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		path = rest
 	}
-	// A body the client compressed is forwarded unread.
-	if a := classify(prov, r.Method, path); a != apiNone && identity(r.Header.Get("Content-Encoding")) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-		if err != nil {
-			// The client went away mid-body: nothing to forward.
+	if a := classify(prov, r.Method, path); a != apiNone {
+		ex.req.api = a
+		// The body is read only within the shared budget and its
+		// deadline; a body the client compressed, one over maxBody and
+		// one the budget cannot hold now are forwarded unread (their
+		// session from the headers, their answer still read for usage).
+		held, ok := p.readBody(w, r, ex, a, path)
+		defer p.budget.give(held)
+		if !ok {
 			return
 		}
-		if len(body) <= maxBody {
-			ex.parsed = true
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-			ex.req = parseRequest(a, path, r.Header, body)
-			if ex.req.session != "" {
-				ex.session = ex.req.session
+		if p.cfg.Refuse != nil {
+			if msg, refused := p.cfg.Refuse(ex.session); refused {
+				// Answered here, never forwarded: the provider's own error
+				// format, so that the CLI stops at once.
+				p.track.refused(prov, ex.session)
+				writeRefusal(w, a, msg)
+				return
 			}
-			p.track.request(prov, ex.session, ex.req)
-		} else {
-			p.warn("api proxy: a request body is over the read limit: forwarded without deriving events",
-				"provider", prov.String(), "limit_bytes", maxBody)
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		}
 		// Only main requests: a side request's stream (a title) does not
 		// hold the agent up.
@@ -306,6 +328,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer ex.stall.stop()
 		}
 	}
+	defer func() {
+		ex.mu.Lock()
+		ex.over = true
+		ex.mu.Unlock()
+	}()
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, ex)))
 }
 
@@ -381,8 +408,20 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 // to the client. Nothing is changed in it.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	ex := resp.Request.Context().Value(ctxKey{}).(*exchange)
-	if !ex.parsed {
+	if ex.req.api == apiNone {
 		return nil
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// The upstream refused the caller: whoever sent it, it opens no
+		// turn and names no session.
+		if ex.stall != nil {
+			ex.stall.stop()
+		}
+		return nil
+	}
+	// The upstream took the call: now it is a step of its session's turn.
+	if ex.parsed {
+		p.track.request(ex.provider, ex.session, ex.req)
 	}
 	tb := &tapBody{rc: resp.Body, p: p, ex: ex, status: resp.StatusCode, header: resp.Header}
 	switch {
@@ -403,7 +442,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	case strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream"):
 		tb.ans = &answer{api: ex.req.api}
-		tb.sse = &sseParser{event: tb.event}
+		tb.sse = &sseParser{event: tb.event, budget: p.budget}
 	default:
 		tb.ans = &answer{api: ex.req.api}
 		tb.keep = maxJSON
@@ -429,6 +468,7 @@ type tapBody struct {
 	sse    *sseParser // nil for a body read whole
 	keep   int        // bytes of a whole body to keep
 	buf    []byte
+	held   int64 // budget held by buf and the SSE parser
 	over   bool
 	eof    bool
 	once   sync.Once
@@ -440,10 +480,13 @@ func (b *tapBody) Read(q []byte) (int, error) {
 		switch {
 		case b.sse != nil:
 			b.sse.feed(q[:n])
-		case !b.over && len(b.buf)+n <= b.keep:
-			b.buf = append(b.buf, q[:n]...)
-		default:
-			b.over, b.buf = true, nil
+		case !b.over:
+			var ok bool
+			if b.buf, ok = b.p.budget.grow(b.buf, n, b.keep, &b.held); ok {
+				b.buf = append(b.buf, q[:n]...)
+			} else {
+				b.over, b.buf = true, nil
+			}
 		}
 	}
 	if err == io.EOF {
@@ -495,6 +538,9 @@ func (b *tapBody) finish() {
 				body = b.buf
 			}
 			t.limited(ex.provider, ex.session, ex.req, retryAt(b.header, body, b.p.now()))
+			b.buf = nil
+			b.p.budget.give(b.held)
+			b.held = 0
 			return
 		}
 		if b.sse != nil {
@@ -509,8 +555,17 @@ func (b *tapBody) finish() {
 			// tokens count, the turn's state stays.
 			b.ans.complete = false
 		}
+		if b.ans.badUsage {
+			b.p.warn("api proxy: an answer's token usage is not a count of tokens: that count is ignored",
+				"provider", ex.provider.String())
+		}
 		t.answer(ex.provider, ex.session, ex.req, b.ans)
 		b.buf = nil
+		b.p.budget.give(b.held)
+		b.held = 0
+		if b.sse != nil {
+			b.sse.release()
+		}
 	})
 }
 

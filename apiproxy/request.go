@@ -65,7 +65,7 @@ func parseRequest(a api, path string, h http.Header, body []byte) request {
 	r := request{api: a}
 	switch a {
 	case apiMessages:
-		r.session = headerSession(h, "X-Claude-Code-Session-Id")
+		r.session = headerSessionOf(a, h)
 		var userID string
 		fields(body, func(k, v []byte) bool {
 			switch string(k) {
@@ -89,19 +89,39 @@ func parseRequest(a api, path string, h http.Header, body []byte) request {
 			r.session = claudeUserSession(userID)
 		}
 	case apiResponses, apiChat:
-		r.session = headerSession(h, "Session-Id", "session_id", "Conversation-Id", "conversation_id")
-		r.turn = codexTurn(h.Get("X-Codex-Turn-Metadata"))
+		r.session = headerSessionOf(a, h)
+		var kind string
+		r.turn, kind = codexTurn(h.Get("X-Codex-Turn-Metadata"))
 		// Responses: input items *_call_output; Chat: messages of role tool.
 		fields(body, func(k, v []byte) bool {
 			switch string(k) {
 			case "stream":
 				r.stream = string(v) == "true"
 			case "tools":
-				r.main = nonEmptyArray(v)
+				r.main = r.main || nonEmptyArray(v)
+			case "tool_choice":
+				// Offered tools, wherever they are: Codex's default model
+				// (Responses Lite) sends them as an input item of type
+				// additional_tools, with tool_choice and no tools field.
+				r.main = r.main || (len(v) > 0 && string(v) != "null" && string(v) != `"none"`)
 			case "input":
 				// call_id names both calls and their outputs: read the
 				// items that are outputs.
 				elems(v, func(it []byte) {
+					if bytes.Contains(it, []byte(`"additional_tools"`)) {
+						var typ []byte
+						var tools bool
+						fields(it, func(k, v []byte) bool {
+							switch string(k) {
+							case "type":
+								typ = v
+							case "tools":
+								tools = nonEmptyArray(v)
+							}
+							return true
+						})
+						r.main = r.main || (string(typ) == `"additional_tools"` && tools)
+					}
 					if !bytes.Contains(it, []byte(`_call_output"`)) {
 						return
 					}
@@ -130,8 +150,13 @@ func parseRequest(a api, path string, h http.Header, body []byte) request {
 			}
 			return true
 		})
+		// Codex names what each request is for: a kind other than "turn"
+		// (a compaction, a summary) is a side request whatever it offers.
+		if kind != "" && kind != "turn" {
+			r.main = false
+		}
 	case apiGemini:
-		r.session = headerSession(h, "X-Gemini-Session-Id")
+		r.session = headerSessionOf(a, h)
 		r.stream = strings.HasSuffix(path, ":streamGenerateContent")
 		fields(body, func(k, v []byte) bool {
 			switch string(k) {
@@ -153,6 +178,22 @@ func parseRequest(a api, path string, h http.Header, body []byte) request {
 		r.main = r.main && r.stream
 	}
 	return r
+}
+
+// headerSessionOf returns the session a model call of API a names in its
+// headers, "" if none: Claude Code's X-Claude-Code-Session-Id, Codex's
+// Session-Id (older versions session_id, conversation_id), Gemini's
+// X-Gemini-Session-Id. A body read or not, this is known.
+func headerSessionOf(a api, h http.Header) string {
+	switch a {
+	case apiMessages:
+		return headerSession(h, "X-Claude-Code-Session-Id")
+	case apiResponses, apiChat:
+		return headerSession(h, "Session-Id", "session_id", "Conversation-Id", "conversation_id")
+	case apiGemini:
+		return headerSession(h, "X-Gemini-Session-Id")
+	}
+	return ""
 }
 
 // headerSession returns the first of the named headers that holds a valid
@@ -194,20 +235,28 @@ func claudeUserSession(uid string) string {
 	return ""
 }
 
-// codexTurn returns turn_id from Codex's X-Codex-Turn-Metadata header (a
-// JSON object), "" if absent or unusable. Codex's hooks report the same
-// turn_id, so proxy and hooks name the turn alike.
-func codexTurn(meta string) string {
+// codexTurn returns turn_id and request_kind from Codex's
+// X-Codex-Turn-Metadata header (a JSON object), "" for each that is
+// absent or unusable. Codex's hooks report the same turn_id, so proxy and
+// hooks name the turn alike.
+func codexTurn(meta string) (turn, kind string) {
 	if meta == "" || len(meta) > 16<<10 {
-		return ""
+		return "", ""
 	}
 	var v struct {
-		TurnID string `json:"turn_id"`
+		TurnID      string `json:"turn_id"`
+		RequestKind string `json:"request_kind"`
 	}
-	if json.Unmarshal([]byte(meta), &v) != nil || !validID(v.TurnID) {
-		return ""
+	if json.Unmarshal([]byte(meta), &v) != nil {
+		return "", ""
 	}
-	return v.TurnID
+	if validID(v.TurnID) {
+		turn = v.TurnID
+	}
+	if validID(v.RequestKind) {
+		kind = v.RequestKind
+	}
+	return turn, kind
 }
 
 // validID reports whether v is a usable protocol id: 1 to notify.MaxIDLen

@@ -7,6 +7,9 @@ import "bytes"
 // pass through to the client unchanged.
 const maxLine = 4 << 20
 
+// maxEventName bounds an event's name kept (the APIs' names are short).
+const maxEventName = 256
+
 // sseKind says what an SSE block was.
 type sseKind int
 
@@ -29,6 +32,17 @@ type sseParser struct {
 	// event is called for each complete event with its name (may be
 	// empty) and data (lines joined with "\n"), and how it was kept.
 	event func(name, data []byte, kind sseKind)
+	// budget, when set, holds the line's and the data's buffers: what it
+	// cannot hold is skipped as a line over maxLine is.
+	budget *budget
+	held   int64
+}
+
+// release gives the parser's buffers back to the budget.
+func (s *sseParser) release() {
+	s.budget.give(s.held)
+	s.held = 0
+	s.line, s.data, s.name = nil, nil, nil
 }
 
 // feed parses p. It never fails: malformed input yields fewer events.
@@ -56,7 +70,9 @@ func (s *sseParser) add(p []byte) {
 	if s.skipping {
 		return
 	}
-	if len(s.line)+len(p) > maxLine {
+	// The bound is checked before the append: nothing grows past it.
+	var ok bool
+	if s.line, ok = s.budget.grow(s.line, len(p), maxLine, &s.held); !ok {
 		s.skipping = true
 		s.line = s.line[:0]
 		return
@@ -77,14 +93,28 @@ func (s *sseParser) endLine(l []byte) {
 	value = bytes.TrimPrefix(value, []byte(" "))
 	switch string(field) {
 	case "event":
+		if len(value) > maxEventName {
+			value = value[:maxEventName]
+		}
 		s.name = append(s.name[:0], value...)
 	case "data":
+		if s.cut {
+			// Already too large: nothing more of it is kept (not even
+			// the newline that would join the next line).
+			return
+		}
+		n := len(value)
+		if s.hasData {
+			n++
+		}
+		var ok bool
+		if s.data, ok = s.budget.grow(s.data, n, maxLine, &s.held); !ok {
+			s.cut = true
+			s.data = s.data[:0]
+			return
+		}
 		if s.hasData {
 			s.data = append(s.data, '\n')
-		}
-		if len(s.data)+len(value) > maxLine {
-			s.cut = true
-			return
 		}
 		s.data = append(s.data, value...)
 		s.hasData = true

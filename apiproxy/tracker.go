@@ -12,8 +12,16 @@ const (
 	// when every tracked session has an open turn, the new session's
 	// traffic passes through without events.
 	maxSessions = 1024
-	// maxPending bounds the tool calls per session awaiting a result.
-	maxPending = 256
+	// maxPending bounds the tool calls per session awaiting a result,
+	// maxPendingAll those of all sessions together.
+	maxPending    = 256
+	maxPendingAll = 4096
+	// maxAdmitted bounds the sessions one proxy (one run) takes into its
+	// table over its life, re-admissions of evicted ones included: a run
+	// that names more (a flood of fresh session ids) has the rest of its
+	// traffic passed through without events, so that what it can make
+	// supervise journal is bounded too.
+	maxAdmitted = 4096
 )
 
 // phase is where an open turn is.
@@ -45,8 +53,11 @@ type tracker struct {
 	clock    uint64
 	prefix   string // turn id prefix
 	sink     func(Event)
-	dropped  int  // requests of sessions beyond maxSessions
+	dropped  int  // requests of sessions beyond maxSessions or maxAdmitted
+	admitted int  // sessions taken into the table so far
+	pending  int  // tool calls awaiting results, all sessions
 	closed   bool // no more events
+	warn     func(msg string, args ...any)
 }
 
 // close makes every later event a no-op; it returns once no event is
@@ -69,6 +80,12 @@ func (t *tracker) get(id string) *session {
 		s.seen = t.clock
 		return s
 	}
+	if t.admitted >= maxAdmitted {
+		t.dropped++
+		t.warnf("api proxy: this run named too many sessions: the traffic of new ones passes without events",
+			"limit", maxAdmitted)
+		return nil
+	}
 	if len(t.sessions) >= maxSessions {
 		var old *session
 		for _, s := range t.sessions {
@@ -78,10 +95,14 @@ func (t *tracker) get(id string) *session {
 		}
 		if old == nil {
 			t.dropped++
+			t.warnf("api proxy: every tracked session has an open turn: the traffic of new ones passes without events",
+				"limit", maxSessions)
 			return nil
 		}
+		t.pending -= len(old.pending)
 		delete(t.sessions, old.id)
 	}
+	t.admitted++
 	s := &session{id: id, seen: t.clock, pending: map[string]struct{}{}}
 	t.sessions[id] = s
 	return s
@@ -109,7 +130,10 @@ func (t *tracker) request(p Provider, sid string, r request) {
 		return
 	}
 	for _, id := range r.results {
-		delete(s.pending, id)
+		if _, ok := s.pending[id]; ok {
+			delete(s.pending, id)
+			t.pending--
+		}
 	}
 	switch {
 	case s.turn == "" || (r.turn != "" && s.named && r.turn != s.turn):
@@ -122,6 +146,7 @@ func (t *tracker) request(p Provider, sid string, r request) {
 			s.turn = t.prefix + strconv.Itoa(s.n)
 		}
 		s.phase = phaseModel
+		t.pending -= len(s.pending)
 		clear(s.pending)
 		t.emit(s, p, Event{Kind: TurnBegin})
 	case s.phase != phaseModel:
@@ -153,8 +178,9 @@ func (t *tracker) answer(p Provider, sid string, r request, a *answer) {
 		t.emit(s, p, Event{Kind: Waiting})
 	case len(a.tools) > 0:
 		for _, c := range a.tools {
-			if c.id != "" && len(s.pending) < maxPending {
+			if _, ok := s.pending[c.id]; !ok && c.id != "" && len(s.pending) < maxPending && t.pending < maxPendingAll {
 				s.pending[c.id] = struct{}{}
+				t.pending++
 			}
 		}
 		s.phase = phaseTool
@@ -184,11 +210,34 @@ func (t *tracker) limited(p Provider, sid string, r request, at time.Time) {
 	t.emit(s, p, Event{Kind: Waiting, RetryAt: at})
 }
 
-// stalled reports a stream of the session that stopped sending content.
+// stalled reports a stream of the session that stopped sending content:
+// only for a session with an open turn (a stream whose upstream never
+// answered opened none).
 func (t *tracker) stalled(p Provider, sid string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.get(sid); s != nil {
+	if s, ok := t.sessions[sid]; ok && s.turn != "" {
 		t.emit(s, p, Event{Kind: Stall})
+	}
+}
+
+// refused reports a model call of the session that Config.Refuse refused.
+// It changes no turn and admits no session to the table.
+func (t *tracker) refused(p Provider, sid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := Event{Kind: Refused, Provider: p, Session: sid}
+	if s, ok := t.sessions[sid]; ok {
+		e.Turn = s.turn
+	}
+	if t.sink != nil && !t.closed {
+		t.sink(e)
+	}
+}
+
+// warnf logs through the proxy's rate-limited warn, if any.
+func (t *tracker) warnf(msg string, args ...any) {
+	if t.warn != nil {
+		t.warn(msg, args...)
 	}
 }

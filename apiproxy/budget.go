@@ -1,0 +1,242 @@
+package apiproxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// The proxy's memory is bounded whatever the agent or the upstream sends:
+// every buffer that holds bytes of the traffic (a request body read to
+// derive events, a non-stream answer or a limit error kept for parsing,
+// an SSE line and event) draws from one budget shared by all connections,
+// maxBuffered bytes. A request body the budget cannot hold now is
+// forwarded unread, as one over maxBody; an answer or an SSE event it
+// cannot hold is parsed no further (its bytes still pass). Nothing waits
+// for the budget. A request body must arrive within Config.BodyTimeout.
+const (
+	maxBuffered = 64 << 20
+	// defaultBodyTimeout is Config.BodyTimeout's default.
+	defaultBodyTimeout = 60 * time.Second
+	// firstChunk is the first size of a body buffer whose length is not
+	// announced.
+	firstChunk = 64 << 10
+)
+
+// budget is a byte count shared by all connections. A nil budget
+// never refuses.
+type budget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+func newBudget(n int64) *budget { return &budget{left: n} }
+
+// take reserves n bytes; false (nothing reserved) when fewer are left.
+func (b *budget) take(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// give returns n bytes taken before.
+func (b *budget) give(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+}
+
+// grow returns buf with room for n more bytes, its capacity at most
+// limit; the growth is taken from the budget and added to *held. ok is
+// false, buf unchanged, when the room would pass limit or the budget
+// cannot hold it. The check comes before any byte is appended.
+func (b *budget) grow(buf []byte, n, limit int, held *int64) ([]byte, bool) {
+	need := len(buf) + n
+	if need > limit {
+		return buf, false
+	}
+	if need <= cap(buf) {
+		return buf, true
+	}
+	c := min(max(2*cap(buf), need, 4096), limit)
+	if !b.take(int64(c - cap(buf))) {
+		return buf, false
+	}
+	*held += int64(c - cap(buf))
+	nb := make([]byte, len(buf), c)
+	copy(nb, buf)
+	return nb, true
+}
+
+// readBody reads a model call's body to derive its events, within the
+// budget and the body deadline, and sets ex.session and ex.req. It
+// returns the budget held by the body (to give back when the exchange
+// ends) and false when nothing is to be forwarded: the client went away
+// or did not send its body in time (the connection is then closed).
+//
+// A body the client compressed, one over maxBody, and one the budget
+// cannot hold now are forwarded unread (ex.parsed false): their session
+// comes from the headers alone, their answer is still read for usage, and
+// they change no turn.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, ex *exchange, a api, path string) (int64, bool) {
+	if s := headerSessionOf(a, r.Header); s != "" {
+		ex.session = s
+	}
+	rc := http.NewResponseController(w)
+	// The deadline is the wall clock's (the kernel's), not Config.Now.
+	rc.SetReadDeadline(time.Now().Add(p.bodyTimeout))
+	if !identity(r.Header.Get("Content-Encoding")) {
+		r.Body = &deadlineBody{Reader: r.Body, rc: r.Body, ctl: rc, ex: ex}
+		return 0, true
+	}
+	var held int64
+	var buf []byte
+	cl := r.ContentLength
+	unread := func(why string) (int64, bool) {
+		p.warn(why, "provider", ex.provider.String(), "limit_bytes", maxBody, "budget_bytes", maxBuffered)
+		r.Body = &deadlineBody{Reader: io.MultiReader(bytes.NewReader(buf), r.Body), rc: r.Body, ctl: rc, ex: ex}
+		return held, true
+	}
+	if cl > maxBody {
+		return unread("api proxy: a request body is over the read limit: forwarded without deriving events")
+	}
+	for {
+		if cl >= 0 && int64(len(buf)) == cl {
+			break // net/http ends a body at its Content-Length
+		}
+		if len(buf) == cap(buf) {
+			n := min(firstChunk, maxBody+1-len(buf))
+			if cl >= 0 {
+				n = int(cl) - len(buf)
+			}
+			var ok bool
+			if buf, ok = p.budget.grow(buf, n, maxBody+1, &held); !ok {
+				if len(buf)+n > maxBody {
+					return unread("api proxy: a request body is over the read limit: forwarded without deriving events")
+				}
+				return unread("api proxy: the proxy's buffers are full: a request forwarded without deriving events")
+			}
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > maxBody {
+			return unread("api proxy: a request body is over the read limit: forwarded without deriving events")
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				p.warn("api proxy: a request body did not arrive in time: the connection is closed",
+					"provider", ex.provider.String(), "timeout", p.bodyTimeout.String())
+				w.WriteHeader(http.StatusRequestTimeout)
+			} else {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+			return held, false
+		}
+	}
+	rc.SetReadDeadline(time.Time{})
+	ex.parsed = true
+	r.Body = io.NopCloser(bytes.NewReader(buf))
+	r.ContentLength = int64(len(buf))
+	ex.req = parseRequest(a, path, r.Header, buf)
+	if ex.req.session != "" {
+		ex.session = ex.req.session
+	}
+	return held, true
+}
+
+// deadlineBody is a body forwarded unread: the body deadline holds until
+// its end, then is lifted (a deadline left on the connection would cut
+// the answer's stream).
+type deadlineBody struct {
+	io.Reader
+	rc   io.Closer
+	ctl  *http.ResponseController
+	ex   *exchange
+	once sync.Once
+}
+
+func (d *deadlineBody) Read(p []byte) (int, error) {
+	n, err := d.Reader.Read(p)
+	if err == io.EOF {
+		d.once.Do(func() {
+			d.ex.mu.Lock()
+			if !d.ex.over {
+				d.ctl.SetReadDeadline(time.Time{})
+			}
+			d.ex.mu.Unlock()
+		})
+	}
+	return n, err
+}
+
+func (d *deadlineBody) Close() error { return d.rc.Close() }
+
+// maxConns bounds the connections served at once; more wait in the
+// kernel's accept queue. With MaxHeaderBytes, it bounds what connections
+// cost beyond the budget.
+const maxConns = 256
+
+// limitListener accepts at most n connections open at once.
+type limitListener struct {
+	net.Listener
+	sem  chan struct{}
+	done chan struct{}
+}
+
+func newLimitListener(l net.Listener, n int) *limitListener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+	return l.Listener.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package apiproxy_test
+
+const raceEnabled = false
