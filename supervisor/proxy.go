@@ -106,7 +106,10 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 		// resume launch (`gemini -r latest ...`) continues it.
 		Session:     s.proxySession(),
 		StreamStall: s.cfg.StreamStall,
-		Log:         s.log.With("component", "api-proxy"),
+		// A session over its token budget, or any once the state dir's is
+		// spent, gets no more model calls: the proxy answers them itself.
+		Refuse: s.refuseModelCall,
+		Log:    s.log.With("component", "api-proxy"),
 		Sink: func(ev apiproxy.Event) {
 			select {
 			case c <- proxied{run: run, ev: ev}:
