@@ -56,6 +56,11 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		return
 	}
 	if sess.State == record.Parked && parkHolds(msg.Event) {
+		if m.Policy.Remember {
+			// The hooks are wired, and the task has this parked session.
+			m.Task.Markers, m.Task.runMarkers = true, true
+			m.touch(sess.ID)
+		}
 		m.refuseParked(o, sess, string(msg.Event), now)
 		o.add(Refuse{PID: msg.PID})
 		sess.LastHeartbeat = now

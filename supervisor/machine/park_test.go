@@ -159,3 +159,32 @@ func TestRuleParkKinds(t *testing.T) {
 		}
 	}
 }
+
+// In task mode a refused marker still tells that the hooks are wired, and
+// the task ends 5 with the parked session and its command, not with the
+// "no markers" warning.
+func TestRuleParkRefusedInTask(t *testing.T) {
+	cfg := taskConfig()
+	cfg.Task.Rerun = true
+	parked := record.Session{ID: "s1", State: record.Parked, ParkedBy: record.ParkedByBreaker, Turn: "t1",
+		Task: "task1", Reason: "mid-turn at 2 consecutive dirty deaths"}
+	m := New(cfg)
+	m.Step(Booted{NextRun: 1, Sessions: []record.Session{parked}}, t0)
+	fx := m.Step(LaunchDue{}, t0)
+	l, ok := find[Launch](fx)
+	if !ok {
+		t.Fatalf("--rerun-task did not start the task: %#v", fx)
+	}
+	m.Step(Started{Run: l.Run, PID: 7, At: t0, Argv: l.Argv}, t0)
+	fx = m.Step(Marker{Msg: marker.Message{PID: 9, Session: "s1", Event: marker.EventTurnBegin, Turn: "t2"}}, t0)
+	if _, ok := find[Refuse](fx); !ok {
+		t.Fatal("not refused")
+	}
+	fx = m.Step(Exited{PID: 7, Code: 0, Started: t0, Ended: t0.Add(time.Second)}, t0.Add(time.Second))
+	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
+		t.Fatalf("task ended %+v, want 5", n)
+	}
+	if rep := reported(fx); strings.Contains(rep, "no turn markers arrived") || !strings.Contains(rep, "session s1 of") && !strings.Contains(rep, "session s1 is parked") {
+		t.Errorf("report:\n%s", rep)
+	}
+}
