@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"testing"
@@ -57,6 +58,9 @@ func TestSimulation(t *testing.T) {
 		seed = s
 	}
 	n := simSteps(t)
+	// The simulation allocates little that lives: the collector may wait
+	// longer between cycles (a few MiB more held, half the time).
+	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	sim := newSim(t, seed, false)
 	sim.run(n)
 	t.Logf("simulated %d steps (seed %d, %d universes, %d boots, %d launches, %d deaths, %d markers refused for a park, %d parks lifted by hand, %d offline)",
@@ -72,6 +76,7 @@ func TestSimulationDeterministic(t *testing.T) {
 	if testing.Short() {
 		n = 10_000
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	a, b := newSim(t, seed, true), newSim(t, seed, true)
 	a.run(n)
 	b.run(n)
