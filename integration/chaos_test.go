@@ -432,6 +432,9 @@ func (b branch) apply(line string) {
 	if !ok {
 		s = msess{state: journal.Idle}
 	}
+	if s.state == journal.Parked {
+		return // refused: only a person lifts a park (issue 29)
+	}
 	// A marker that contradicts the session's turn is a no-op
 	// (supervisor.outOfSequence).
 	if turn != "" && s.turn != "" {

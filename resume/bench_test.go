@@ -5,20 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // benchSessions returns n sessions in the mix a death finds in the open
 // index: mostly mid-turn, some waiting, pending, parked and stopped.
-func benchSessions(n int) []journal.Session {
-	states := []journal.SessionState{journal.InTurn, journal.InTurn, journal.InTurn, journal.Waiting,
-		journal.ResumePending, journal.Parked, journal.Stopped, journal.InTurn}
-	out := make([]journal.Session, n)
+func benchSessions(n int) []record.Session {
+	states := []record.SessionState{record.InTurn, record.InTurn, record.InTurn, record.Waiting,
+		record.ResumePending, record.Parked, record.Stopped, record.InTurn}
+	out := make([]record.Session, n)
 	for i := range out {
 		s := sess(states[i%len(states)], i%3)
 		s.ID = fmt.Sprintf("0196b4a4-6f0e-7cc0-a2c5-%012x", n-i) // unsorted: Decide sorts
-		if s.State == journal.ResumePending {
-			s.Resume = &journal.Resume{Attempt: 1, Run: 7, Delivered: 1}
+		if s.State == record.ResumePending {
+			s.Resume = &record.Resume{Attempt: 1, Run: 7, Delivered: 1}
 		}
 		out[i] = s
 	}
@@ -48,7 +48,7 @@ func BenchmarkDecide(b *testing.B) {
 // turns become stopped, uncounted.
 func BenchmarkDecideRequestedStop(b *testing.B) {
 	in := benchSessions(100)
-	stop := Death{Reason: journal.ReasonStopped, Requested: true, Run: 7, At: now}
+	stop := Death{Reason: record.ReasonStopped, Requested: true, Run: 7, At: now}
 	b.ReportAllocs()
 	for b.Loop() {
 		Decide(in, stop, now, DefaultPolicy())
@@ -57,7 +57,7 @@ func BenchmarkDecideRequestedStop(b *testing.B) {
 
 // BenchmarkMessage is the continuation text of one resumed session.
 func BenchmarkMessage(b *testing.B) {
-	s := sess(journal.InTurn, 0)
+	s := sess(record.InTurn, 0)
 	b.ReportAllocs()
 	for b.Loop() {
 		Message(s, kill9, "")
@@ -66,7 +66,7 @@ func BenchmarkMessage(b *testing.B) {
 
 // BenchmarkManual is one `supervise resume` decision.
 func BenchmarkManual(b *testing.B) {
-	s := sess(journal.Parked, 2)
+	s := sess(record.Parked, 2)
 	s.Reason = "mid-turn at 2 consecutive dirty deaths"
 	b.ReportAllocs()
 	for b.Loop() {

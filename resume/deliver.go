@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/supervise-dev/supervise/internal/statedir"
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Item is one entry of the resume file (SUPERVISE_RESUME_FILE): a session
@@ -40,7 +40,7 @@ type Item struct {
 
 // Items returns the resume file entries of the pending sessions, oldest
 // interruption first.
-func Items(pending []journal.Session) []Item {
+func Items(pending []record.Session) []Item {
 	sort.Slice(pending, func(i, j int) bool {
 		a, b := pending[i].Resume, pending[j].Resume
 		if a.Since.Equal(b.Since) {

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 func TestResumeFile(t *testing.T) {
-	older := journal.Session{ID: "b", Turn: "t2", Phase: "tool", Tool: "bash", Detail: "npm test", Prompt: "p",
+	older := record.Session{ID: "b", Turn: "t2", Phase: "tool", Tool: "bash", Detail: "npm test", Prompt: "p",
 		Effects: []string{"write:a.go"},
-		Resume:  &journal.Resume{Attempt: 1, Reason: "r", Message: "m", Since: now.Add(-time.Minute)}}
-	newer := journal.Session{ID: "a", Resume: &journal.Resume{Attempt: 2, Message: "m2", Since: now}}
-	items := Items([]journal.Session{newer, older})
+		Resume:  &record.Resume{Attempt: 1, Reason: "r", Message: "m", Since: now.Add(-time.Minute)}}
+	newer := record.Session{ID: "a", Resume: &record.Resume{Attempt: 2, Message: "m2", Since: now}}
+	items := Items([]record.Session{newer, older})
 	path := filepath.Join(t.TempDir(), "resume.json")
 	if err := WriteFile(path, items); err != nil {
 		t.Fatal(err)

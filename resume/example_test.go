@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -15,16 +15,16 @@ import (
 // to the next child in the resume file, which the agent reads back.
 func Example() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	s := journal.Session{ID: "s1", State: journal.InTurn, Turn: "t1", Phase: "tool", Tool: "Bash",
+	s := record.Session{ID: "s1", State: record.InTurn, Turn: "t1", Phase: "tool", Tool: "Bash",
 		Prompt: "fix the tests", TurnStarted: now.Add(-time.Minute)}
-	death := resume.Death{Reason: journal.ReasonSignal, Signal: 9, Run: 1, At: now}
+	death := resume.Death{Reason: record.ReasonSignal, Signal: 9, Run: 1, At: now}
 
-	d := resume.Decide([]journal.Session{s}, death, now, resume.DefaultPolicy())[0]
+	d := resume.Decide([]record.Session{s}, death, now, resume.DefaultPolicy())[0]
 	fmt.Println("first death:", d.Action, d.Session.State, "crash count", d.Session.CrashCount)
 
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("resume-example-%d.json", os.Getpid()))
 	defer os.Remove(path)
-	if err := resume.WriteFile(path, resume.Items([]journal.Session{d.Session})); err != nil {
+	if err := resume.WriteFile(path, resume.Items([]record.Session{d.Session})); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -36,8 +36,8 @@ func Example() {
 	fmt.Printf("resume file: session %s, turn %s, attempt %d\n", items[0].Session, items[0].Turn, items[0].Attempt)
 
 	again := d.Session
-	again.State = journal.InTurn // the agent took the resume and died again
-	d = resume.Decide([]journal.Session{again}, resume.Death{Reason: journal.ReasonSignal, Signal: 9, Run: 2, At: now}, now, resume.DefaultPolicy())[0]
+	again.State = record.InTurn // the agent took the resume and died again
+	d = resume.Decide([]record.Session{again}, resume.Death{Reason: record.ReasonSignal, Signal: 9, Run: 2, At: now}, now, resume.DefaultPolicy())[0]
 	fmt.Println("second death:", d.Action, d.Session.State, "crash count", d.Session.CrashCount)
 	// Output:
 	// first death: resume resume_pending crash count 1

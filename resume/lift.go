@@ -3,7 +3,7 @@ package resume
 import (
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // LiftReason is the reason a park lifted by a changed agent carries.
@@ -13,8 +13,8 @@ const LiftReason = "the agent changed since it was parked"
 // under an agent whose fingerprint differs from sum: the upgrade that fixes
 // a crash should resume the work that crash parked. Parks for a wait, a
 // stale turn, an untaken resume or a requested stop never lift this way.
-func Liftable(s journal.Session, sum string) bool {
-	return s.State == journal.Parked && s.ParkedBy == journal.ParkedByBreaker &&
+func Liftable(s record.Session, sum string) bool {
+	return s.State == record.Parked && record.LiftedByFingerprint(s.ParkedBy) &&
 		s.Fingerprint != nil && s.Fingerprint.Sum != "" && sum != "" && s.Fingerprint.Sum != sum
 }
 
@@ -23,8 +23,8 @@ func Liftable(s journal.Session, sum string) bool {
 // resumed and the next parks it again, under the new fingerprint (see
 // liftedCount), with the reason LiftReason. The fingerprint that parked it
 // is dropped, so the same park never lifts twice.
-func Lift(s journal.Session, now time.Time, p Policy) journal.Session {
-	s.State = journal.ResumePending
+func Lift(s record.Session, now time.Time, p Policy) record.Session {
+	s.State = record.ResumePending
 	s.CrashCount = liftedCount(p)
 	s.Reason = LiftReason
 	s.ParkedBy, s.Fingerprint = "", nil
@@ -34,7 +34,7 @@ func Lift(s journal.Session, now time.Time, p Policy) journal.Session {
 		msg = continuation("[supervise: automatic continuation] Your previous turn in this session was parked after the agent "+
 			"died in it repeatedly; the agent has changed since (a new binary or configuration), so supervise resumes it once.", s)
 	}
-	s.Resume = &journal.Resume{Attempt: s.CrashCount + 1, Reason: LiftReason, Message: msg, Since: now}
+	s.Resume = &record.Resume{Attempt: s.CrashCount + 1, Reason: LiftReason, Message: msg, Since: now}
 	s.Updated = now
 	return s
 }

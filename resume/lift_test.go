@@ -4,30 +4,34 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 func TestBreakerParkIsMarked(t *testing.T) {
 	p := DefaultPolicy()
-	d := Decide([]journal.Session{sess(journal.InTurn, 1)}, kill9, now, p)[0]
-	if d.Action != Park || d.Session.ParkedBy != journal.ParkedByBreaker {
+	d := Decide([]record.Session{sess(record.InTurn, 1)}, kill9, now, p)[0]
+	if d.Action != Park || d.Session.ParkedBy != record.ParkedByBreaker {
 		t.Fatalf("breaker park: %v parked_by %q", d.Action, d.Session.ParkedBy)
 	}
-	stale := sess(journal.InTurn, 0)
+	stale := sess(record.InTurn, 0)
 	stale.TurnStarted = now.Add(-2 * p.MaxAge)
-	for name, s := range map[string]journal.Session{"waiting": sess(journal.Waiting, 0), "stale": stale} {
-		s.ParkedBy = journal.ParkedByBreaker // left over from an earlier park
-		d := Decide([]journal.Session{s}, kill9, now, p)[0]
-		if d.Action != Park || d.Session.ParkedBy != "" {
+	for name, c := range map[string]struct {
+		s  record.Session
+		by string
+	}{"waiting": {sess(record.Waiting, 0), record.ParkedByWait}, "stale": {stale, record.ParkedByStale}} {
+		s := c.s
+		s.ParkedBy = record.ParkedByBreaker // left over from an earlier park
+		d := Decide([]record.Session{s}, kill9, now, p)[0]
+		if d.Action != Park || d.Session.ParkedBy != c.by {
 			t.Errorf("%s park: %v parked_by %q, want a park not marked as the breaker's", name, d.Action, d.Session.ParkedBy)
 		}
 	}
 }
 
 func TestLift(t *testing.T) {
-	parked := sess(journal.Parked, 2)
-	parked.ParkedBy = journal.ParkedByBreaker
-	parked.Fingerprint = &journal.Fingerprint{Sum: "aaa"}
+	parked := sess(record.Parked, 2)
+	parked.ParkedBy = record.ParkedByBreaker
+	parked.Fingerprint = &record.Fingerprint{Sum: "aaa"}
 	if Liftable(parked, "aaa") {
 		t.Error("liftable under the same fingerprint")
 	}
@@ -37,10 +41,10 @@ func TestLift(t *testing.T) {
 	if !Liftable(parked, "bbb") {
 		t.Fatal("not liftable under a changed fingerprint")
 	}
-	for name, s := range map[string]journal.Session{
-		"waiting park":   func() journal.Session { s := parked; s.ParkedBy = ""; return s }(),
-		"no fingerprint": func() journal.Session { s := parked; s.Fingerprint = nil; return s }(),
-		"not parked":     func() journal.Session { s := parked; s.State = journal.ResumePending; return s }(),
+	for name, s := range map[string]record.Session{
+		"waiting park":   func() record.Session { s := parked; s.ParkedBy = ""; return s }(),
+		"no fingerprint": func() record.Session { s := parked; s.Fingerprint = nil; return s }(),
+		"not parked":     func() record.Session { s := parked; s.State = record.ResumePending; return s }(),
 	} {
 		if Liftable(s, "bbb") {
 			t.Errorf("%s: liftable", name)
@@ -49,7 +53,7 @@ func TestLift(t *testing.T) {
 	for _, limit := range []int{1, 3} {
 		p := Policy{Limit: limit}
 		got := Lift(parked, now, p)
-		if got.State != journal.ResumePending || got.CrashCount != limit-1 || got.Reason != LiftReason {
+		if got.State != record.ResumePending || got.CrashCount != limit-1 || got.Reason != LiftReason {
 			t.Errorf("limit %d: lifted to %s crash_count %d reason %q", limit, got.State, got.CrashCount, got.Reason)
 		}
 		if got.Resume == nil || got.Resume.Manual || !strings.Contains(got.Resume.Message, "rename the package") {
@@ -61,13 +65,13 @@ func TestLift(t *testing.T) {
 		// The lifted resume handed to a run that dies: counted from
 		// limit-1, so one more death resumes and the next parks.
 		got.Resume.Run = 7
-		d := Decide([]journal.Session{got}, kill9, now, p)[0]
+		d := Decide([]record.Session{got}, kill9, now, p)[0]
 		if d.Action != Resume || d.Session.CrashCount != limit {
 			t.Errorf("limit %d: first death after the lift: %v crash_count %d", limit, d.Action, d.Session.CrashCount)
 		}
 		d.Session.Resume.Run = 8
-		d = Decide([]journal.Session{d.Session}, Death{Reason: kill9.Reason, Signal: 9, Run: 8, At: now}, now, p)[0]
-		if d.Action != Park || d.Session.ParkedBy != journal.ParkedByBreaker {
+		d = Decide([]record.Session{d.Session}, Death{Reason: kill9.Reason, Signal: 9, Run: 8, At: now}, now, p)[0]
+		if d.Action != Park || d.Session.ParkedBy != record.ParkedByBreaker {
 			t.Errorf("limit %d: second death after the lift: %v parked_by %q", limit, d.Action, d.Session.ParkedBy)
 		}
 	}

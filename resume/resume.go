@@ -38,7 +38,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Policy is the resume policy.
@@ -66,7 +66,7 @@ func DefaultPolicy() Policy { return Policy{Limit: 1, MaxAge: time.Hour} }
 
 // Death describes how the agent process died, as the decisions need it.
 type Death struct {
-	// Reason is the run's journal reason (journal.ReasonSignal, ...).
+	// Reason is the run's journal reason (record.ReasonSignal, ...).
 	Reason string
 	// Signal and ExitCode are the run's, for the message.
 	Signal   int
@@ -116,13 +116,13 @@ func (a Action) String() string {
 // journaled (for Keep, unchanged).
 type Decision struct {
 	Action  Action
-	Session journal.Session
+	Session record.Session
 }
 
 // Decide returns the decision for every session given, in session order.
 // The caller commits the sessions of every non-Keep decision in one journal
 // transaction before it starts the next child.
-func Decide(sessions []journal.Session, d Death, now time.Time, p Policy) []Decision {
+func Decide(sessions []record.Session, d Death, now time.Time, p Policy) []Decision {
 	// Sort indices, not Decisions: a Decision holds a whole Session.
 	order := make([]int, len(sessions))
 	for i := range order {
@@ -137,16 +137,16 @@ func Decide(sessions []journal.Session, d Death, now time.Time, p Policy) []Deci
 	return out
 }
 
-func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Decision {
-	midTurn := s.State == journal.InTurn || s.State == journal.Waiting
-	pending := s.State == journal.ResumePending
+func decide(s record.Session, d Death, how string, now time.Time, p Policy) Decision {
+	midTurn := s.State == record.InTurn || s.State == record.Waiting
+	pending := s.State == record.ResumePending
 	// handed: the session's resume was handed to the run that died, which
 	// was resuming it.
 	handed := pending && s.Resume != nil && s.Resume.Run == d.Run && d.Run != 0
 	if d.Clean {
 		if handed {
 			s.Updated = now
-			return park(s, fmt.Sprintf("its resume was handed to run %d, which exited without taking it (the agent never reported resumed: are its hooks or resume support wired?)", d.Run))
+			return park(s, record.ParkedByUntaken, fmt.Sprintf("its resume was handed to run %d, which exited without taking it (the agent never reported resumed: are its hooks or resume support wired?)", d.Run))
 		}
 		return Decision{Keep, s}
 	}
@@ -156,9 +156,9 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 			// owed; the stop did not interrupt it.
 			return Decision{Keep, s}
 		}
-		s.State = journal.Stopped
+		s.State = record.Stopped
 		s.Reason = "stopped by a requested stop of supervise while mid-turn"
-		if d.Reason != journal.ReasonStopped {
+		if d.Reason != record.ReasonStopped {
 			s.Reason += " (" + how + ")"
 		}
 		s.Resume = nil
@@ -176,31 +176,30 @@ func decide(s journal.Session, d Death, how string, now time.Time, p Policy) Dec
 	s.CrashCount++
 	s.Updated = now
 	switch {
-	case s.State == journal.Waiting && s.Wait == "reconnect":
+	case s.State == record.Waiting && s.Wait == "reconnect":
 		// Retrying the model API mid-turn: an outage, not a person. Counted
 		// and resumed like in_turn (the checks below).
-		s.State = journal.InTurn
+		s.State = record.InTurn
 	}
 	switch {
-	case s.State == journal.Waiting:
-		return park(s, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
+	case s.State == record.Waiting:
+		return park(s, record.ParkedByWait, "was waiting for input (approval or a human answer) when the agent died: never resumed automatically")
 	case p.MaxAge > 0 && !s.TurnStarted.IsZero() && now.Sub(s.TurnStarted) > p.MaxAge:
-		return park(s, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
+		return park(s, record.ParkedByStale, fmt.Sprintf("stale: the turn started %s ago, more than --max-turn-age %s", now.Sub(s.TurnStarted).Round(time.Second), p.MaxAge))
 	case p.Exhausted(s.CrashCount):
-		dec := park(s, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): "+suspect(d))
-		dec.Session.ParkedBy = journal.ParkedByBreaker
-		return dec
+		return park(s, record.ParkedByBreaker, "mid-turn at "+strconv.Itoa(s.CrashCount)+" consecutive dirty deaths ("+how+"): "+suspect(d))
 	}
-	s.State = journal.ResumePending
+	s.State = record.ResumePending
 	s.Reason = "interrupted: " + how
-	s.Resume = &journal.Resume{Attempt: s.CrashCount, Interrupted: d.Run, Reason: how, Since: now,
+	s.Resume = &record.Resume{Attempt: s.CrashCount, Interrupted: d.Run, Reason: how, Since: now,
 		Message: message(s, how, p.Template)}
 	return Decision{Resume, s}
 }
 
-func park(s journal.Session, reason string) Decision {
-	s.State = journal.Parked
-	s.ParkedBy = ""
+// park parks s, of kind by (record.Parks: who can lift it), for reason.
+func park(s record.Session, by, reason string) Decision {
+	s.State = record.Parked
+	s.ParkedBy = by
 	s.Reason = reason
 	s.Resume = nil
 	return Decision{Park, s}
@@ -208,21 +207,18 @@ func park(s journal.Session, reason string) Decision {
 
 // suspect says, by the death's cause, why the breaker parks rather than
 // resumes again: only a cause the turn can have (a crash, memory, a hang)
-// makes the turn a suspect.
+// makes the turn a suspect. The words are the reason table's
+// (record.Reason.SuspectFor).
 func suspect(d Death) string {
-	switch {
-	case d.Reason == journal.ReasonOOM || d.Reason == journal.ReasonMemory:
-		return "the turn may be what exhausts the agent's memory; resume it by hand once the cause is known"
-	case d.Reason == journal.ReasonWatchdog || d.Reason == journal.ReasonTurnTimeout || d.Reason == journal.ReasonStreamStall:
-		return "the turn may be what hangs the agent; resume it by hand once the cause is known"
-	case d.Reason == journal.ReasonSupervisorDied:
-		return "supervise died with it again; resume it by hand once supervise runs steadily"
-	case d.Signal == 9 || d.Signal == 15 || d.Signal == 2 || d.Signal == 1:
-		return "the signal came from outside the agent (a person, a script, a chaos test): resume it by hand when that is over"
-	case d.Signal != 0:
-		return "the turn may be what crashes the agent; resume it by hand once the cause is known"
+	r, ok := record.LookupReason(d.Reason)
+	if !ok {
+		r, _ = record.LookupReason(record.ReasonExit)
 	}
-	return "the agent ended with its own error each time (an API error, a lost conversation, bad credentials): fix that, then resume it by hand"
+	if d.Signal != 0 && !r.Suspect && r.Name == record.ReasonExit {
+		r, _ = record.LookupReason(record.ReasonSignal) // a signal whatever the reason says
+	}
+	_, advice := r.SuspectFor(d.Signal)
+	return advice
 }
 
 // describe says how the process died, in words, with the agent's own
@@ -235,28 +231,11 @@ func describe(d Death) string {
 	return how
 }
 
+// describeCause words how the process died: the reason table's How, or,
+// for a signal or an exit, its number.
 func describeCause(d Death) string {
-	switch d.Reason {
-	case journal.ReasonWatchdog:
-		return "killed by the watchdog after it stopped responding"
-	case journal.ReasonMemory:
-		return "killed by the memory guard"
-	case journal.ReasonSupervisorDied:
-		return "supervise itself died, taking the agent with it"
-	case journal.ReasonTurnOpen:
-		return "the agent exited with status 0 in the middle of the turn"
-	case journal.ReasonStopped:
-		return "a requested stop"
-	case journal.ReasonExecFailed:
-		return "the agent could not be started"
-	case journal.ReasonTurnTimeout:
-		return "stopped by supervise because a turn ran past its deadline (--turn-timeout or --phase-timeout)"
-	case journal.ReasonOOM:
-		return "killed by the kernel's OOM killer (out of memory in its cgroup)"
-	case journal.ReasonStreamStall:
-		return "stopped by supervise because a model stream sent no content for --stream-stall"
-	case journal.ReasonTokenBudget:
-		return "stopped by supervise because a session went past --max-tokens"
+	if r, ok := record.LookupReason(d.Reason); ok && r.How != "" {
+		return r.How
 	}
 	if d.Signal != 0 {
 		return fmt.Sprintf("the agent was killed by signal %d (%s)", d.Signal, signalName(d.Signal))
@@ -282,12 +261,12 @@ func signalName(sig int) string {
 // (X_SUPERVISE_EFFECT), it names them: "Already done (...): `k1`, `k2`."
 // A template replaces it; its placeholders are {session} {turn} {how}
 // {phase} {tool} {detail} {prompt} {effects}.
-func Message(s journal.Session, d Death, template string) string {
+func Message(s record.Session, d Death, template string) string {
 	return message(s, describe(d), template)
 }
 
 // message is Message with the death already described.
-func message(s journal.Session, how, template string) string {
+func message(s record.Session, how, template string) string {
 	if template != "" {
 		return fill(template, s, how)
 	}
@@ -319,7 +298,7 @@ func code(s string) string {
 // continuation is the honest part every continuation shares, after its
 // first sentence: work may be done, a side effect's outcome is unknown,
 // check before redoing, then the request excerpt.
-func continuation(lead string, s journal.Session) string {
+func continuation(lead string, s record.Session) string {
 	var b strings.Builder
 	b.WriteString(lead)
 	if len(s.Effects) > 0 {
@@ -337,7 +316,7 @@ func continuation(lead string, s journal.Session) string {
 }
 
 // MessageEffects is how many effect keys a continuation message names;
-// the resume file's "effects" has them all (journal.MaxEffects).
+// the resume file's "effects" has them all (record.MaxEffects).
 const MessageEffects = 16
 
 // effectList names keys for a message, each as inline code, at most
@@ -355,7 +334,7 @@ func effectList(keys []string) string {
 }
 
 // fill applies a --resume-message template.
-func fill(template string, s journal.Session, how string) string {
+func fill(template string, s record.Session, how string) string {
 	effects := ""
 	if len(s.Effects) > 0 {
 		effects = effectList(s.Effects)
@@ -377,11 +356,13 @@ const ReasonManual = "manual resume"
 
 // Manual applies `supervise resume`: a parked, stopped or pending session
 // is made resume_pending by a person's decision, with its crash count reset
-// (docs/design.md: the count resets on a manual resume). Such a resume is dispatched
+// (docs/design.md: the count resets on a manual resume), and, parked for
+// its token budget, with the budget counted again from what it spent
+// (record.Tokens.Lifted). Such a resume is dispatched
 // even while the crash-loop guard holds automatic ones.
-func Manual(s journal.Session, now time.Time, template string) (journal.Session, error) {
+func Manual(s record.Session, now time.Time, template string) (record.Session, error) {
 	switch s.State {
-	case journal.Parked, journal.Stopped, journal.ResumePending:
+	case record.Parked, record.Stopped, record.ResumePending:
 	default:
 		return s, fmt.Errorf("%w: %s is %s", ErrNotResumable, s.ID, s.State)
 	}
@@ -390,15 +371,22 @@ func Manual(s journal.Session, now time.Time, template string) (journal.Session,
 		why = string(s.State)
 	}
 	msg := manualMessage(s, why, template)
-	s.State = journal.ResumePending
+	if s.ParkedBy == record.ParkedByBudget && s.Tokens != nil && s.State == record.Parked {
+		// A person lifts a budget's park: the budget counts again from
+		// what the session has spent.
+		t := *s.Tokens
+		t.Lifted = t.Used()
+		s.Tokens = &t
+	}
+	s.State = record.ResumePending
 	s.CrashCount = 0
 	s.Reason = "resumed by hand (was: " + why + ")"
-	s.Resume = &journal.Resume{Attempt: 1, Reason: ReasonManual, Message: msg, Since: now, Manual: true}
+	s.Resume = &record.Resume{Attempt: 1, Reason: ReasonManual, Message: msg, Since: now, Manual: true}
 	s.Updated = now
 	return s, nil
 }
 
-func manualMessage(s journal.Session, why, template string) string {
+func manualMessage(s record.Session, why, template string) string {
 	if template != "" {
 		return fill(template, s, why)
 	}

@@ -7,79 +7,79 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func sess(state journal.SessionState, count int) journal.Session {
-	return journal.Session{ID: "s", State: state, CrashCount: count, Turn: "t1", TurnStarted: now.Add(-time.Minute),
+func sess(state record.SessionState, count int) record.Session {
+	return record.Session{ID: "s", State: state, CrashCount: count, Turn: "t1", TurnStarted: now.Add(-time.Minute),
 		Phase: "tool", Tool: "bash", Prompt: "rename the package"}
 }
 
-func waitingFor(w string, count int) journal.Session {
-	s := sess(journal.Waiting, count)
+func waitingFor(w string, count int) record.Session {
+	s := sess(record.Waiting, count)
 	s.Wait = w
 	return s
 }
 
-var kill9 = Death{Reason: journal.ReasonSignal, Signal: 9, ExitCode: 137, Run: 7, At: now}
+var kill9 = Death{Reason: record.ReasonSignal, Signal: 9, ExitCode: 137, Run: 7, At: now}
 
 // TestDecisionTable covers every row of the decision table in docs/design.md and the
 // rules around it.
 func TestDecisionTable(t *testing.T) {
-	delivered := func(s journal.Session, run uint64) journal.Session {
-		s.Resume = &journal.Resume{Attempt: 1, Run: run, Delivered: 1}
+	delivered := func(s record.Session, run uint64) record.Session {
+		s.Resume = &record.Resume{Attempt: 1, Run: run, Delivered: 1}
 		return s
 	}
-	stale := sess(journal.InTurn, 0)
+	stale := sess(record.InTurn, 0)
 	stale.TurnStarted = now.Add(-2 * time.Hour)
-	cancelled := sess(journal.Idle, 0)
+	cancelled := sess(record.Idle, 0)
 	cancelled.Outcome = "cancelled"
 	for _, tc := range []struct {
 		name      string
-		in        journal.Session
+		in        record.Session
 		death     Death
 		policy    Policy
 		action    Action
-		state     journal.SessionState
+		state     record.SessionState
 		count     int
 		reasonHas string
 	}{
-		{"idle: nothing", sess(journal.Idle, 0), kill9, DefaultPolicy(), Keep, journal.Idle, 0, ""},
-		{"closed: nothing", sess(journal.Closed, 0), kill9, DefaultPolicy(), Keep, journal.Closed, 0, ""},
-		{"turn ended cancelled, then died: nothing", cancelled, kill9, DefaultPolicy(), Keep, journal.Idle, 0, ""},
-		{"waiting: parked, never resumed", sess(journal.Waiting, 0), kill9, DefaultPolicy(), Park, journal.Parked, 1, "waiting for input"},
-		{"waiting for approval: parked", waitingFor("approval", 0), kill9, DefaultPolicy(), Park, journal.Parked, 1, "waiting for input"},
-		{"waiting for reconnect: resumed like in_turn", waitingFor("reconnect", 0), kill9, DefaultPolicy(), Resume, journal.ResumePending, 1, "signal 9"},
-		{"waiting for reconnect, second death: breaker", waitingFor("reconnect", 1), kill9, DefaultPolicy(), Park, journal.Parked, 2, "consecutive"},
-		{"turn timeout: resume", sess(journal.InTurn, 0), Death{Reason: journal.ReasonTurnTimeout, Signal: 15, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "deadline"},
-		{"oom: resume", sess(journal.InTurn, 0), Death{Reason: journal.ReasonOOM, Signal: 9, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "OOM"},
-		{"in turn, stale: parked", stale, kill9, DefaultPolicy(), Park, journal.Parked, 1, "stale"},
-		{"in turn, first death: resume", sess(journal.InTurn, 0), kill9, DefaultPolicy(), Resume, journal.ResumePending, 1, "signal 9"},
-		{"in turn, second consecutive death: park", sess(journal.InTurn, 1), kill9, DefaultPolicy(), Park, journal.Parked, 2, "2 consecutive dirty deaths"},
-		{"limit 2 allows a second resume", sess(journal.InTurn, 1), kill9, Policy{Limit: 2, MaxAge: time.Hour}, Resume, journal.ResumePending, 2, ""},
-		{"resume pending, delivered to the dead run: counts and parks", delivered(sess(journal.ResumePending, 1), 7), kill9, DefaultPolicy(), Park, journal.Parked, 2, "consecutive"},
-		{"resume pending, held back (never delivered): untouched", delivered(sess(journal.ResumePending, 1), 0), kill9, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
-		{"resume pending, delivered to an earlier run: untouched", delivered(sess(journal.ResumePending, 1), 6), kill9, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
-		{"parked stays parked", sess(journal.Parked, 2), kill9, DefaultPolicy(), Keep, journal.Parked, 2, ""},
-		{"stopped stays stopped", sess(journal.Stopped, 0), kill9, DefaultPolicy(), Keep, journal.Stopped, 0, ""},
-		{"exit 0 with a turn open is dirty", sess(journal.InTurn, 0), Death{Reason: journal.ReasonTurnOpen, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "status 0"},
-		{"watchdog", sess(journal.InTurn, 0), Death{Reason: journal.ReasonWatchdog, Signal: 6, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "watchdog"},
-		{"supervisor died", sess(journal.InTurn, 0), Death{Reason: journal.ReasonSupervisorDied, Run: 7}, DefaultPolicy(), Resume, journal.ResumePending, 1, "supervise itself died"},
-		{"requested stop, in turn: stopped, uncounted", sess(journal.InTurn, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 0, "requested stop of supervise while mid-turn"},
-		{"requested stop, waiting: stopped", sess(journal.Waiting, 1), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
-		{"requested stop, pending, handed to the stopped run: stopped", delivered(sess(journal.ResumePending, 1), 7), Death{Reason: journal.ReasonStopped, Requested: true, Run: 7}, DefaultPolicy(), Stop, journal.Stopped, 1, ""},
-		{"requested stop, pending, held back (never handed over): still owed", delivered(sess(journal.ResumePending, 1), 0), Death{Reason: journal.ReasonStopped, Requested: true, Run: 7}, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
-		{"requested stop, pending, handed to an earlier run: still owed", delivered(sess(journal.ResumePending, 1), 6), Death{Reason: journal.ReasonStopped, Requested: true, Run: 7}, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
-		{"requested stop, idle: nothing", sess(journal.Idle, 0), Death{Reason: journal.ReasonStopped, Requested: true}, DefaultPolicy(), Keep, journal.Idle, 0, ""},
-		{"no max age", stale, kill9, Policy{Limit: 1}, Resume, journal.ResumePending, 1, ""},
-		{"clean exit, resume handed to it not taken: parked, uncounted", delivered(sess(journal.ResumePending, 1), 7), Death{Reason: journal.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Park, journal.Parked, 1, "exited without taking it"},
-		{"clean exit, resume not handed to it: untouched", delivered(sess(journal.ResumePending, 1), 0), Death{Reason: journal.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Keep, journal.ResumePending, 1, ""},
-		{"clean exit, idle: nothing", sess(journal.Idle, 0), Death{Reason: journal.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Keep, journal.Idle, 0, ""},
+		{"idle: nothing", sess(record.Idle, 0), kill9, DefaultPolicy(), Keep, record.Idle, 0, ""},
+		{"closed: nothing", sess(record.Closed, 0), kill9, DefaultPolicy(), Keep, record.Closed, 0, ""},
+		{"turn ended cancelled, then died: nothing", cancelled, kill9, DefaultPolicy(), Keep, record.Idle, 0, ""},
+		{"waiting: parked, never resumed", sess(record.Waiting, 0), kill9, DefaultPolicy(), Park, record.Parked, 1, "waiting for input"},
+		{"waiting for approval: parked", waitingFor("approval", 0), kill9, DefaultPolicy(), Park, record.Parked, 1, "waiting for input"},
+		{"waiting for reconnect: resumed like in_turn", waitingFor("reconnect", 0), kill9, DefaultPolicy(), Resume, record.ResumePending, 1, "signal 9"},
+		{"waiting for reconnect, second death: breaker", waitingFor("reconnect", 1), kill9, DefaultPolicy(), Park, record.Parked, 2, "consecutive"},
+		{"turn timeout: resume", sess(record.InTurn, 0), Death{Reason: record.ReasonTurnTimeout, Signal: 15, Run: 7}, DefaultPolicy(), Resume, record.ResumePending, 1, "deadline"},
+		{"oom: resume", sess(record.InTurn, 0), Death{Reason: record.ReasonOOM, Signal: 9, Run: 7}, DefaultPolicy(), Resume, record.ResumePending, 1, "OOM"},
+		{"in turn, stale: parked", stale, kill9, DefaultPolicy(), Park, record.Parked, 1, "stale"},
+		{"in turn, first death: resume", sess(record.InTurn, 0), kill9, DefaultPolicy(), Resume, record.ResumePending, 1, "signal 9"},
+		{"in turn, second consecutive death: park", sess(record.InTurn, 1), kill9, DefaultPolicy(), Park, record.Parked, 2, "2 consecutive dirty deaths"},
+		{"limit 2 allows a second resume", sess(record.InTurn, 1), kill9, Policy{Limit: 2, MaxAge: time.Hour}, Resume, record.ResumePending, 2, ""},
+		{"resume pending, delivered to the dead run: counts and parks", delivered(sess(record.ResumePending, 1), 7), kill9, DefaultPolicy(), Park, record.Parked, 2, "consecutive"},
+		{"resume pending, held back (never delivered): untouched", delivered(sess(record.ResumePending, 1), 0), kill9, DefaultPolicy(), Keep, record.ResumePending, 1, ""},
+		{"resume pending, delivered to an earlier run: untouched", delivered(sess(record.ResumePending, 1), 6), kill9, DefaultPolicy(), Keep, record.ResumePending, 1, ""},
+		{"parked stays parked", sess(record.Parked, 2), kill9, DefaultPolicy(), Keep, record.Parked, 2, ""},
+		{"stopped stays stopped", sess(record.Stopped, 0), kill9, DefaultPolicy(), Keep, record.Stopped, 0, ""},
+		{"exit 0 with a turn open is dirty", sess(record.InTurn, 0), Death{Reason: record.ReasonTurnOpen, Run: 7}, DefaultPolicy(), Resume, record.ResumePending, 1, "status 0"},
+		{"watchdog", sess(record.InTurn, 0), Death{Reason: record.ReasonWatchdog, Signal: 6, Run: 7}, DefaultPolicy(), Resume, record.ResumePending, 1, "watchdog"},
+		{"supervisor died", sess(record.InTurn, 0), Death{Reason: record.ReasonSupervisorDied, Run: 7}, DefaultPolicy(), Resume, record.ResumePending, 1, "supervise itself died"},
+		{"requested stop, in turn: stopped, uncounted", sess(record.InTurn, 0), Death{Reason: record.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, record.Stopped, 0, "requested stop of supervise while mid-turn"},
+		{"requested stop, waiting: stopped", sess(record.Waiting, 1), Death{Reason: record.ReasonStopped, Requested: true}, DefaultPolicy(), Stop, record.Stopped, 1, ""},
+		{"requested stop, pending, handed to the stopped run: stopped", delivered(sess(record.ResumePending, 1), 7), Death{Reason: record.ReasonStopped, Requested: true, Run: 7}, DefaultPolicy(), Stop, record.Stopped, 1, ""},
+		{"requested stop, pending, held back (never handed over): still owed", delivered(sess(record.ResumePending, 1), 0), Death{Reason: record.ReasonStopped, Requested: true, Run: 7}, DefaultPolicy(), Keep, record.ResumePending, 1, ""},
+		{"requested stop, pending, handed to an earlier run: still owed", delivered(sess(record.ResumePending, 1), 6), Death{Reason: record.ReasonStopped, Requested: true, Run: 7}, DefaultPolicy(), Keep, record.ResumePending, 1, ""},
+		{"requested stop, idle: nothing", sess(record.Idle, 0), Death{Reason: record.ReasonStopped, Requested: true}, DefaultPolicy(), Keep, record.Idle, 0, ""},
+		{"no max age", stale, kill9, Policy{Limit: 1}, Resume, record.ResumePending, 1, ""},
+		{"clean exit, resume handed to it not taken: parked, uncounted", delivered(sess(record.ResumePending, 1), 7), Death{Reason: record.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Park, record.Parked, 1, "exited without taking it"},
+		{"clean exit, resume not handed to it: untouched", delivered(sess(record.ResumePending, 1), 0), Death{Reason: record.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Keep, record.ResumePending, 1, ""},
+		{"clean exit, idle: nothing", sess(record.Idle, 0), Death{Reason: record.ReasonExit, Clean: true, Run: 7}, DefaultPolicy(), Keep, record.Idle, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ds := Decide([]journal.Session{tc.in}, tc.death, now, tc.policy)
+			ds := Decide([]record.Session{tc.in}, tc.death, now, tc.policy)
 			if len(ds) != 1 {
 				t.Fatalf("%d decisions", len(ds))
 			}
@@ -110,31 +110,31 @@ func TestDecisionTable(t *testing.T) {
 
 // One session's park never blocks another's resume.
 func TestParkDoesNotBlockOthers(t *testing.T) {
-	a, b := sess(journal.InTurn, 1), sess(journal.InTurn, 0)
+	a, b := sess(record.InTurn, 1), sess(record.InTurn, 0)
 	a.ID, b.ID = "a", "b"
-	ds := Decide([]journal.Session{b, a}, kill9, now, DefaultPolicy())
+	ds := Decide([]record.Session{b, a}, kill9, now, DefaultPolicy())
 	if ds[0].Session.ID != "a" || ds[0].Action != Park || ds[1].Action != Resume {
 		t.Errorf("decisions %v/%v, want a parked and b resumed", ds[0].Action, ds[1].Action)
 	}
 }
 
 func TestAttemptsCount(t *testing.T) {
-	s := sess(journal.InTurn, 0)
-	d := decisions(Decide([]journal.Session{s}, kill9, now, Policy{Limit: 3})).Session(t)
+	s := sess(record.InTurn, 0)
+	d := decisions(Decide([]record.Session{s}, kill9, now, Policy{Limit: 3})).Session(t)
 	if d.Resume.Attempt != 1 {
 		t.Errorf("attempt %d", d.Resume.Attempt)
 	}
 	if d.Resume.Interrupted != 7 {
 		t.Errorf("interrupted_run %d, want the dead run 7", d.Resume.Interrupted)
 	}
-	d.State, d.Resume = journal.InTurn, nil // the agent took it, then died again in run 8
-	d2 := decisions(Decide([]journal.Session{d}, Death{Reason: journal.ReasonSignal, Signal: 9, Run: 8}, now, Policy{Limit: 3})).Session(t)
+	d.State, d.Resume = record.InTurn, nil // the agent took it, then died again in run 8
+	d2 := decisions(Decide([]record.Session{d}, Death{Reason: record.ReasonSignal, Signal: 9, Run: 8}, now, Policy{Limit: 3})).Session(t)
 	if d2.Resume.Attempt != 2 || d2.CrashCount != 2 || d2.Resume.Interrupted != 8 {
 		t.Errorf("second consecutive resume: attempt %d count %d interrupted %d", d2.Resume.Attempt, d2.CrashCount, d2.Resume.Interrupted)
 	}
 	// A completed turn resets the count: the next interruption is attempt 1.
-	d2.State, d2.Resume, d2.CrashCount = journal.InTurn, nil, 0
-	d3 := decisions(Decide([]journal.Session{d2}, Death{Reason: journal.ReasonSignal, Signal: 9, Run: 9}, now, Policy{Limit: 3})).Session(t)
+	d2.State, d2.Resume, d2.CrashCount = record.InTurn, nil, 0
+	d3 := decisions(Decide([]record.Session{d2}, Death{Reason: record.ReasonSignal, Signal: 9, Run: 9}, now, Policy{Limit: 3})).Session(t)
 	if d3.Resume.Attempt != 1 || d3.Resume.Interrupted != 9 {
 		t.Errorf("after a completed turn: attempt %d interrupted %d", d3.Resume.Attempt, d3.Resume.Interrupted)
 	}
@@ -142,7 +142,7 @@ func TestAttemptsCount(t *testing.T) {
 
 type decisions []Decision
 
-func (ds decisions) Session(t *testing.T) journal.Session {
+func (ds decisions) Session(t *testing.T) record.Session {
 	t.Helper()
 	if len(ds) != 1 {
 		t.Fatalf("%d decisions", len(ds))
@@ -151,22 +151,22 @@ func (ds decisions) Session(t *testing.T) journal.Session {
 }
 
 func TestMessageIsHonest(t *testing.T) {
-	msg := Message(sess(journal.InTurn, 0), kill9, "")
+	msg := Message(sess(record.InTurn, 0), kill9, "")
 	for _, want := range []string{"interrupted", "signal 9 (SIGKILL)", `tool "bash" was running`,
 		"may already be done", "unknown", "check the current state before redoing anything", "rename the package"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}
 	}
-	wd := Message(journal.Session{Phase: "model"}, Death{Reason: journal.ReasonWatchdog}, "")
+	wd := Message(record.Session{Phase: "model"}, Death{Reason: record.ReasonWatchdog}, "")
 	if !strings.Contains(wd, "watchdog") || !strings.Contains(wd, "waiting for the model") {
 		t.Errorf("watchdog message: %s", wd)
 	}
-	sd := Message(journal.Session{}, Death{Reason: journal.ReasonSupervisorDied}, "")
+	sd := Message(record.Session{}, Death{Reason: record.ReasonSupervisorDied}, "")
 	if !strings.Contains(sd, "supervise itself died") || strings.Contains(sd, "request was") {
 		t.Errorf("supervisor-died message without prompt: %s", sd)
 	}
-	withDetail := sess(journal.InTurn, 0)
+	withDetail := sess(record.InTurn, 0)
 	withDetail.Tool, withDetail.Detail = "Bash", "npm test"
 	if msg := Message(withDetail, kill9, ""); !strings.Contains(msg, "while the tool \"Bash\" was running `npm test`.") {
 		t.Errorf("message does not name what the tool ran:\n%s", msg)
@@ -179,7 +179,7 @@ func TestMessageIsHonest(t *testing.T) {
 	if msg := Message(withDetail, kill9, "{tool}|{detail}"); msg != "|echo `date`" {
 		t.Errorf("template {detail}: %q", msg)
 	}
-	withEffects := sess(journal.InTurn, 0)
+	withEffects := sess(record.InTurn, 0)
 	withEffects.Effects = []string{"write:a.go", "Bash:npm publish#1f2e"}
 	if msg := Message(withEffects, kill9, ""); !strings.Contains(msg,
 		"Already done (side effects this turn declared completed; do not do them again): `write:a.go`, `Bash:npm publish#1f2e`.") {
@@ -188,7 +188,7 @@ func TestMessageIsHonest(t *testing.T) {
 	if msg := Message(withEffects, kill9, "{effects}"); msg != "`write:a.go`, `Bash:npm publish#1f2e`" {
 		t.Errorf("template {effects}: %q", msg)
 	}
-	if msg := Message(sess(journal.InTurn, 0), kill9, ""); strings.Contains(msg, "Already done") {
+	if msg := Message(sess(record.InTurn, 0), kill9, ""); strings.Contains(msg, "Already done") {
 		t.Errorf("a turn without effects has an already-done list:\n%s", msg)
 	}
 	for i := range 20 {
@@ -198,26 +198,26 @@ func TestMessageIsHonest(t *testing.T) {
 		strings.Contains(msg, "`k14`") {
 		t.Errorf("a long effect list is not bounded:\n%s", msg)
 	}
-	custom := Message(sess(journal.InTurn, 0), kill9, "continue {session}/{turn}: {how}; {prompt}")
+	custom := Message(sess(record.InTurn, 0), kill9, "continue {session}/{turn}: {how}; {prompt}")
 	if custom != "continue s/t1: the agent was killed by signal 9 (SIGKILL); rename the package" {
 		t.Errorf("template: %q", custom)
 	}
 }
 
 func TestManual(t *testing.T) {
-	for _, st := range []journal.SessionState{journal.Parked, journal.Stopped, journal.ResumePending} {
+	for _, st := range []record.SessionState{record.Parked, record.Stopped, record.ResumePending} {
 		s := sess(st, 2)
 		s.Reason = "mid-turn at 2 consecutive dirty deaths"
 		got, err := Manual(s, now, "")
 		if err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}
-		if got.State != journal.ResumePending || got.CrashCount != 0 || got.Resume == nil || !got.Resume.Manual ||
+		if got.State != record.ResumePending || got.CrashCount != 0 || got.Resume == nil || !got.Resume.Manual ||
 			!strings.Contains(got.Resume.Message, "resumed by hand") || !strings.Contains(got.Resume.Message, "2 consecutive") {
 			t.Errorf("%s: %+v %+v", st, got, got.Resume)
 		}
 	}
-	for _, st := range []journal.SessionState{journal.Idle, journal.InTurn, journal.Closed, journal.Waiting} {
+	for _, st := range []record.SessionState{record.Idle, record.InTurn, record.Closed, record.Waiting} {
 		if _, err := Manual(sess(st, 0), now, ""); !errors.Is(err, ErrNotResumable) {
 			t.Errorf("%s: err %v, want ErrNotResumable", st, err)
 		}
@@ -228,12 +228,12 @@ func TestManual(t *testing.T) {
 // grace ran out and SIGKILL followed) says how.
 func TestStoppedReasonWording(t *testing.T) {
 	now := time.Now()
-	s := journal.Session{ID: "s", State: journal.InTurn, Turn: "t", Updated: now}
-	d := Decide([]journal.Session{s}, Death{Reason: journal.ReasonStopped, Requested: true}, now, DefaultPolicy())[0]
+	s := record.Session{ID: "s", State: record.InTurn, Turn: "t", Updated: now}
+	d := Decide([]record.Session{s}, Death{Reason: record.ReasonStopped, Requested: true}, now, DefaultPolicy())[0]
 	if d.Session.Reason != "stopped by a requested stop of supervise while mid-turn" {
 		t.Errorf("reason %q", d.Session.Reason)
 	}
-	d = Decide([]journal.Session{s}, Death{Reason: journal.ReasonSignal, Signal: 9, Requested: true}, now, DefaultPolicy())[0]
+	d = Decide([]record.Session{s}, Death{Reason: record.ReasonSignal, Signal: 9, Requested: true}, now, DefaultPolicy())[0]
 	if !strings.HasSuffix(d.Session.Reason, "(the agent was killed by signal 9 (SIGKILL))") {
 		t.Errorf("reason %q", d.Session.Reason)
 	}
@@ -264,7 +264,7 @@ func TestExhausted(t *testing.T) {
 			continue
 		}
 		// Decide parks exactly when the death it counts exhausts the limit.
-		d := Decide([]journal.Session{sess(journal.InTurn, tc.count-1)}, kill9, now, p)[0]
+		d := Decide([]record.Session{sess(record.InTurn, tc.count-1)}, kill9, now, p)[0]
 		if d.Session.CrashCount != tc.count || (d.Action == Park) != tc.exhausted {
 			t.Errorf("limit %d, death %d in a row: %v at crash_count %d, want parked %v",
 				tc.limit, tc.count, d.Action, d.Session.CrashCount, tc.exhausted)

@@ -62,7 +62,7 @@ func TestWaitingParkHasNoFingerprint(t *testing.T) {
 	s := newRuleSupervisor(t)
 	play(t, s, []step{marker("s1", notify.EventTurnBegin, "t1"),
 		marker("s1", notify.EventWaiting, "t1"), killed(syscall.SIGKILL)})
-	if sess := s.m.Sessions["s1"]; sess.State != journal.Parked || sess.Fingerprint != nil || sess.ParkedBy != "" {
+	if sess := s.m.Sessions["s1"]; sess.State != journal.Parked || sess.Fingerprint != nil || sess.ParkedBy != journal.ParkedByWait {
 		t.Errorf("a park for a wait: %+v, want no fingerprint", sess)
 	}
 }

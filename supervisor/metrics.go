@@ -53,7 +53,7 @@ type snapshot struct {
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
 	"supervise_restarts_total":                 "Relaunches of the agent after a death.",
-	"supervise_dirty_deaths_total":             "Dirty deaths of the agent, by reason (signal, exit, watchdog, memory, turn-open, exec-failed, supervisor-died).",
+	"supervise_dirty_deaths_total":             "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
 	"supervise_resumes_dispatched_total":       "Resumes handed to an agent (resume file, --resume-exec or live).",
 	"supervise_sessions_parked_total":          "Sessions parked after a dirty death.",
 	"supervise_watchdog_kills_total":           "Agents killed because no WATCHDOG=1 came within the period.",
@@ -68,6 +68,7 @@ var metricHelp = map[string]string{
 	"supervise_loop_last_tick_age_seconds":     "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
 	"supervise_model_tokens_total":             "Model-API tokens the agent's answers reported, by kind (input, output), through the API proxy.",
 	"supervise_api_proxy_events_dropped_total": "What the API proxy saw but the loop could not take in time (its queue was full).",
+	"supervise_turns_refused_total":            "Markers refused, by why: parked (the session is parked: only a person lifts a park), open-sessions (--max-open-sessions).",
 }
 
 func newMetrics(s *Supervisor) *metrics {
@@ -77,7 +78,8 @@ func newMetrics(s *Supervisor) *metrics {
 	m.parks = m.set.NewCounter("supervise_sessions_parked_total")
 	m.watchdogKills = m.set.NewCounter("supervise_watchdog_kills_total")
 	for _, name := range []string{`supervise_model_tokens_total{kind="input"}`, `supervise_model_tokens_total{kind="output"}`,
-		"supervise_api_proxy_events_dropped_total"} {
+		"supervise_api_proxy_events_dropped_total", `supervise_turns_refused_total{why="parked"}`,
+		`supervise_turns_refused_total{why="open-sessions"}`} {
 		m.set.GetOrCreateCounter(name) // present from the start, at 0
 	}
 	m.snap.Store(&snapshot{})
@@ -102,6 +104,8 @@ func (m *metrics) count(c machine.Count) {
 		m.set.GetOrCreateCounter(`supervise_model_tokens_total{kind="input"}`).Add(c.N)
 	case "tokens_output":
 		m.set.GetOrCreateCounter(`supervise_model_tokens_total{kind="output"}`).Add(c.N)
+	case "refused":
+		m.set.GetOrCreateCounter(`supervise_turns_refused_total{why="` + c.Label + `"}`).Inc()
 	case "proxy_dropped":
 		m.set.GetOrCreateCounter(`supervise_api_proxy_events_dropped_total`).Add(c.N)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // LoadStatus is `supervise status`: it asks the supervise running on
@@ -108,9 +109,21 @@ func ManualResume(ctx context.Context, stateDir, id string) (string, error) {
 		if !ok {
 			return fmt.Errorf("%w %q in %s", ErrUnknownSession, id, stateDir)
 		}
+		before := s
 		s, err = resume.Manual(s, time.Now(), "")
 		if err != nil {
 			return err
+		}
+		if machine.LiftsBudget(before) {
+			// The running supervise's --max-tokens-total is unknown here: a
+			// person's resume of a budget park counts it again from now.
+			var b machine.Budget
+			if _, err := tx.State(policyBudget, &b); err != nil {
+				return err
+			}
+			if err := tx.PutState(policyBudget, b.Lift()); err != nil {
+				return err
+			}
 		}
 		return tx.PutSession(s)
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // With no supervise running, status reads the journal and a manual resume
@@ -70,5 +71,58 @@ func TestOfflineNoJournal(t *testing.T) {
 		if _, err := os.Stat(StatePath(d)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("resume created a journal in %s: %v", d, err)
 		}
+	}
+}
+
+// `supervise resume` while supervise is not running lifts a budget's park
+// as the running one does: the session's budget counts again from what it
+// spent, and the state dir's from what all have spent.
+func TestOfflineResumeLiftsBudget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := journal.Open(StatePath(dir), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *journal.Tx) error {
+		if err := tx.PutState(policyBudget, machine.Budget{Spent: 9000, Parked: "s1"}); err != nil {
+			return err
+		}
+		return tx.PutSession(journal.Session{ID: "s1", State: journal.Parked, ParkedBy: journal.ParkedByBudget, Turn: "t1",
+			Tokens: &journal.Tokens{Input: 1500, Output: 500}, Reason: "over its token budget"})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ManualResume(context.Background(), dir, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	db, err = journal.Open(StatePath(dir), journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var b machine.Budget
+	var s journal.Session
+	err = db.View(func(tx *journal.Tx) error {
+		if _, err := tx.State(policyBudget, &b); err != nil {
+			return err
+		}
+		var ok bool
+		s, ok, err = tx.Session("s1")
+		if !ok {
+			t.Fatal("s1 gone")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != journal.ResumePending || s.Tokens.Spent() != 0 {
+		t.Errorf("s1 = %s, tokens %+v: want resume_pending, its budget counted from now", s.State, *s.Tokens)
+	}
+	if b.Since() != 0 || b.Spent != 9000 || b.Parked != "" {
+		t.Errorf("state dir budget %+v, want lifted", b)
 	}
 }

@@ -32,6 +32,60 @@ type proxyState struct {
 	c       chan proxied
 	dropped atomic.Uint64
 	p       *apiproxy.Proxy // the current run's, nil between runs
+	// refusals is what refuseModelCall answers from, published by the loop
+	// (publishRefusals); seen and hooked are what it was published from.
+	refusals atomic.Pointer[refusals]
+	seen     uint64
+	hooked   string
+}
+
+// refusals is a snapshot of the sessions whose model calls are not
+// forwarded (parked for their token budget), with the message each is
+// answered with; total, when set, refuses every session (the state dir's
+// budget is spent). Never changed once published.
+type refusals struct {
+	sessions map[string]string
+	total    string
+	// invented and hooked: the proxy's own name for traffic that names no
+	// session is the session the agent's hooks named (Traffic.Invented).
+	invented, hooked string
+}
+
+// publishRefusals publishes a new snapshot when what the machine refuses
+// changed; loop goroutine only. Cheap when nothing changed.
+func (s *Supervisor) publishRefusals() {
+	if s.px.refusals.Load() != nil && s.m.RefusalsChanged == s.px.seen && s.m.Hooked() == s.px.hooked {
+		return
+	}
+	s.px.seen, s.px.hooked = s.m.RefusalsChanged, s.m.Hooked()
+	r := &refusals{sessions: map[string]string{}, invented: s.proxySession(), hooked: s.m.Hooked()}
+	for _, id := range s.m.RefusedSessions() {
+		r.sessions[id], _ = s.m.Refusal(id)
+	}
+	r.total = s.m.TotalRefusal()
+	s.px.refusals.Store(r)
+}
+
+// refuseModelCall says whether the proxy must answer a model call of
+// session itself instead of forwarding it, and with what message (naming
+// the budget and the `supervise resume` command that lifts it). For the
+// proxy's request goroutines: it reads only the published snapshot, never
+// blocks, and is safe for concurrent use. Wired as apiproxy.Config.Refuse.
+func (s *Supervisor) refuseModelCall(session string) (string, bool) {
+	r := s.px.refusals.Load()
+	if r == nil {
+		return "", false
+	}
+	if session == r.invented && r.hooked != "" {
+		session = r.hooked
+	}
+	if msg, ok := r.sessions[session]; ok {
+		return msg, true
+	}
+	if r.total != "" {
+		return r.total, true
+	}
+	return "", false
 }
 
 // proxyEnvKeys are the variables the proxy sets in the agent's environment.
@@ -52,7 +106,10 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 		// resume launch (`gemini -r latest ...`) continues it.
 		Session:     s.proxySession(),
 		StreamStall: s.cfg.StreamStall,
-		Log:         s.log.With("component", "api-proxy"),
+		// A session over its token budget, or any once the state dir's is
+		// spent, gets no more model calls: the proxy answers them itself.
+		Refuse: s.refuseModelCall,
+		Log:    s.log.With("component", "api-proxy"),
 		Sink: func(ev apiproxy.Event) {
 			select {
 			case c <- proxied{run: run, ev: ev}:

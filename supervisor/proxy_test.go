@@ -3,7 +3,11 @@ package supervisor
 import (
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // The agent's environment under --api-proxy on: the base URLs are the
@@ -40,5 +44,62 @@ func TestProxyEnv(t *testing.T) {
 	}
 	if got["HTTPS_PROXY"][0] != "http://corp:3128" || got["PATH"][0] != "/bin" {
 		t.Errorf("other variables changed: %v", got)
+	}
+}
+
+// The proxy's refusal callback answers from the snapshot the loop
+// publishes: a session parked for --max-tokens by name, every session once
+// the state dir's --max-tokens-total is spent, each with the command that
+// lifts it; safe from many goroutines while the loop publishes. The
+// state dir's spend is journaled and read back at boot.
+func TestRefuseModelCall(t *testing.T) {
+	s := newTestSupervisorWith(t, Config{Name: "t", Argv: []string{"true"}, StateDir: t.TempDir(),
+		MaxTokens: 100, MaxTokensTotal: 1000})
+	if _, refused := s.refuseModelCall("p"); refused {
+		t.Fatal("refused before any budget was spent")
+	}
+	parked := journal.Session{ID: "p", State: journal.Parked, ParkedBy: journal.ParkedByBudget,
+		Tokens: &journal.Tokens{Input: 150, Output: 50}, Reason: "over its token budget"}
+	s.step(machine.Booted{NextRun: 1, Sessions: []journal.Session{parked}})
+	msg, refused := s.refuseModelCall("p")
+	if !refused || !strings.Contains(msg, "--max-tokens 100") || !strings.Contains(msg, "supervise resume --state-dir") {
+		t.Fatalf("parked session: %q %v", msg, refused)
+	}
+	if _, refused := s.refuseModelCall("q"); refused {
+		t.Fatal("another session refused while the state dir's budget is not spent")
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					s.refuseModelCall("p")
+					s.refuseModelCall(s.proxySession())
+				}
+			}
+		}()
+	}
+	s.step(machine.Booted{NextRun: 1, Sessions: []journal.Session{parked}, Budget: machine.Budget{Spent: 5000, Parked: "p"}})
+	close(stop)
+	wg.Wait()
+	msg, refused = s.refuseModelCall("q")
+	if !refused || !strings.Contains(msg, "--max-tokens-total 1000") || !strings.Contains(msg, "supervise resume --state-dir") {
+		t.Fatalf("spent state dir budget: %q %v", msg, refused)
+	}
+	if err := s.commitSync(s.putPolicy); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _, _, err := s.readBoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Budget.Spent != 5000 || b.Budget.Parked != "p" {
+		t.Errorf("budget read back at boot: %+v", b.Budget)
 	}
 }

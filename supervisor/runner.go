@@ -185,6 +185,9 @@ func (s *Supervisor) putPolicy(tx *journal.Tx) error {
 	if err := tx.PutState(policyBackoff, s.m.Backoff); err != nil {
 		return err
 	}
+	if err := tx.PutState(policyBudget, s.m.Budget); err != nil {
+		return err
+	}
 	s.cs.policyDirty = false
 	return tx.PutState(policyGuard, s.m.Guard)
 }
@@ -250,7 +253,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
 	var tailW *os.File
-	if s.m.Config.Task.On {
+	if e.Tail {
 		w, t, err := startTail(s.cfg.Stderr)
 		if err != nil {
 			s.log.Warn("cannot keep the agent's last words: its stderr is passed through as it is", "err", err)

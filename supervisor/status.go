@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -30,9 +31,35 @@ type Status struct {
 	SessionsTotal   int            `json:"sessions_total"`
 	SessionsOmitted int            `json:"sessions_omitted"`
 	Runs            []RunStatus    `json:"runs"`
+	// TokenBudget is the state dir's token spend (--max-tokens-total), as
+	// journaled; absent before any spend was recorded.
+	TokenBudget *TokenBudgetStatus `json:"token_budget,omitempty"`
 	// Notify and Journal are set only by a running supervise.
 	Notify  *NotifyStatus  `json:"notify,omitempty"`
 	Journal *JournalStatus `json:"journal,omitempty"`
+}
+
+// TokenBudgetStatus is the state dir's token spend: every session's usage
+// the API proxy saw, across runs and restarts of supervise.
+type TokenBudgetStatus struct {
+	// Spent is every token counted; SinceLift what counts against
+	// MaxTokensTotal (since a person last lifted the spent budget).
+	Spent     int64 `json:"spent"`
+	SinceLift int64 `json:"since_lift"`
+	// MaxTokensTotal is the running supervise's --max-tokens-total (0:
+	// none, or read offline); Exhausted: no model call is forwarded.
+	MaxTokensTotal int64 `json:"max_tokens_total,omitempty"`
+	Exhausted      bool  `json:"exhausted,omitempty"`
+	// Parked is the session parked when the budget ran out.
+	Parked string `json:"parked,omitempty"`
+}
+
+func tokenBudgetStatus(b machine.Budget, limit int64) *TokenBudgetStatus {
+	if b.Spent == 0 && limit == 0 {
+		return nil
+	}
+	return &TokenBudgetStatus{Spent: b.Spent, SinceLift: b.Since(), MaxTokensTotal: limit,
+		Exhausted: b.Over(limit), Parked: b.Parked}
 }
 
 // NotifyStatus counts what arrived on the notify socket since supervise
@@ -49,6 +76,9 @@ type NotifyStatus struct {
 	// RefusedOpenSessions counts turn-begins refused because they would
 	// have opened more than --max-open-sessions sessions.
 	RefusedOpenSessions uint64 `json:"refused_open_sessions"`
+	// RefusedParked counts markers (and model calls seen by the proxy)
+	// refused because their session is parked: only a person lifts a park.
+	RefusedParked uint64 `json:"refused_parked"`
 	// AcksUnsent counts barriers answered with no byte because the fd the
 	// agent handed over would have blocked, or was not a pipe or socket.
 	AcksUnsent uint64 `json:"acks_unsent"`
@@ -97,8 +127,13 @@ type ChildStatus struct {
 
 // SessionStatus is one session.
 type SessionStatus struct {
-	ID            string     `json:"id"`
-	State         string     `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// ParkedBy is a parked session's kind of park (record.Parks), and
+	// LiftedBy who can lift it: a person always, a changed agent for the
+	// breaker's.
+	ParkedBy      string     `json:"parked_by,omitempty"`
+	LiftedBy      string     `json:"lifted_by,omitempty"`
 	CrashCount    int        `json:"crash_count"`
 	Reason        string     `json:"reason"`
 	Turn          string     `json:"turn"`
@@ -203,6 +238,7 @@ func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
 	}
 	if s.State == journal.Parked {
 		st.Fingerprint = s.Fingerprint
+		st.ParkedBy, st.LiftedBy = s.ParkedBy, record.LookupPark(s.ParkedBy).Lift
 	}
 	if r := s.Resume; r != nil && s.State == journal.ResumePending {
 		st.Resume = &ResumeStatus{Attempt: r.Attempt, Reason: r.Reason, Manual: r.Manual, DeliveredToRun: r.Run, Message: r.Message}
@@ -289,6 +325,11 @@ func readHeader(db *journal.DB, name, stateDir string) (Status, error) {
 		if _, err := tx.State(policyGuard, &st.Guard); err != nil {
 			return err
 		}
+		var b machine.Budget
+		if _, err := tx.State(policyBudget, &b); err != nil {
+			return err
+		}
+		st.TokenBudget = tokenBudgetStatus(b, 0)
 		runs, err := tx.LastRuns(statusRuns)
 		if err != nil {
 			return err
@@ -326,6 +367,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 		st.Child.LastExit = &last
 	}
 	st.Child.Ready, st.Child.StatusText = m.Ready, m.StatusText
+	st.TokenBudget = tokenBudgetStatus(m.Budget, m.Config.MaxTokensTotal)
 	if m.Watchdog.Period > 0 && p != nil {
 		st.Child.Watchdog = m.Watchdog.Period.String()
 	}
@@ -337,7 +379,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 	ns := s.notify.Stats()
 	st.Notify = &NotifyStatus{Socket: s.notify.Path(), Accepted: ns.Accepted, Pings: s.in.pings.Load(),
 		Dropped: map[string]uint64{}, OutOfSequence: m.OutOfSequence, RefusedOpenSessions: m.Refused,
-		AcksUnsent: s.cs.acksUnsent}
+		RefusedParked: m.RefusedParked, AcksUnsent: s.cs.acksUnsent}
 	for reason, n := range ns.Dropped.All() {
 		st.Notify.Dropped[reason] = n
 	}
@@ -514,6 +556,17 @@ func writeHeader(b *strings.Builder, st Status, now time.Time, ago func(*time.Ti
 			oom = "OOM kills are named"
 		}
 		fmt.Fprintf(b, "cgroup: %s; %s\n", c.Cgroup, oom)
+	}
+	if tb := st.TokenBudget; tb != nil {
+		switch {
+		case tb.Exhausted:
+			fmt.Fprintf(b, "token budget: spent, %d tokens of --max-tokens-total %d: no model call is forwarded; lift it with: %s\n",
+				tb.SinceLift, tb.MaxTokensTotal, ResumeCommand(st.StateDir, dash(tb.Parked)))
+		case tb.MaxTokensTotal > 0:
+			fmt.Fprintf(b, "token budget: %d of --max-tokens-total %d used\n", tb.SinceLift, tb.MaxTokensTotal)
+		default:
+			fmt.Fprintf(b, "tokens: %d used in this state dir\n", tb.Spent)
+		}
 	}
 	if c.StatusText != "" {
 		fmt.Fprintf(b, "agent status: %s\n", c.StatusText)

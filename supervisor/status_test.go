@@ -155,3 +155,17 @@ func TestStatusEffectsTokensRetry(t *testing.T) {
 		}
 	}
 }
+
+// A parked session's status says which park it is and who can lift it.
+func TestStatusParkedBy(t *testing.T) {
+	for by, want := range map[string]string{journal.ParkedByBreaker: "changed agent", journal.ParkedByBudget: "a person",
+		"damaged": "a person"} {
+		st := sessionStatus(journal.Session{ID: "s", State: journal.Parked, ParkedBy: by}, "/sd", "")
+		if st.ParkedBy != by || !strings.Contains(st.LiftedBy, want) || !strings.HasPrefix(st.LiftedBy, "a person") {
+			t.Errorf("%s: parked_by %q lifted_by %q", by, st.ParkedBy, st.LiftedBy)
+		}
+	}
+	if st := sessionStatus(journal.Session{ID: "s", State: journal.Idle, ParkedBy: "breaker"}, "/sd", ""); st.ParkedBy != "" {
+		t.Errorf("an idle session shows parked_by %q", st.ParkedBy)
+	}
+}

@@ -121,6 +121,11 @@ type Config struct {
 	APIProxy    bool
 	StreamStall time.Duration
 	MaxTokens   int64
+	// MaxTokensTotal is the state dir's token budget across sessions,
+	// runs and restarts of supervise (--max-tokens-total, 0: off): past
+	// it no model call is forwarded, and the session whose answer spent it
+	// is parked. Journaled; a person's `supervise resume` lifts it.
+	MaxTokensTotal int64
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns int
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
@@ -283,7 +288,8 @@ func machineConfig(cfg Config) machine.Config {
 		StopSignal: int(cfg.StopSignal), StopSignalName: signalName(cfg.StopSignal), StopTimeout: cfg.StopTimeout,
 		Watchdog: cfg.Watchdog, Deadlines: cfg.Deadlines, Foreground: cfg.Foreground,
 		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0,
-		MaxOpenSessions: cfg.MaxOpenSessions, MaxTokens: cfg.MaxTokens}
+		MaxOpenSessions: cfg.MaxOpenSessions, MaxTokens: cfg.MaxTokens,
+		MaxTokensTotal: cfg.MaxTokensTotal}
 	if cfg.ResumeExec != nil {
 		dir := cfg.Dir
 		if dir == "" {
@@ -388,7 +394,9 @@ func (s *Supervisor) loop() (int, error) {
 // step hands one event to the machine and performs its effects; it
 // returns the first commit error among them.
 func (s *Supervisor) step(ev machine.Event) error {
-	return s.perform(s.m.Step(ev, s.clock.Now()))
+	fx := s.m.Step(ev, s.clock.Now())
+	s.publishRefusals() // before the effects: the proxy refuses as soon as the machine decided
+	return s.perform(fx)
 }
 
 // boot takes over the journal: clears up after a previous supervisor that
@@ -447,6 +455,9 @@ func (s *Supervisor) readBoot() (b machine.Booted, clean bool, prev *journal.Chi
 			return err
 		}
 		if _, err := tx.State(policyGuard, &b.Guard); err != nil {
+			return err
+		}
+		if _, err := tx.State(policyBudget, &b.Budget); err != nil {
 			return err
 		}
 		b.Sessions, err = tx.OpenSessions()

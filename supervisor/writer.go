@@ -13,6 +13,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // Group commit. The loop marks sessions (and the run's heartbeat) dirty as
@@ -68,12 +69,14 @@ func (s *Supervisor) sent(err error) {
 const (
 	policyBackoff = "backoff" // crashloop.State
 	policyGuard   = "guard"   // crashloop.GuardState
+	policyBudget  = "budget"  // machine.Budget: the state dir's token spend
 )
 
 // policy is the backoff and guard state, committed when it changes.
 type policy struct {
 	backoff crashloop.State
 	guard   crashloop.GuardState
+	budget  machine.Budget
 }
 
 // writer is the goroutine that commits batches.
@@ -108,6 +111,9 @@ func (b *batch) write(tx *journal.Tx) error {
 	}
 	if b.policy != nil {
 		if err := tx.PutState(policyBackoff, b.policy.backoff); err != nil {
+			return err
+		}
+		if err := tx.PutState(policyBudget, b.policy.budget); err != nil {
 			return err
 		}
 		return tx.PutState(policyGuard, b.policy.guard)
@@ -179,7 +185,7 @@ func (s *Supervisor) takeBatch() *batch {
 		b.run = &r
 	}
 	if cs.policyDirty {
-		b.policy = &policy{backoff: s.m.Backoff, guard: s.m.Guard}
+		b.policy = &policy{backoff: s.m.Backoff, guard: s.m.Guard, budget: s.m.Budget}
 		cs.policyDirty = false
 	}
 	clear(cs.dirty)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,7 +16,10 @@ import (
 )
 
 // chaos runs a random stream of turn markers over sessions s0..s3, each
-// followed by a barrier, until the process is killed. Every marker is logged
+// followed by a barrier, until the process is killed. A session whose
+// marker is refused (it is parked: only a person lifts a park) is left for
+// a new one in its slot, s0-g1, s0-g2, ..., as an agent opens a new
+// conversation when its old one is parked. Every marker is logged
 // as "send EVENT SESSION TURN [ARG]" before it is sent and "acked ..." once
 // its barrier confirmed it journaled, so a checker can tell acknowledged
 // markers from the one in flight when a fault hit. seed and the run number
@@ -25,8 +29,13 @@ func chaos(seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, run))
 	ctx := context.Background()
 	turns := map[string]string{}
+	gen := map[int]int{}
 	for i := 0; ; i++ {
-		s := "s" + strconv.Itoa(rng.IntN(4))
+		slot := rng.IntN(4)
+		s := "s" + strconv.Itoa(slot)
+		if gen[slot] > 0 {
+			s += "-g" + strconv.Itoa(gen[slot])
+		}
 		var line string
 		var err error
 		switch p := rng.IntN(100); {
@@ -73,6 +82,9 @@ func chaos(seed uint64) {
 		}
 		if err != nil {
 			logf("barrier-err %s: %v", line, err)
+			if errors.Is(err, notify.ErrBarrierRefused) {
+				gen[slot]++
+			}
 			continue
 		}
 		logf("acked %s", line)

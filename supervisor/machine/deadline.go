@@ -3,7 +3,7 @@ package machine
 import (
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Deadlines are the turn-level watchdogs (--turn-timeout, --phase-timeout):
@@ -40,12 +40,12 @@ type Deadline struct {
 // for the model API (reconnect). A wait for a person stops the clock: a
 // human who takes an hour to approve is not a hung turn; so does a wait
 // for a rate limit's reset time the API named (RetryAt, through the proxy).
-func clocked(sess *journal.Session) bool {
-	return sess.State == journal.InTurn ||
-		(sess.State == journal.Waiting && sess.Wait == WaitReconnect && sess.RetryAt.IsZero())
+func clocked(sess *record.Session) bool {
+	return sess.State == record.InTurn ||
+		(sess.State == record.Waiting && sess.Wait == WaitReconnect && sess.RetryAt.IsZero())
 }
 
-// WaitReconnect is notify.WaitReconnect as journal.Session.Wait holds it.
+// WaitReconnect is marker.WaitReconnect as record.Session.Wait holds it.
 const WaitReconnect = "reconnect"
 
 // SessionDeadline returns the earliest deadline of sess under d; ok is
@@ -53,7 +53,7 @@ const WaitReconnect = "reconnect"
 // which holds monotonic readings while this supervise recorded them and
 // wall-clock ones after a restart (then the time left is computed from the
 // journaled start).
-func SessionDeadline(sess *journal.Session, d Deadlines) (dl Deadline, ok bool) {
+func SessionDeadline(sess *record.Session, d Deadlines) (dl Deadline, ok bool) {
 	if !clocked(sess) {
 		return dl, false
 	}
@@ -90,7 +90,7 @@ func earliest(a, b time.Time) time.Time {
 // (as systemd does: the deadline becomes at least now+by), capped at twice
 // each deadline's flag counted from its start. It reports whether a deadline
 // moved. A session whose clock does not run is left alone.
-func extendDeadlines(sess *journal.Session, d Deadlines, by time.Duration, now time.Time) bool {
+func extendDeadlines(sess *record.Session, d Deadlines, by time.Duration, now time.Time) bool {
 	if !clocked(sess) || by <= 0 {
 		return false
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 func TestSessionDeadline(t *testing.T) {
@@ -14,41 +14,41 @@ func TestSessionDeadline(t *testing.T) {
 	all := Deadlines{Turn: min(30), Model: min(10), Tool: min(5)}
 	tests := []struct {
 		name     string
-		sess     journal.Session
+		sess     record.Session
 		d        Deadlines
 		ok       bool
 		kind     string
 		at       time.Time
 		extended bool
 	}{
-		{name: "off", sess: journal.Session{State: journal.InTurn, ClockFrom: t0}, d: Deadlines{}},
-		{name: "idle has none", sess: journal.Session{State: journal.Idle, ClockFrom: t0}, d: all},
-		{name: "parked has none", sess: journal.Session{State: journal.Parked, ClockFrom: t0}, d: all},
-		{name: "turn only", sess: journal.Session{State: journal.InTurn, ClockFrom: t0}, d: all,
+		{name: "off", sess: record.Session{State: record.InTurn, ClockFrom: t0}, d: Deadlines{}},
+		{name: "idle has none", sess: record.Session{State: record.Idle, ClockFrom: t0}, d: all},
+		{name: "parked has none", sess: record.Session{State: record.Parked, ClockFrom: t0}, d: all},
+		{name: "turn only", sess: record.Session{State: record.InTurn, ClockFrom: t0}, d: all,
 			ok: true, kind: DeadlineTurn, at: at(30)},
-		{name: "tool phase is sooner", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "tool", PhaseStarted: at(20)},
+		{name: "tool phase is sooner", sess: record.Session{State: record.InTurn, ClockFrom: t0, Phase: "tool", PhaseStarted: at(20)},
 			d: all, ok: true, kind: DeadlineTool, at: at(25)},
-		{name: "model phase later than turn", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(25)},
+		{name: "model phase later than turn", sess: record.Session{State: record.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(25)},
 			d: all, ok: true, kind: DeadlineTurn, at: at(30)},
-		{name: "phase deadline without turn deadline", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(1)},
+		{name: "phase deadline without turn deadline", sess: record.Session{State: record.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(1)},
 			d: Deadlines{Model: min(10)}, ok: true, kind: DeadlineModel, at: at(11)},
-		{name: "tool flag does not apply to a model phase", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(1)},
+		{name: "tool flag does not apply to a model phase", sess: record.Session{State: record.InTurn, ClockFrom: t0, Phase: "model", PhaseStarted: at(1)},
 			d: Deadlines{Tool: min(1)}},
-		{name: "idle phase has no phase deadline", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "idle", PhaseStarted: at(1)},
+		{name: "idle phase has no phase deadline", sess: record.Session{State: record.InTurn, ClockFrom: t0, Phase: "idle", PhaseStarted: at(1)},
 			d: Deadlines{Model: min(1), Tool: min(1)}},
-		{name: "phase without start (after resumed) waits for its marker", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "tool"},
+		{name: "phase without start (after resumed) waits for its marker", sess: record.Session{State: record.InTurn, ClockFrom: t0, Phase: "tool"},
 			d: Deadlines{Tool: min(1)}},
-		{name: "waiting for a person pauses", sess: journal.Session{State: journal.Waiting, Wait: "approval", ClockFrom: t0}, d: all},
-		{name: "waiting for input pauses", sess: journal.Session{State: journal.Waiting, Wait: "input", ClockFrom: t0}, d: all},
-		{name: "waiting for reconnect runs", sess: journal.Session{State: journal.Waiting, Wait: "reconnect", ClockFrom: t0}, d: all,
+		{name: "waiting for a person pauses", sess: record.Session{State: record.Waiting, Wait: "approval", ClockFrom: t0}, d: all},
+		{name: "waiting for input pauses", sess: record.Session{State: record.Waiting, Wait: "input", ClockFrom: t0}, d: all},
+		{name: "waiting for reconnect runs", sess: record.Session{State: record.Waiting, Wait: "reconnect", ClockFrom: t0}, d: all,
 			ok: true, kind: DeadlineTurn, at: at(30)},
-		{name: "extension moves it", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, TurnExtended: at(40)}, d: all,
+		{name: "extension moves it", sess: record.Session{State: record.InTurn, ClockFrom: t0, TurnExtended: at(40)}, d: all,
 			ok: true, kind: DeadlineTurn, at: at(40), extended: true},
-		{name: "extension capped at twice the flag", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, TurnExtended: at(90)}, d: all,
+		{name: "extension capped at twice the flag", sess: record.Session{State: record.InTurn, ClockFrom: t0, TurnExtended: at(90)}, d: all,
 			ok: true, kind: DeadlineTurn, at: at(60), extended: true},
-		{name: "extension inside the flag changes nothing", sess: journal.Session{State: journal.InTurn, ClockFrom: t0, TurnExtended: at(10)}, d: all,
+		{name: "extension inside the flag changes nothing", sess: record.Session{State: record.InTurn, ClockFrom: t0, TurnExtended: at(10)}, d: all,
 			ok: true, kind: DeadlineTurn, at: at(30)},
-		{name: "phase extension capped", sess: journal.Session{State: journal.InTurn, Phase: "tool", PhaseStarted: t0, PhaseExtended: at(100)},
+		{name: "phase extension capped", sess: record.Session{State: record.InTurn, Phase: "tool", PhaseStarted: t0, PhaseExtended: at(100)},
 			d: Deadlines{Tool: min(5)}, ok: true, kind: DeadlineTool, at: at(10), extended: true},
 	}
 	for _, tt := range tests {
@@ -70,7 +70,7 @@ func TestSessionDeadline(t *testing.T) {
 func TestExtendDeadlines(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	d := Deadlines{Turn: 10 * time.Second, Tool: 4 * time.Second}
-	sess := journal.Session{State: journal.InTurn, ClockFrom: t0, Phase: "tool", PhaseStarted: t0.Add(2 * time.Second)}
+	sess := record.Session{State: record.InTurn, ClockFrom: t0, Phase: "tool", PhaseStarted: t0.Add(2 * time.Second)}
 
 	// Inside the deadline: asking for less than is left moves nothing.
 	if extendDeadlines(&sess, d, time.Second, t0.Add(time.Second)) {
@@ -101,7 +101,7 @@ func TestExtendDeadlines(t *testing.T) {
 		t.Errorf("turn deadline %s, want its cap %s", dl.At, want)
 	}
 	// A session waiting for a person is not extended.
-	w := journal.Session{State: journal.Waiting, Wait: "input", ClockFrom: t0}
+	w := record.Session{State: record.Waiting, Wait: "input", ClockFrom: t0}
 	if extendDeadlines(&w, d, time.Hour, t0) {
 		t.Error("a session waiting for input was extended")
 	}
@@ -113,7 +113,7 @@ func TestExtendDeadlines(t *testing.T) {
 func TestDeadlineAfterRestart(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	start := now.Add(-7 * time.Second) // journaled: no monotonic reading, as JSON has none
-	sess := journal.Session{State: journal.InTurn, ClockFrom: start}
+	sess := record.Session{State: record.InTurn, ClockFrom: start}
 	dl, ok := SessionDeadline(&sess, Deadlines{Turn: 10 * time.Second})
 	if !ok {
 		t.Fatal("no deadline")

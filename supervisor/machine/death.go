@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -17,7 +17,7 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	}
 	r := m.Run
 	if e.ExecFailed {
-		r = journal.Run{Run: m.launching, Started: e.Started, Argv: e.Argv}
+		r = record.Run{Run: m.launching, Started: e.Started, Argv: e.Argv}
 	}
 	r.PID, r.Ended, r.ExitCode, r.Signal = e.PID, e.Ended, e.Code, e.Signal
 	r.Reason, r.Dirty = m.classify(e)
@@ -28,11 +28,11 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	if r.Dirty {
 		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
 		o.add(Count{Metric: "death", Label: r.Reason})
-		if r.Reason == journal.ReasonWatchdog {
+		if r.Reason == record.ReasonWatchdog {
 			o.add(Count{Metric: "watchdog"})
 		}
 	}
-	requested := r.Reason == journal.ReasonStopped && !r.Dirty
+	requested := r.Reason == record.ReasonStopped && !r.Dirty
 	m.lostConversation(o, e, r)
 	var decs []resume.Decision
 	if !e.ExecFailed {
@@ -46,12 +46,12 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	if m.Stop == nil && dec.Action != crashloop.GiveUp {
 		reserve = m.nextRun
 	}
-	if m.Stop == nil && dec.Action == crashloop.Relaunch && !m.Config.Task.On && reserve != 0 &&
+	if m.Stop == nil && dec.Action == crashloop.Relaunch && m.Policy.Fold && reserve != 0 &&
 		m.retryDelay(dec.Delay, e.Ended) == 0 {
 		m.fold(o, reserve)
 	}
 	o.add(Commit{Kind: CommitDeath, Run: r, Reserve: reserve, Why: "recording the child's death"})
-	if m.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && !m.Config.Task.On {
+	if m.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && m.Policy.HoldLogs {
 		// The death is committed and the relaunch is immediate: what
 		// follows is only said, and is written once the next child is
 		// forked (or as soon as the loop waits or ends).
@@ -75,14 +75,14 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 func (e Exited) jitter() float64 { return e.Random }
 
 // logDeath says how the run ended and what follows, as next decides it.
-func (m *Machine) logDeath(o *out, e Exited, r journal.Run, dec crashloop.Decision) {
+func (m *Machine) logDeath(o *out, e Exited, r record.Run, dec crashloop.Decision) {
 	next := dec.Action.String()
 	switch {
 	case m.launches == 1 && e.ExecFailed:
 		next = "end" // the very first launch cannot start: not retried
 	case m.Stop != nil:
 		next = "stop"
-	case m.Config.Task.On && dec.Action != crashloop.GiveUp:
+	case !m.Policy.ByRestart && dec.Action != crashloop.GiveUp:
 		next = m.taskNextWords(e, dec)
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
@@ -115,7 +115,7 @@ func (m *Machine) next(o *out, e Exited, dec crashloop.Decision) {
 		o.error("giving up: the agent keeps dying", "failures", dec.Failures,
 			"limit", m.Config.Policy.GiveUp, "exit_code", ExitGaveUp)
 		o.add(End{Code: ExitGaveUp})
-	case m.Config.Task.On:
+	case !m.Policy.ByRestart:
 		m.taskNext(o, e, dec)
 	case dec.Action == crashloop.Exit:
 		o.add(End{Code: e.Code})
@@ -176,30 +176,38 @@ func (m *Machine) stopRequested(e Exited) bool {
 // openTurn reports whether some session was mid-turn.
 func (m *Machine) openTurn() bool {
 	for _, sess := range m.Sessions {
-		if sess.State == journal.InTurn || sess.State == journal.Waiting {
+		if sess.State == record.InTurn || sess.State == record.Waiting {
 			return true
 		}
 	}
 	return false
 }
 
-// classify decides how a run ended and whether the death is dirty.
+// classify decides how a run ended, and whether the death is dirty as
+// the reason table says (record.Reason.Dirty).
 func (m *Machine) classify(e Exited) (reason string, dirty bool) {
+	reason = m.reasonOf(e)
+	row, ok := record.LookupReason(reason)
+	return reason, !ok || row.DirtyFor(e.Code) // a reason not in the table is dirty: fail closed
+}
+
+// reasonOf names how a run ended.
+func (m *Machine) reasonOf(e Exited) string {
 	switch {
 	case m.Abort != nil && (m.Stop == nil || m.Abort.At.Before(m.Stop.At)):
-		return m.Abort.Reason, true
+		return m.Abort.Reason
 	case m.stopRequested(e):
-		return journal.ReasonStopped, false
+		return record.ReasonStopped
 	case e.ExecFailed:
-		return journal.ReasonExecFailed, true
+		return record.ReasonExecFailed
 	case e.Signal != 0:
-		return journal.ReasonSignal, true
+		return record.ReasonSignal
 	case e.Code != 0:
-		return journal.ReasonExit, true
+		return record.ReasonExit
 	case m.openTurn():
-		return journal.ReasonTurnOpen, true
+		return record.ReasonTurnOpen
 	}
-	return journal.ReasonExit, false
+	return record.ReasonExit
 }
 
 // namedOOM renames a dirty death the kernel's OOM killer had a hand in.
@@ -208,9 +216,9 @@ func (m *Machine) namedOOM(o *out, reason string, dirty bool, ooms uint64) strin
 		return reason
 	}
 	switch reason {
-	case journal.ReasonSignal, journal.ReasonExit, journal.ReasonTurnOpen:
+	case record.ReasonSignal, record.ReasonExit, record.ReasonTurnOpen:
 		o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", ooms)
-		return journal.ReasonOOM
+		return record.ReasonOOM
 	}
 	return reason
 }
@@ -220,7 +228,7 @@ func (m *Machine) namedOOM(o *out, reason string, dirty bool, ooms uint64) strin
 // every decision is durable before the next child starts. It returns the
 // decisions that changed a session.
 func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decision {
-	var open []journal.Session
+	var open []record.Session
 	for _, sess := range m.Sessions {
 		if sess.State.Open() {
 			open = append(open, *sess)
@@ -237,7 +245,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 		if dec.Action == resume.Park {
 			o.add(Count{Metric: "park"})
 			sess.Fingerprint = nil
-			if sess.ParkedBy == journal.ParkedByBreaker {
+			if sess.ParkedBy == record.ParkedByBreaker {
 				breaker = append(breaker, sess.ID)
 			}
 		}
@@ -262,7 +270,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 func (m *Machine) fingerprinted(o *out, e Fingerprinted) {
 	var ids []string
 	for _, id := range e.IDs {
-		if sess := m.Sessions[id]; sess != nil && sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker {
+		if sess := m.Sessions[id]; sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker {
 			sess.Fingerprint = e.Fingerprint
 			ids = append(ids, id)
 		}
@@ -325,6 +333,11 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	}
 	m.nextRun, m.LastExit, m.Restarts = e.NextRun, e.LastExit, e.Restarts
 	m.Backoff, m.Guard, m.Verifying = e.Backoff, e.Guard, e.Verifying
+	m.Budget = e.Budget.clean()
+	m.RefusalsChanged++ // the proxy's snapshot starts from what the journal holds
+	for i := range e.Sessions {
+		m.trackBudgetPark(e.Sessions[i].ID, m.Sessions[e.Sessions[i].ID])
+	}
 	if r := e.Orphan; r != nil {
 		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
 			"pid", r.PID, "reason", r.Reason)

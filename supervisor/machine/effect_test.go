@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // effect is the datagram of a declared side effect.
 func (r *rig) effect(session, key string) []Effect {
-	return r.marker(notify.Message{Session: session, Event: notify.EventEffect, Effect: key})
+	return r.marker(marker.Message{Session: session, Event: marker.EventEffect, Effect: key})
 }
 
 // Effects declared in a turn are journaled with the session, each once,
@@ -41,26 +41,26 @@ func TestEffectsFollowTheTurn(t *testing.T) {
 	}
 	r.killed(9)
 	s := r.sess("s1")
-	if s.State != journal.ResumePending || !strings.Contains(s.Resume.Message, "`write:a.go`, `Bash:npm publish`") ||
+	if s.State != record.ResumePending || !strings.Contains(s.Resume.Message, "`write:a.go`, `Bash:npm publish`") ||
 		len(s.Effects) != 2 {
 		t.Fatalf("after the kill: state %s, effects %q, message %q", s.State, s.Effects, s.Resume.Message)
 	}
 	r.launch()
-	r.marker(notify.Message{Session: "s1", Event: notify.EventResumed, Turn: "t1"})
+	r.marker(marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t1"})
 	r.effect("s1", "write:b.go")
 	if got := r.sess("s1").Effects; len(got) != 3 {
 		t.Errorf("the resumed turn lost or did not add effects: %q", got)
 	}
-	r.end("s1", "t1", notify.OutcomeCompleted)
+	r.end("s1", "t1", marker.OutcomeCompleted)
 	r.begin("s1", "t2")
 	if got := r.sess("s1").Effects; got != nil {
 		t.Errorf("turn-begin kept the last turn's effects: %q", got)
 	}
-	for i := range journal.MaxEffects + 10 {
+	for i := range record.MaxEffects + 10 {
 		r.effect("s1", fmt.Sprint("k", i))
 	}
-	if got := r.sess("s1").Effects; len(got) != journal.MaxEffects || got[0] != "k0" {
-		t.Errorf("%d effects kept (first %q), want the first %d", len(got), got[0], journal.MaxEffects)
+	if got := r.sess("s1").Effects; len(got) != record.MaxEffects || got[0] != "k0" {
+		t.Errorf("%d effects kept (first %q), want the first %d", len(got), got[0], record.MaxEffects)
 	}
 }
 
@@ -71,13 +71,13 @@ func TestIgnoredTurnBeginIsObserved(t *testing.T) {
 	r := newRig(t, testConfig())
 	r.launch()
 	r.begin("s1", "t1")
-	r.end("s1", "t1", notify.OutcomeCompleted)
+	r.end("s1", "t1", marker.OutcomeCompleted)
 	fx := r.begin("s1", "t1")
 	o, ok := find[ObserveMarker](fx)
 	if !ok || !o.Ignored || o.Event != "turn-begin" || o.Turn != "t1" {
 		t.Errorf("the ignored turn-begin was not observed as such: %#v", fx)
 	}
-	if s := r.sess("s1"); s.State != journal.Idle {
+	if s := r.sess("s1"); s.State != record.Idle {
 		t.Errorf("the ignored turn-begin was applied: %s", s.State)
 	}
 }

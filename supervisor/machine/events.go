@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -17,20 +17,22 @@ type Event interface{ event() }
 // child's end), decided as a dirty death.
 type Booted struct {
 	NextRun  uint64
-	Sessions []journal.Session
-	LastExit *journal.Run
+	Sessions []record.Session
+	LastExit *record.Run
 	Restarts uint64
 	Backoff  crashloop.State
 	Guard    crashloop.GuardState
-	Orphan   *journal.Run
+	Orphan   *record.Run
 	// Verifying: the journal's full check runs in the background.
 	Verifying bool
+	// Budget is the state dir's token spend as journaled.
+	Budget Budget
 }
 
 // LaunchDue: the next run may start now (at start, or when the backoff
 // ran out). Fingerprint is the agent's, when NeedFingerprint asked for it.
 type LaunchDue struct {
-	Fingerprint *journal.Fingerprint
+	Fingerprint *record.Fingerprint
 }
 
 // Delivered: the resume file for Run was written (or Live: rewritten for
@@ -81,8 +83,8 @@ type Exited struct {
 // not hold it (nil: not in the journal). Failing is the last commit error
 // while commits fail and are retried ("" when they succeed).
 type Marker struct {
-	Msg     notify.Message
-	Stored  *journal.Session
+	Msg     marker.Message
+	Stored  *record.Session
 	Failing string
 }
 
@@ -91,7 +93,7 @@ type Marker struct {
 type Beats struct {
 	Sessions map[string]time.Time
 	// Stored holds the journal's record of sessions the machine does not hold.
-	Stored map[string]journal.Session
+	Stored map[string]record.Session
 	Ping   time.Time
 }
 
@@ -133,7 +135,7 @@ type TimerFired struct {
 // StampFingerprint effect named.
 type Fingerprinted struct {
 	IDs         []string
-	Fingerprint *journal.Fingerprint
+	Fingerprint *record.Fingerprint
 }
 
 // Verified: the background journal check ended; Err is "" when it passed.
@@ -145,7 +147,7 @@ type Verified struct {
 // journal when the machine does not hold it.
 type ManualResume struct {
 	ID     string
-	Stored *journal.Session
+	Stored *record.Session
 }
 
 // Evict drops settled sessions from memory (the journal has them), except
@@ -196,10 +198,10 @@ const (
 // once it is durable. A Launch after it in the same list starts only then.
 type Commit struct {
 	Kind     CommitKind
-	Run      journal.Run
+	Run      record.Run
 	Relaunch bool
 	Reserve  uint64 // the run number to reserve before its fork; 0: none
-	Orphan   *journal.Run
+	Orphan   *record.Run
 	Why      string // for the error log
 }
 
@@ -214,6 +216,9 @@ type Launch struct {
 	Stale bool
 	// Task: a --resume-exec launch, which goes ahead without its file.
 	Task bool
+	// Tail: keep the agent's last words (the telling line of its
+	// stderr), for Exited.Said (task mode).
+	Tail bool
 }
 
 // Backoff waits Delay, then the runner sends LaunchDue.
@@ -311,7 +316,7 @@ type ObserveStart struct {
 
 // ObserveDeath tells the observer that Run's death is committed.
 type ObserveDeath struct {
-	Run     journal.Run
+	Run     record.Run
 	Changed []string
 }
 

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"testing"
+	"time"
 )
 
 // A death whose relaunch follows at once records the delivery of the
@@ -74,5 +75,29 @@ func TestRuleFoldTakenBack(t *testing.T) {
 				t.Errorf("taking it back is not committed: %#v", fx)
 			}
 		})
+	}
+}
+
+// Found by the simulation (seeds 1 and 1796168986931166357): a manual resume between a death whose
+// commit recorded the delivery (fold) and the launch that hands it over.
+// The launch hands the manual resume, and its delivery must stay recorded
+// for that run (it was taken back, so the run's death would not count
+// against the session, nor an untaken resume be parked).
+func TestRuleFoldThenManualResume(t *testing.T) {
+	r := newRig(t, testConfig())
+	r.launch()
+	r.begin("s1", "t1")
+	r.advance(20 * time.Second) // a healthy run: the relaunch is immediate, and folds
+	fx := r.killed(9)
+	if _, ok := find[Backoff](fx); !ok || r.sess("s1").Resume.Run == 0 {
+		t.Fatalf("setup: the death's commit did not fold the delivery: %+v", r.sess("s1").Resume)
+	}
+	r.step(ManualResume{ID: "s1"})
+	l := r.launch()
+	if len(l.IDs) != 1 || l.IDs[0] != "s1" {
+		t.Fatalf("launch %+v", l)
+	}
+	if res := r.sess("s1").Resume; res == nil || !res.Manual || res.Run != l.Run || res.Delivered != 1 {
+		t.Fatalf("the manual resume handed to run %d is recorded as %+v", l.Run, res)
 	}
 }

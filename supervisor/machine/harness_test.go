@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -77,7 +77,7 @@ func (r *rig) launch() Launch {
 }
 
 // marker applies a datagram from the child.
-func (r *rig) marker(msg notify.Message) []Effect {
+func (r *rig) marker(msg marker.Message) []Effect {
 	if msg.PID == 0 {
 		msg.PID = 100
 	}
@@ -85,11 +85,11 @@ func (r *rig) marker(msg notify.Message) []Effect {
 }
 
 func (r *rig) begin(session, turn string) []Effect {
-	return r.marker(notify.Message{Session: session, Event: notify.EventTurnBegin, Turn: turn})
+	return r.marker(marker.Message{Session: session, Event: marker.EventTurnBegin, Turn: turn})
 }
 
-func (r *rig) end(session, turn string, outcome notify.Outcome) []Effect {
-	return r.marker(notify.Message{Session: session, Event: notify.EventTurnEnd, Turn: turn, Outcome: outcome})
+func (r *rig) end(session, turn string, outcome marker.Outcome) []Effect {
+	return r.marker(marker.Message{Session: session, Event: marker.EventTurnEnd, Turn: turn, Outcome: outcome})
 }
 
 // die ends the current run with code and signal, life after it started
@@ -104,7 +104,7 @@ func (r *rig) die(life time.Duration, code, sig int) []Effect {
 
 func (r *rig) killed(sig int) []Effect { return r.die(2*time.Second, 128+sig, sig) }
 
-func (r *rig) sess(id string) *journal.Session { return r.m.Sessions[id] }
+func (r *rig) sess(id string) *record.Session { return r.m.Sessions[id] }
 
 // find returns the first effect of type T.
 func find[T Effect](fx []Effect) (T, bool) {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -27,7 +27,7 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 	// A resume that may be dispatched now is delivered instead of the
 	// task (prepareDelivery); with none, a session of this task that is
 	// parked, stopped or owed a held resume keeps the task from starting.
-	if first && m.Config.Task.On && !m.Config.Task.Rerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
+	if first && m.Policy.BlockRerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
 		o.add(End{Code: ExitParked})
 		return
 	}
@@ -48,7 +48,7 @@ func (m *Machine) NeedFingerprint() bool {
 		return false
 	}
 	for _, sess := range m.Sessions {
-		if sess.State == journal.Parked && sess.ParkedBy == journal.ParkedByBreaker && sess.Fingerprint != nil {
+		if sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker && sess.Fingerprint != nil {
 			return true
 		}
 	}
@@ -58,12 +58,13 @@ func (m *Machine) NeedFingerprint() bool {
 // liftParks: a session parked by the breaker under an agent whose
 // fingerprint differs from the one about to run becomes resume_pending,
 // once.
-func (m *Machine) liftParks(o *out, fp *journal.Fingerprint, now time.Time) {
+func (m *Machine) liftParks(o *out, fp *record.Fingerprint, now time.Time) {
 	if fp == nil {
 		return
 	}
 	var ids []string
-	for _, sess := range m.Sessions {
+	for _, id := range m.sessionIDs() {
+		sess := m.Sessions[id]
 		if !resume.Liftable(*sess, fp.Sum) {
 			continue
 		}
@@ -100,11 +101,11 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 	if len(pending) == 0 {
 		m.unfold(o, n)
 		m.Task.Ran = true
-		o.add(Launch{Run: n, Argv: m.Config.Argv, Stale: true})
+		o.add(Launch{Run: n, Argv: m.Config.Argv, Stale: true, Tail: m.Policy.Tail})
 		return
 	}
 	argv, via := m.Config.Argv, "resume file"
-	if m.Config.Task.On {
+	if m.Policy.ExecDelivery {
 		if !m.Task.Ran && m.launches == 1 {
 			o.warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
 				"session", pending[0].ID)
@@ -119,16 +120,17 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 	for i, sess := range pending {
 		ids[i] = sess.ID
 	}
-	o.add(Launch{Run: n, Argv: argv, Items: resume.Items(copies(pending)), IDs: ids, Via: via, Task: m.Config.Task.On})
+	o.add(Launch{Run: n, Argv: argv, Items: resume.Items(copies(pending)), IDs: ids, Via: via, Task: m.Policy.ExecDelivery,
+		Tail: m.Policy.Tail})
 }
 
 // execArgv builds the --resume-exec argv of the oldest pending session.
 // A session whose id cannot go into an argv is parked instead, with its
 // reason, and the next one is tried; nil when none is left.
-func (m *Machine) execArgv(o *out, pending []*journal.Session) ([]string, []*journal.Session) {
+func (m *Machine) execArgv(o *out, pending []*record.Session) ([]string, []*record.Session) {
 	for _, sess := range pending {
 		if argv, ok := m.templated(o, sess); ok {
-			return argv, []*journal.Session{sess}
+			return argv, []*record.Session{sess}
 		}
 	}
 	return nil, nil
@@ -136,20 +138,21 @@ func (m *Machine) execArgv(o *out, pending []*journal.Session) ([]string, []*jou
 
 // templated fills the --resume-exec template for sess; a session whose id
 // cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
-func (m *Machine) templated(o *out, sess *journal.Session) ([]string, bool) {
-	argv, err := resume.ExecArgv(m.Config.Task.Exec, resume.Items(copies([]*journal.Session{sess}))[0])
+func (m *Machine) templated(o *out, sess *record.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(m.Config.Task.Exec, resume.Items(copies([]*record.Session{sess}))[0])
 	if err == nil {
 		return argv, true
 	}
-	sess.State, sess.Resume = journal.Parked, nil
+	sess.State, sess.Resume, sess.ParkedBy, sess.Fingerprint = record.Parked, nil, record.ParkedByTemplate, nil
 	sess.Reason = "not resumed with --resume-exec: " + err.Error()
 	o.save(sess.ID)
+	o.add(Commit{Kind: CommitPending, Why: "recording a park"})
 	o.error("session parked: a value of it cannot be passed to --resume-exec", "session", sess.ID, "err", err)
 	return nil, false
 }
 
-func copies(ss []*journal.Session) []journal.Session {
-	out := make([]journal.Session, len(ss))
+func copies(ss []*record.Session) []record.Session {
+	out := make([]record.Session, len(ss))
 	for i, s := range ss {
 		out[i] = *s
 	}
@@ -230,9 +233,13 @@ func (m *Machine) delivered(o *out, e Delivered) {
 			continue
 		}
 		m.touch(id)
-		if _, ok := folded[id]; ok && sess.Resume.Run == e.Run {
+		if _, ok := folded[id]; ok {
+			// Handed to this run: never taken back below, even when its
+			// resume changed since the fold (a manual resume meanwhile).
 			delete(folded, id)
-			continue // recorded by the death's commit
+			if sess.Resume.Run == e.Run {
+				continue // recorded by the death's commit
+			}
 		}
 		r := *sess.Resume
 		r.Delivered++
@@ -257,8 +264,8 @@ func (m *Machine) started(o *out, e Started) {
 	relaunch := m.LastExit != nil
 	m.Child = "running"
 	m.Task.runMarkers, m.hooked = false, ""
-	m.Run = journal.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
-		Reason: journal.ReasonRunning, Argv: e.Argv}
+	m.Run = record.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
+		Reason: record.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}
 	if m.Watchdog.Period > 0 {
 		m.armWatchdog(o, m.Watchdog.Period, e.At)
@@ -272,7 +279,7 @@ func (m *Machine) started(o *out, e Started) {
 	o.add(Publish{})
 	var ids []string
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && sess.Resume.Run == e.Run {
+		if sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == e.Run {
 			ids = append(ids, sess.ID)
 		}
 	}
@@ -302,11 +309,11 @@ func (m *Machine) Hold() string {
 // pending returns the sessions owed a resume that may be dispatched now:
 // automatic ones unless held, manual ones always. Oldest first, at most
 // --max-open-sessions of them (one run is never handed more).
-func (m *Machine) pending() []*journal.Session {
+func (m *Machine) pending() []*record.Session {
 	held := m.Hold() != ""
-	var out []*journal.Session
+	var out []*record.Session
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
+		if sess.State == record.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
 			out = append(out, sess)
 		}
 	}
@@ -323,10 +330,10 @@ func (m *Machine) pending() []*journal.Session {
 }
 
 // pendingIgnoringHold lists the sessions owed a resume, held or not.
-func (m *Machine) pendingIgnoringHold() []*journal.Session {
-	var out []*journal.Session
+func (m *Machine) pendingIgnoringHold() []*record.Session {
+	var out []*record.Session
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil {
+		if sess.State == record.ResumePending && sess.Resume != nil {
 			out = append(out, sess)
 		}
 	}
@@ -340,7 +347,7 @@ func (m *Machine) heldSessions() []string {
 	}
 	var ids []string
 	for _, sess := range m.Sessions {
-		if sess.State == journal.ResumePending && sess.Resume != nil && !sess.Resume.Manual {
+		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual {
 			ids = append(ids, sess.ID)
 		}
 	}
@@ -353,7 +360,7 @@ func (m *Machine) heldSessions() []string {
 // rewritten and the child gets --resume-signal. Without that flag they
 // wait for the next start.
 func (m *Machine) deliverLive(o *out) {
-	if !m.Running() || !m.Config.LiveResume || m.Config.Task.On {
+	if !m.Running() || !m.Policy.LiveDelivery {
 		return
 	}
 	all := m.pending()
@@ -419,6 +426,7 @@ func (m *Machine) manualResume(o *out, e ManualResume, now time.Time) {
 		o.add(Reply{Err: err})
 		return
 	}
+	m.liftBudget(o, *sess)
 	m.Sessions[e.ID] = &updated
 	o.save(e.ID)
 	o.add(Commit{Kind: CommitPending, Why: "recording a manual resume"})

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // A one-shot CLI asked to resume a conversation it does not have exits at
@@ -48,14 +48,15 @@ func LostConversation(line string) bool {
 // conversation is unknown. The session handed to it is taken out of the
 // decisions: its resume can never work, and the death is not the turn's
 // doing. It reports whether it handled one.
-func (m *Machine) lostConversation(o *out, e Exited, r journal.Run) bool {
-	if !m.Config.Task.On || !r.Dirty || r.Reason != journal.ReasonExit || m.Task.runMarkers || !LostConversation(e.Said) {
+func (m *Machine) lostConversation(o *out, e Exited, r record.Run) bool {
+	if !m.Policy.LostConversations || !r.Dirty || r.Reason != record.ReasonExit || m.Task.runMarkers || !LostConversation(e.Said) {
 		return false
 	}
-	var sess *journal.Session
-	for _, s := range m.Sessions {
-		if s.State == journal.ResumePending && s.Resume != nil && s.Resume.Run == r.Run {
-			sess = s
+	var sess *record.Session
+	for _, id := range m.sessionIDs() {
+		if s := m.Sessions[id]; s.State == record.ResumePending && s.Resume != nil && s.Resume.Run == r.Run {
+			sess = s // --resume-exec hands one session to a run
+			break
 		}
 	}
 	if sess == nil {
@@ -69,7 +70,7 @@ func (m *Machine) lostConversation(o *out, e Exited, r journal.Run) bool {
 		if !sess.ToolRan {
 			why = "the task was already started again once for a lost conversation"
 		}
-		sess.State, sess.ParkedBy = journal.Parked, ""
+		sess.State, sess.ParkedBy = record.Parked, record.ParkedByLost
 		sess.Reason = lostWhy + "; " + why
 		o.save(sess.ID)
 		o.add(Count{Metric: "park"})
@@ -77,7 +78,7 @@ func (m *Machine) lostConversation(o *out, e Exited, r journal.Run) bool {
 			"turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode)
 		return true
 	}
-	sess.State = journal.Closed
+	sess.State = record.Closed
 	sess.Reason = lostWhy + "; nothing had run in the interrupted turn, so the task was started again as a new session"
 	m.Task.reran, m.Task.rerunDue, m.Task.inherit = true, true, sess.CrashCount
 	o.save(sess.ID)
@@ -89,8 +90,8 @@ func (m *Machine) lostConversation(o *out, e Exited, r journal.Run) bool {
 // inheritRerun gives the first session that begins a turn after the task
 // was started again for a lost conversation that conversation's crash
 // count: the rerun stands in for its resume.
-func (m *Machine) inheritRerun(o *out, sess *journal.Session, msg notify.Message) {
-	if m.Task.inherit == 0 || msg.Event != notify.EventTurnBegin || sess.State.Open() {
+func (m *Machine) inheritRerun(o *out, sess *record.Session, msg marker.Message) {
+	if m.Task.inherit == 0 || msg.Event != marker.EventTurnBegin || sess.State.Open() {
 		return
 	}
 	sess.CrashCount, m.Task.inherit = m.Task.inherit, 0

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // claudeLost is what Claude Code 2.1.197 says to `claude -p -r ID` for a
@@ -23,8 +23,8 @@ func lostRig(t *testing.T, tool bool) (*rig, []Effect) {
 	r.launch()
 	r.begin("s1", "")
 	if tool {
-		r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseTool, Tool: "Bash"})
-		r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseModel})
+		r.marker(marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "Bash"})
+		r.marker(marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseModel})
 	}
 	if n := nextOf(t, r.killed(sigKILL)); !n.relaunch {
 		t.Fatalf("the kill was not followed by the resume launch: %+v", n)
@@ -43,7 +43,7 @@ func lostRig(t *testing.T, tool bool) (*rig, []Effect) {
 // and the task ends 0, saying nothing about hooks.
 func TestRuleLostConversationRerun(t *testing.T) {
 	r, fx := lostRig(t, false)
-	if s := r.sess("s1"); s.State != journal.Closed || !strings.Contains(s.Reason, claudeLost) {
+	if s := r.sess("s1"); s.State != record.Closed || !strings.Contains(s.Reason, claudeLost) {
 		t.Fatalf("lost session: state %s reason %q; want closed with the CLI's words", s.State, s.Reason)
 	}
 	if !savedBeforeCommit(fx, "s1") {
@@ -63,7 +63,7 @@ func TestRuleLostConversationRerun(t *testing.T) {
 	if got := r.sess("s2").CrashCount; got != 1 {
 		t.Errorf("the rerun's session has crash count %d, want the lost one's 1 (it counts like a resume)", got)
 	}
-	r.end("s2", "", notify.OutcomeCompleted)
+	r.end("s2", "", marker.OutcomeCompleted)
 	fx = r.die(0, 0, 0)
 	if n := nextOf(t, fx); !n.end || n.code != ExitOK {
 		t.Fatalf("the completed rerun ended %+v, want exit 0", n)
@@ -80,7 +80,7 @@ func TestRuleLostConversationRerunCounts(t *testing.T) {
 	r.launch()
 	r.begin("s2", "")
 	fx := r.killed(sigKILL)
-	if s := r.sess("s2"); s.State != journal.Parked || s.CrashCount != 2 {
+	if s := r.sess("s2"); s.State != record.Parked || s.CrashCount != 2 {
 		t.Fatalf("rerun killed mid-turn: state %s crash_count %d, want parked at 2", s.State, s.CrashCount)
 	}
 	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
@@ -93,7 +93,7 @@ func TestRuleLostConversationRerunCounts(t *testing.T) {
 func TestRuleLostConversationAfterTool(t *testing.T) {
 	r, fx := lostRig(t, true)
 	s := r.sess("s1")
-	if s.State != journal.Parked || !strings.Contains(s.Reason, claudeLost) || !strings.Contains(s.Reason, "a tool had run") {
+	if s.State != record.Parked || !strings.Contains(s.Reason, claudeLost) || !strings.Contains(s.Reason, "a tool had run") {
 		t.Fatalf("state %s reason %q; want parked naming the CLI's words and the tool", s.State, s.Reason)
 	}
 	if s.CrashCount != 1 {
@@ -125,7 +125,7 @@ func TestRuleLostConversationOnce(t *testing.T) {
 	}
 	r.launch()
 	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: "No conversation found with session ID: s2"})
-	if s := r.sess("s2"); s.State != journal.Parked || !strings.Contains(s.Reason, "already started again once") {
+	if s := r.sess("s2"); s.State != record.Parked || !strings.Contains(s.Reason, "already started again once") {
 		t.Fatalf("second lost conversation: state %s reason %q, want parked", s.State, s.Reason)
 	}
 	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
@@ -143,7 +143,7 @@ func TestRuleLostConversationOnlyWhenSaid(t *testing.T) {
 	r.launch()
 	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: "API Error: 500 overloaded"})
 	s := r.sess("s1")
-	if s.State != journal.Parked || s.CrashCount != 2 {
+	if s.State != record.Parked || s.CrashCount != 2 {
 		t.Fatalf("state %s crash %d, want parked by the breaker", s.State, s.CrashCount)
 	}
 	if !strings.Contains(s.Reason, `saying "API Error: 500 overloaded"`) || !strings.Contains(s.Reason, "its own error") {
@@ -164,18 +164,18 @@ func TestRuleResumedTurnAlias(t *testing.T) {
 	r.begin("s1", "t-old")
 	r.killed(sigKILL)
 	r.launch()
-	fx := r.marker(notify.Message{Session: "s1", Event: notify.EventResumed, Turn: "t-new"})
-	fx = append(fx, r.end("s1", "t-new", notify.OutcomeCompleted)...)
+	fx := r.marker(marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t-new"})
+	fx = append(fx, r.end("s1", "t-new", marker.OutcomeCompleted)...)
 	if logged(fx, "out of sequence") {
 		t.Error("a normal Codex resume logged an out-of-sequence marker")
 	}
 	s := r.sess("s1")
-	if s.Turn != "t-old" || s.State != journal.Idle || s.Outcome != "completed" || s.TurnAlias != "" {
+	if s.Turn != "t-old" || s.State != record.Idle || s.Outcome != "completed" || s.TurnAlias != "" {
 		t.Fatalf("after the resumed turn ended: turn %q state %s outcome %q alias %q", s.Turn, s.State, s.Outcome, s.TurnAlias)
 	}
 	// A turn-end naming a third turn is still out of sequence.
 	r.begin("s1", "t3")
-	if fx := r.end("s1", "t4", notify.OutcomeCompleted); !logged(fx, "out of sequence") {
+	if fx := r.end("s1", "t4", marker.OutcomeCompleted); !logged(fx, "out of sequence") {
 		t.Error("a turn-end naming another turn was not recorded")
 	}
 }

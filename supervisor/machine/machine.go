@@ -13,12 +13,13 @@
 package machine
 
 import (
+	"sort"
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -43,7 +44,8 @@ type Config struct {
 	// LiveResume: resumes that become dispatchable while the child runs
 	// are delivered to it (--resume-signal).
 	LiveResume bool
-	// Argv is the agent command line; Task, when Task.On, makes it a task.
+	// Argv is the agent command line; Task, when Task.On, makes it a task
+	// (resolved into Machine.Policy).
 	Argv []string
 	Task TaskConfig
 	// StateDir names the state dir in the commands a person is told.
@@ -61,6 +63,11 @@ type Config struct {
 	// its resumes, as the API proxy counts them): past it the agent is
 	// stopped and the session parked. 0: no budget (--max-tokens).
 	MaxTokens int64
+	// MaxTokensTotal is the state dir's token budget: input plus output of
+	// every session, across runs and restarts of supervise (State.Budget,
+	// journaled). Past it no model call is forwarded and the session whose
+	// answer crossed it is parked. 0: none (--max-tokens-total).
+	MaxTokensTotal int64
 }
 
 // DefaultMaxOpenSessions is --max-open-sessions' default.
@@ -78,11 +85,11 @@ const (
 type State struct {
 	// Sessions are the sessions held in memory: every open one, and
 	// settled ones until evicted.
-	Sessions map[string]*journal.Session
+	Sessions map[string]*record.Session
 	// Run is the current run, or the last one once it ended.
-	Run journal.Run
+	Run record.Run
 	// LastExit is the last run that ended, nil before the first.
-	LastExit *journal.Run
+	LastExit *record.Run
 	// Child is the child's state as status names it.
 	Child    string
 	Restarts uint64
@@ -121,14 +128,29 @@ type State struct {
 	// run: traffic that names none is taken for it (Traffic.Invented).
 	hooked string
 	// Refused counts turn-begins refused at --max-open-sessions.
-	Refused       uint64
+	Refused uint64
+	// RefusedParked counts markers and model traffic refused because
+	// their session is parked; parkSaid holds the parked sessions whose
+	// refusal was logged (once per session and park).
+	RefusedParked uint64
+	parkSaid      map[string]bool
 	lastInterrupt time.Time
 	Task          TaskState
-	nextRun       uint64
-	launching     uint64 // the run number of the launch under way
-	launches      int    // launches by this supervise
-	deadlineArmed bool
-	deadlineDue   time.Time
+	// Budget is the state dir's token spend, journaled with the policy
+	// state (Save{Policy: true}).
+	Budget Budget
+	// budgetParked holds the sessions parked for a token budget, whose
+	// model calls the proxy answers itself (Refusal), kept like open.
+	budgetParked map[string]bool
+	// RefusalsChanged counts the changes of what Refusal answers: the
+	// runner republishes its snapshot for the proxy when it moves.
+	RefusalsChanged uint64
+	badUsageSaid    bool
+	nextRun         uint64
+	launching       uint64 // the run number of the launch under way
+	launches        int    // launches by this supervise
+	deadlineArmed   bool
+	deadlineDue     time.Time
 }
 
 // Stop is a stop asked of supervise.
@@ -154,6 +176,9 @@ type Grace struct {
 // Machine is the loop state with its configuration.
 type Machine struct {
 	Config Config
+	// Policy is Config's task mode resolved (policyFor): what every rule
+	// that differs between a service and a task asks.
+	Policy Policy
 	State
 }
 
@@ -165,7 +190,7 @@ func New(cfg Config) *Machine {
 	if cfg.MaxOpenSessions <= 0 {
 		cfg.MaxOpenSessions = DefaultMaxOpenSessions
 	}
-	return &Machine{Config: cfg, State: State{Sessions: map[string]*journal.Session{}, Child: "starting",
+	return &Machine{Config: cfg, Policy: policyFor(cfg), State: State{Sessions: map[string]*record.Session{}, Child: "starting",
 		open: map[string]bool{}}}
 }
 
@@ -193,7 +218,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case Exited:
 		m.exited(&o, e, now)
 	case Marker:
-		if e.Msg.Session != "" && e.Msg.Event != notify.EventNone {
+		if e.Msg.Session != "" && e.Msg.Event != marker.EventNone {
 			m.hooked = e.Msg.Session // the agent names its own session
 		}
 		m.marker(&o, e, now)
@@ -224,14 +249,35 @@ func (m *Machine) trackOpen(fx []Effect) {
 	for _, e := range fx {
 		if s, ok := e.(Save); ok {
 			for _, id := range s.IDs {
-				if sess := m.Sessions[id]; sess != nil && sess.State.Open() {
+				sess := m.Sessions[id]
+				if sess != nil && sess.State.Open() {
 					m.open[id] = true
 				} else {
 					delete(m.open, id)
 				}
+				if sess == nil || sess.State != record.Parked {
+					delete(m.parkSaid, id) // a new park is said again
+				}
+				m.trackBudgetPark(id, sess)
 			}
 		}
 	}
+}
+
+// sessionIDs returns the ids of the sessions held, sorted: Step visits
+// sessions in this fixed order wherever the visit has effects, so the same
+// state and event give the same effects in the same order (and a seed
+// replays a bug).
+func (m *Machine) sessionIDs() []string { return sortedKeys(m.Sessions) }
+
+// sortedKeys returns the keys of a map, sorted.
+func sortedKeys[V any](set map[string]V) []string {
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // OpenSessions is how many sessions are open.

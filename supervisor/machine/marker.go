@@ -3,8 +3,8 @@ package machine
 import (
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // MaxSessions bounds the sessions held in memory and the heartbeats
@@ -55,6 +55,18 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		o.add(Refuse{PID: msg.PID})
 		return
 	}
+	if sess.State == record.Parked && parkHolds(msg.Event) {
+		if m.Policy.Remember {
+			// The hooks are wired, and the task has this parked session.
+			m.Task.Markers, m.Task.runMarkers = true, true
+			m.touch(sess.ID)
+		}
+		m.refuseParked(o, sess, string(msg.Event), now)
+		o.add(Refuse{PID: msg.PID})
+		sess.LastHeartbeat = now
+		o.save(sess.ID)
+		return
+	}
 	if why, ignore := outOfSequence(sess, msg); why != "" {
 		m.outOfSequence(o, sess, msg, why, ignore, now)
 		if ignore {
@@ -72,22 +84,22 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		sess.Run = m.Run.Run
 	}
 	m.transition(o, sess, msg, now)
-	if msg.Event != notify.EventWaiting && sess.State != journal.Waiting {
+	if msg.Event != marker.EventWaiting && sess.State != record.Waiting {
 		sess.Wait, sess.RetryAt = "", time.Time{}
 	}
-	if m.Config.Task.On && sess.Task == "" {
+	if m.Policy.Remember && sess.Task == "" {
 		sess.Task = m.Config.Task.ID
 	}
 	o.save(sess.ID)
 	m.noteDeadline(o, sess)
-	if msg.Event != notify.EventNone && msg.Event != notify.EventHeartbeat {
+	if msg.Event != marker.EventNone && msg.Event != marker.EventHeartbeat {
 		o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn,
 			Phase: string(msg.Phase), Tool: msg.Tool, Outcome: string(msg.Outcome), Effect: msg.Effect})
 	}
 }
 
 // standard applies the sd_notify keys of msg.
-func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
+func (m *Machine) standard(o *out, msg marker.Message, now time.Time) {
 	if msg.Ready && !m.Ready {
 		m.Ready = true
 		o.info("agent is ready", "run", m.Run.Run, "pid", msg.PID)
@@ -102,7 +114,7 @@ func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
 		m.setWatchdog(o, time.Duration(msg.WatchdogUSec)*time.Microsecond, now)
 	}
 	if msg.WatchdogTrigger && m.Running() && m.Stop == nil && m.Abort == nil {
-		m.abort(o, journal.ReasonWatchdog, "the agent sent WATCHDOG=trigger", sigABRT, now)
+		m.abort(o, record.ReasonWatchdog, "the agent sent WATCHDOG=trigger", sigABRT, now)
 	}
 	if msg.ExtendTimeoutUSec > 0 {
 		m.extendTimeout(o, msg, time.Duration(msg.ExtendTimeoutUSec)*time.Microsecond, now)
@@ -112,8 +124,8 @@ func (m *Machine) standard(o *out, msg notify.Message, now time.Time) {
 // overOpenCap reports whether msg would open one session more than
 // --max-open-sessions allows: a turn-begin (or resumed) for a session that
 // is not open. Refused, never ignored: the sender's barrier answers '0'.
-func (m *Machine) overOpenCap(o *out, msg notify.Message, now time.Time) bool {
-	if msg.Event != notify.EventTurnBegin && msg.Event != notify.EventResumed && msg.Event != notify.EventWaiting {
+func (m *Machine) overOpenCap(o *out, msg marker.Message, now time.Time) bool {
+	if msg.Event != marker.EventTurnBegin && msg.Event != marker.EventResumed && msg.Event != marker.EventWaiting {
 		return false
 	}
 	if m.open[msg.Session] || len(m.open) < m.Config.MaxOpenSessions {
@@ -131,7 +143,7 @@ func (m *Machine) overOpenCap(o *out, msg notify.Message, now time.Time) bool {
 // sessionFor returns the session a marker names: held, loaded from the
 // journal (e.Stored) or new; nil when it is refused (too many sessions, or
 // a new session while commits fail).
-func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
+func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
 	id := e.Msg.Session
 	if sess, ok := m.Sessions[id]; ok {
 		return sess
@@ -150,7 +162,7 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
 		}
 		return nil
 	}
-	sess := journal.Session{ID: id, State: journal.Idle, Updated: now}
+	sess := record.Session{ID: id, State: record.Idle, Updated: now}
 	if e.Stored != nil {
 		sess = *e.Stored
 	}
@@ -159,45 +171,45 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *journal.Session {
 }
 
 // transition moves sess by the marker's event.
-func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, now time.Time) {
+func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, now time.Time) {
 	switch msg.Event {
-	case notify.EventTurnBegin:
-		if sess.State == journal.ResumePending || sess.State == journal.Parked {
-			o.info("a new turn supersedes the session's pending resume or park",
-				"session", sess.ID, "was", string(sess.State), "crash_count", sess.CrashCount)
+	case marker.EventTurnBegin:
+		if sess.State == record.ResumePending {
+			o.info("the agent began a new turn in a session owed a resume: the resume is dropped",
+				"session", sess.ID, "crash_count", sess.CrashCount)
 		}
-		sess.State = journal.InTurn
+		sess.State = record.InTurn
 		sess.Turn, sess.Prompt, sess.TurnStarted = msg.Turn, msg.Prompt, now
 		sess.Phase, sess.Tool, sess.Detail, sess.Outcome, sess.Reason, sess.Resume = "", "", "", "", "", nil
 		sess.ToolRan, sess.TurnAlias = false, ""
 		sess.Effects = nil
 		newAttempt(sess, now)
 		sess.ParkedBy, sess.Fingerprint = "", nil
-	case notify.EventTurnEnd:
+	case marker.EventTurnEnd:
 		if msg.Turn != "" && msg.Turn != sess.TurnAlias {
 			sess.Turn = msg.Turn
 		}
 		sess.TurnAlias = ""
-		sess.State = journal.Idle
+		sess.State = record.Idle
 		sess.Outcome = string(msg.Outcome)
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
-		if msg.Outcome == notify.OutcomeCompleted {
+		if msg.Outcome == marker.OutcomeCompleted {
 			m.turnCompleted(o, sess)
 		}
-	case notify.EventWaiting:
+	case marker.EventWaiting:
 		if msg.Turn != "" {
 			sess.Turn = msg.Turn
 		}
-		sess.State = journal.Waiting
+		sess.State = record.Waiting
 		sess.Wait = string(msg.Wait)
-	case notify.EventPhase:
+	case marker.EventPhase:
 		sess.Phase, sess.Tool, sess.Detail = string(msg.Phase), msg.Tool, msg.Detail
 		sess.PhaseStarted, sess.PhaseExtended = now, time.Time{}
-		if msg.Phase == notify.PhaseTool {
+		if msg.Phase == marker.PhaseTool {
 			sess.ToolRan = true
 		}
-		if sess.State == journal.Waiting {
-			sess.State = journal.InTurn // the turn goes on: the wait is over
+		if sess.State == record.Waiting {
+			sess.State = record.InTurn // the turn goes on: the wait is over
 			if sess.Wait != WaitReconnect || !sess.RetryAt.IsZero() {
 				// A person answered, or a rate limit's wait is over: the
 				// turn's clock starts again.
@@ -205,7 +217,7 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 			}
 			sess.Wait = ""
 		}
-	case notify.EventResumed:
+	case marker.EventResumed:
 		switch {
 		case msg.Turn == "":
 		case sess.Resume != nil && sess.Turn != "" && msg.Turn != sess.Turn:
@@ -218,19 +230,53 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 		if sess.Resume != nil {
 			o.info("agent took the resume", "session", sess.ID, "turn", sess.Turn, "attempt", sess.Resume.Attempt)
 		}
-		sess.State = journal.InTurn
+		sess.State = record.InTurn
 		sess.Resume, sess.Reason = nil, ""
 		if sess.TurnStarted.IsZero() {
 			sess.TurnStarted = now
 		}
 		newAttempt(sess, now) // the phase clock starts at the next phase marker
-	case notify.EventEffect:
-		sess.AddEffect(msg.Effect) // bounded: journal.MaxEffects
+	case marker.EventEffect:
+		sess.AddEffect(msg.Effect) // bounded: record.MaxEffects
 		sess.ToolRan = true        // something changed: a lost conversation is not simply started again
-	case notify.EventClosed:
-		sess.State = journal.Closed
+	case marker.EventClosed:
+		sess.State = record.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
+}
+
+// parkHolds reports whether a marker with event ev is refused for a
+// parked session: every one that would move it out of its park (a new
+// turn, a resumed, a wait, a turn-end, a close) or change the turn it was
+// parked in (a phase). Only a person lifts a park (a manual resume from
+// outside the agent's tree), a changed agent (a breaker's park), or
+// --rerun-task, which starts the task as a new session; never the agent's
+// own markers. A heartbeat and a declared effect are taken: they change no
+// state, and an effect done is worth carrying into the resume.
+func parkHolds(ev marker.Event) bool {
+	switch ev {
+	case marker.EventNone, marker.EventHeartbeat, marker.EventEffect:
+		return false
+	}
+	return true
+}
+
+// refuseParked counts a marker (or model traffic) refused because its
+// session is parked, and says so once per session and park, with the
+// command that lifts it.
+func (m *Machine) refuseParked(o *out, sess *record.Session, what string, now time.Time) {
+	m.RefusedParked++
+	o.add(Count{Metric: "refused", Label: "parked"})
+	if m.parkSaid == nil {
+		m.parkSaid = map[string]bool{}
+	}
+	if m.parkSaid[sess.ID] {
+		return
+	}
+	m.parkSaid[sess.ID] = true
+	o.warn("refused: the session is parked, and only a person lifts a park",
+		"session", sess.ID, "event", what, "reason", sess.Reason, "parked_by", sess.ParkedBy,
+		"resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
 }
 
 // outOfSequence says why marker msg contradicts the session's turn (""
@@ -243,22 +289,22 @@ func (m *Machine) transition(o *out, sess *journal.Session, msg notify.Message, 
 // another turn than the open one, since the agent's hooks may number the
 // continuation of a resumed turn afresh. Markers without a turn id are
 // never contradicted.
-func outOfSequence(sess *journal.Session, msg notify.Message) (why string, ignore bool) {
+func outOfSequence(sess *record.Session, msg marker.Message) (why string, ignore bool) {
 	if msg.Turn == "" || sess.Turn == "" {
 		return "", false
 	}
 	same := msg.Turn == sess.Turn || (sess.TurnAlias != "" && msg.Turn == sess.TurnAlias)
-	open := sess.State == journal.InTurn || sess.State == journal.Waiting
-	ended := sess.State == journal.Idle && sess.Outcome != ""
+	open := sess.State == record.InTurn || sess.State == record.Waiting
+	ended := sess.State == record.Idle && sess.Outcome != ""
 	switch msg.Event {
-	case notify.EventTurnBegin:
+	case marker.EventTurnBegin:
 		switch {
 		case same && open:
 			return "turn-begin repeated for the open turn", true
 		case same && ended:
 			return "turn-begin for a turn that already ended", true
 		}
-	case notify.EventTurnEnd:
+	case marker.EventTurnEnd:
 		switch {
 		case !same && open:
 			return "turn-end names another turn than the open one; the open turn ends", false
@@ -269,7 +315,7 @@ func outOfSequence(sess *journal.Session, msg notify.Message) (why string, ignor
 	return "", false
 }
 
-func (m *Machine) outOfSequence(o *out, sess *journal.Session, msg notify.Message, why string, ignored bool, now time.Time) {
+func (m *Machine) outOfSequence(o *out, sess *record.Session, msg marker.Message, why string, ignored bool, now time.Time) {
 	m.OutOfSequence++
 	n, ok := m.seqLog.allow(now)
 	if !ok {
@@ -285,7 +331,7 @@ func (m *Machine) outOfSequence(o *out, sess *journal.Session, msg notify.Messag
 
 // newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
 // resumed) at now.
-func newAttempt(sess *journal.Session, now time.Time) {
+func newAttempt(sess *record.Session, now time.Time) {
 	sess.ClockFrom, sess.PhaseStarted = now, time.Time{}
 	sess.TurnExtended, sess.PhaseExtended = time.Time{}, time.Time{}
 	sess.Wait = ""
@@ -293,7 +339,7 @@ func newAttempt(sess *journal.Session, now time.Time) {
 
 // turnCompleted resets what a completed turn proves: the session's crash
 // count, and the process-level backoff and crash-loop guard.
-func (m *Machine) turnCompleted(o *out, sess *journal.Session) {
+func (m *Machine) turnCompleted(o *out, sess *record.Session) {
 	sess.CrashCount = 0
 	m.TurnDone = true
 	m.Backoff = m.Backoff.Reset()
@@ -304,8 +350,9 @@ func (m *Machine) turnCompleted(o *out, sess *journal.Session) {
 // beats applies the heartbeats gathered off the loop.
 func (m *Machine) beats(o *out, e Beats, now time.Time) {
 	var ids []string
-	for id, at := range e.Sessions {
-		if m.Config.Task.On {
+	for _, id := range sortedKeys(e.Sessions) {
+		at := e.Sessions[id]
+		if m.Policy.Remember {
 			m.Task.Markers = true
 			m.touch(id)
 		}
@@ -314,7 +361,7 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 			if len(m.Sessions) >= MaxSessions {
 				continue
 			}
-			sess = &journal.Session{ID: id, State: journal.Idle, Updated: now}
+			sess = &record.Session{ID: id, State: record.Idle, Updated: now}
 			if st, found := e.Stored[id]; found {
 				*sess = st
 			}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // logArg returns the value of key in the first log line whose message is
@@ -75,9 +75,9 @@ func TestRuleDecisionLogHeld(t *testing.T) {
 				cfg.Guard.Trip = c.trip
 			}
 			m := New(cfg)
-			sess := journal.Session{ID: "s1", State: journal.InTurn, Turn: "t1", TurnStarted: t0.Add(-time.Minute), Run: 4}
-			orphan := journal.Run{Run: 4, PID: 99, Started: t0.Add(-time.Minute), Ended: t0, Reason: journal.ReasonSupervisorDied, Dirty: true}
-			fx := m.Step(Booted{NextRun: 5, Sessions: []journal.Session{sess}, Orphan: &orphan, Verifying: c.verifying}, t0)
+			sess := record.Session{ID: "s1", State: record.InTurn, Turn: "t1", TurnStarted: t0.Add(-time.Minute), Run: 4}
+			orphan := record.Run{Run: 4, PID: 99, Started: t0.Add(-time.Minute), Ended: t0, Reason: record.ReasonSupervisorDied, Dirty: true}
+			fx := m.Step(Booted{NextRun: 5, Sessions: []record.Session{sess}, Orphan: &orphan, Verifying: c.verifying}, t0)
 			checkHeldLog(t, fx, c.held)
 		})
 	}
@@ -142,7 +142,7 @@ func TestRuleStopOwedNotRunning(t *testing.T) {
 			if n := nextOf(t, fx); !n.end || n.code != 0 {
 				t.Fatalf("after the stop: %+v, want the end with 0", n)
 			}
-			if s := r.sess("s1"); s.State != journal.ResumePending || s.Resume == nil {
+			if s := r.sess("s1"); s.State != record.ResumePending || s.Resume == nil {
 				t.Errorf("s1 = %s %+v, want still resume_pending with its resume", s.State, s.Resume)
 			}
 			for _, l := range all[Log](fx) {

@@ -5,11 +5,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -64,7 +66,7 @@ func TestLogDecisionsBounded(t *testing.T) {
 	m := New(testConfig())
 	var decs []resume.Decision
 	for i := range 3000 {
-		decs = append(decs, resume.Decision{Action: resume.Park, Session: journal.Session{ID: fmt.Sprintf("s%d", i), State: journal.Parked}})
+		decs = append(decs, resume.Decision{Action: resume.Park, Session: record.Session{ID: fmt.Sprintf("s%d", i), State: record.Parked}})
 	}
 	var o out
 	m.logDecisions(&o, decs)
@@ -75,5 +77,62 @@ func TestLogDecisionsBounded(t *testing.T) {
 	last := fmt.Sprint(lines[len(lines)-1].Args...)
 	if !strings.Contains(last, "parked2980") || !strings.Contains(last, "logged20") {
 		t.Errorf("summary line = %v", lines[len(lines)-1])
+	}
+}
+
+// The machine's whole import closure, not only its direct imports, is free
+// of the journal's storage (bbolt), the network and the packages that hold
+// them: the record types come from the leaves record and marker.
+func TestPureClosure(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(os.Getenv("GOROOT"), "bin", "go") // go test sets GOROOT for its tests
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	forbidden := []string{"go.etcd.io/bbolt", "net", "github.com/supervise-dev/supervise/journal",
+		"github.com/supervise-dev/supervise/notify", "github.com/supervise-dev/supervise/apiproxy", "log/slog", "os/exec"}
+	deps := strings.Fields(string(out))
+	if len(deps) < 5 {
+		t.Fatalf("go list -deps listed %d packages: %q", len(deps), deps)
+	}
+	for _, dep := range deps {
+		for _, bad := range forbidden {
+			if dep == bad || strings.HasPrefix(dep, bad+"/") {
+				t.Errorf("the machine's import closure holds %s", dep)
+			}
+		}
+	}
+}
+
+// Task mode is one policy value: TaskConfig.On is read in policyFor alone,
+// here and in the runner; every rule asks Machine.Policy.
+func TestTaskPolicyOnePlace(t *testing.T) {
+	for _, glob := range []string{"*.go", "../*.go"} {
+		files, _ := filepath.Glob(glob)
+		fset := token.NewFileSet()
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				ast.Inspect(d, func(n ast.Node) bool {
+					if sel, ok2 := n.(*ast.SelectorExpr); ok2 && sel.Sel.Name == "On" {
+						if inner, ok3 := sel.X.(*ast.SelectorExpr); ok3 && inner.Sel.Name == "Task" &&
+							!(ok && fn.Name.Name == "policyFor" && name == "policy.go") {
+							t.Errorf("%s reads Task.On at %s: ask Machine.Policy", name, fset.Position(sel.Pos()))
+						}
+					}
+					return true
+				})
+			}
+		}
 	}
 }

@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // act is one event of a rule case.
 type act func(r *rig) []Effect
 
 func begin(s, turn string) act { return func(r *rig) []Effect { return r.begin(s, turn) } }
-func ended(o notify.Outcome) act {
+func ended(o marker.Outcome) act {
 	return func(r *rig) []Effect { return r.end("s1", "t1", o) }
 }
-func msg(m notify.Message) act { return func(r *rig) []Effect { return r.marker(m) } }
+func msg(m marker.Message) act { return func(r *rig) []Effect { return r.marker(m) } }
 func killed(sig int) act       { return func(r *rig) []Effect { return r.killed(sig) } }
 func exited(code int) act      { return func(r *rig) []Effect { return r.die(2*time.Second, code, 0) } }
 func exitedAfter(code int, life time.Duration) act {
@@ -27,7 +27,7 @@ func killedAfter(sig int, life time.Duration) act {
 }
 func stopAsked(r *rig) []Effect { return r.step(StopRequested{Signal: sigTERM, Name: "terminated"}) }
 func watchdogTrigger(r *rig) []Effect {
-	return r.marker(notify.Message{WatchdogTrigger: true})
+	return r.marker(marker.Message{WatchdogTrigger: true})
 }
 func overMemory(r *rig) []Effect {
 	return r.step(TimerFired{Timer: TimerFlush, RSS: 2 << 30, MaxRSS: 1 << 30})
@@ -60,62 +60,62 @@ func TestRules(t *testing.T) {
 		reason     string // the last run's journal reason
 		dirty      bool
 		relaunch   bool
-		state      journal.SessionState // of s1 ("" for none)
+		state      record.SessionState // of s1 ("" for none)
 		crashCount int
 		why        string // in s1's reason
 	}{
 		{name: "kill -9 mid-turn: resume once",
 			acts:   []act{begin("s1", "t1"), killed(9)},
-			reason: journal.ReasonSignal, dirty: true, relaunch: true, state: journal.ResumePending, crashCount: 1},
+			reason: record.ReasonSignal, dirty: true, relaunch: true, state: record.ResumePending, crashCount: 1},
 		{name: "second consecutive death mid-turn: park",
 			acts: []act{begin("s1", "t1"), killed(9),
-				msg(notify.Message{Session: "s1", Event: notify.EventResumed, Turn: "t1"}), killed(11)},
-			reason: journal.ReasonSignal, dirty: true, relaunch: true, state: journal.Parked, crashCount: 2,
+				msg(marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t1"}), killed(11)},
+			reason: record.ReasonSignal, dirty: true, relaunch: true, state: record.Parked, crashCount: 2,
 			why: "2 consecutive dirty deaths"},
 		{name: "a completed turn resets the count",
 			acts: []act{begin("s1", "t1"), killed(9),
-				msg(notify.Message{Session: "s1", Event: notify.EventResumed, Turn: "t1"}), ended(notify.OutcomeCompleted),
+				msg(marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t1"}), ended(marker.OutcomeCompleted),
 				begin("s1", "t2"), killed(9)},
-			reason: journal.ReasonSignal, dirty: true, relaunch: true, state: journal.ResumePending, crashCount: 1},
+			reason: record.ReasonSignal, dirty: true, relaunch: true, state: record.ResumePending, crashCount: 1},
 		{name: "a user's stop is never resumed",
-			acts:   []act{begin("s1", "t1"), ended(notify.OutcomeCancelled), killed(9)},
-			reason: journal.ReasonSignal, dirty: true, relaunch: true, state: journal.Idle},
+			acts:   []act{begin("s1", "t1"), ended(marker.OutcomeCancelled), killed(9)},
+			reason: record.ReasonSignal, dirty: true, relaunch: true, state: record.Idle},
 		{name: "waiting for a human: park",
-			acts:   []act{begin("s1", "t1"), msg(notify.Message{Session: "s1", Event: notify.EventWaiting, Turn: "t1"}), exited(1)},
-			reason: journal.ReasonExit, dirty: true, relaunch: true, state: journal.Parked, crashCount: 1, why: "waiting"},
+			acts:   []act{begin("s1", "t1"), msg(marker.Message{Session: "s1", Event: marker.EventWaiting, Turn: "t1"}), exited(1)},
+			reason: record.ReasonExit, dirty: true, relaunch: true, state: record.Parked, crashCount: 1, why: "waiting"},
 		{name: "waiting for reconnect (an outage): resumed like in_turn",
 			acts: []act{begin("s1", "t1"),
-				msg(notify.Message{Session: "s1", Event: notify.EventWaiting, Wait: notify.WaitReconnect}), exited(1)},
-			reason: journal.ReasonExit, dirty: true, relaunch: true, state: journal.ResumePending, crashCount: 1},
+				msg(marker.Message{Session: "s1", Event: marker.EventWaiting, Wait: marker.WaitReconnect}), exited(1)},
+			reason: record.ReasonExit, dirty: true, relaunch: true, state: record.ResumePending, crashCount: 1},
 		{name: "waiting for approval: park",
 			acts: []act{begin("s1", "t1"),
-				msg(notify.Message{Session: "s1", Event: notify.EventWaiting, Wait: notify.WaitApproval}), exited(1)},
-			reason: journal.ReasonExit, dirty: true, relaunch: true, state: journal.Parked, crashCount: 1, why: "waiting"},
+				msg(marker.Message{Session: "s1", Event: marker.EventWaiting, Wait: marker.WaitApproval}), exited(1)},
+			reason: record.ReasonExit, dirty: true, relaunch: true, state: record.Parked, crashCount: 1, why: "waiting"},
 		{name: "exit 0 with a turn open is dirty",
 			acts:   []act{begin("s1", "t1"), exited(0)},
-			reason: journal.ReasonTurnOpen, dirty: true, relaunch: true, state: journal.ResumePending, crashCount: 1},
+			reason: record.ReasonTurnOpen, dirty: true, relaunch: true, state: record.ResumePending, crashCount: 1},
 		{name: "exit 0 between turns ends supervision (on-failure)",
-			acts:   []act{begin("s1", "t1"), ended(notify.OutcomeCompleted), exited(0)},
-			reason: journal.ReasonExit, dirty: false, state: journal.Idle},
+			acts:   []act{begin("s1", "t1"), ended(marker.OutcomeCompleted), exited(0)},
+			reason: record.ReasonExit, dirty: false, state: record.Idle},
 		{name: "a stale turn is parked, not resumed",
 			acts:   []act{begin("s1", "t1"), killedAfter(9, 2*time.Hour-time.Minute)},
-			reason: journal.ReasonSignal, dirty: true, relaunch: true, state: journal.Parked, crashCount: 1, why: "stale"},
+			reason: record.ReasonSignal, dirty: true, relaunch: true, state: record.Parked, crashCount: 1, why: "stale"},
 		{name: "idle and closed sessions: nothing",
-			acts: []act{msg(notify.Message{Session: "s1", Event: notify.EventHeartbeat}),
-				msg(notify.Message{Session: "s2", Event: notify.EventClosed}), killed(9)},
-			reason: journal.ReasonSignal, dirty: true, relaunch: true, state: journal.Idle},
+			acts: []act{msg(marker.Message{Session: "s1", Event: marker.EventHeartbeat}),
+				msg(marker.Message{Session: "s2", Event: marker.EventClosed}), killed(9)},
+			reason: record.ReasonSignal, dirty: true, relaunch: true, state: record.Idle},
 		{name: "a requested stop mid-turn: stopped, not counted, supervision ends",
 			acts:   []act{begin("s1", "t1"), stopAsked, killed(15)},
-			reason: journal.ReasonStopped, dirty: false, state: journal.Stopped},
+			reason: record.ReasonStopped, dirty: false, state: record.Stopped},
 		{name: "a watchdog kill mid-turn is dirty, reason watchdog",
 			acts:   []act{begin("s1", "t1"), watchdogTrigger, killed(9)},
-			reason: journal.ReasonWatchdog, dirty: true, relaunch: true, state: journal.ResumePending, crashCount: 1},
+			reason: record.ReasonWatchdog, dirty: true, relaunch: true, state: record.ResumePending, crashCount: 1},
 		{name: "the memory guard's kill mid-turn is dirty, reason memory",
 			acts:   []act{begin("s1", "t1"), overMemory, killed(9)},
-			reason: journal.ReasonMemory, dirty: true, relaunch: true, state: journal.ResumePending, crashCount: 1},
+			reason: record.ReasonMemory, dirty: true, relaunch: true, state: record.ResumePending, crashCount: 1},
 		{name: "the agent cannot be started: no decision, backoff",
 			acts:   []act{killed(9), execFailed},
-			reason: journal.ReasonExecFailed, dirty: true, relaunch: true},
+			reason: record.ReasonExecFailed, dirty: true, relaunch: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, testConfig())
@@ -142,7 +142,7 @@ func TestRules(t *testing.T) {
 			if sess == nil || sess.State != c.state {
 				t.Fatalf("session s1: %+v, want state %s", sess, c.state)
 			}
-			if c.state == journal.ResumePending || c.state == journal.Parked || c.state == journal.Stopped {
+			if c.state == record.ResumePending || c.state == record.Parked || c.state == record.Stopped {
 				if sess.CrashCount != c.crashCount {
 					t.Errorf("s1 crash count %d, want %d", sess.CrashCount, c.crashCount)
 				}
@@ -182,7 +182,7 @@ func TestRuleGuard(t *testing.T) {
 	if p := r.m.pending(); len(p) != 0 {
 		t.Errorf("%d resumes dispatched while the guard holds them", len(p))
 	}
-	if r.sess("s1").State != journal.ResumePending {
+	if r.sess("s1").State != record.ResumePending {
 		t.Errorf("s1 = %s, want resume_pending (decided, shown, held)", r.sess("s1").State)
 	}
 	r.advance(time.Second)
@@ -191,7 +191,7 @@ func TestRuleGuard(t *testing.T) {
 		t.Errorf("the launch under an open guard delivered %v", l.IDs)
 	}
 	r.begin("s2", "u")
-	r.end("s2", "u", notify.OutcomeCompleted)
+	r.end("s2", "u", marker.OutcomeCompleted)
 	if r.m.Guard.Open {
 		t.Error("a completed turn did not clear the guard")
 	}
@@ -205,19 +205,19 @@ func TestRuleGuard(t *testing.T) {
 // child's status.
 func TestRuleClassify(t *testing.T) {
 	m := New(testConfig())
-	m.Abort = &Abort{Reason: journal.ReasonWatchdog, At: t0}
-	if r, dirty := m.classify(Exited{Code: 134, Signal: sigABRT}); r != journal.ReasonWatchdog || !dirty {
+	m.Abort = &Abort{Reason: record.ReasonWatchdog, At: t0}
+	if r, dirty := m.classify(Exited{Code: 134, Signal: sigABRT}); r != record.ReasonWatchdog || !dirty {
 		t.Errorf("watchdog abort: %s %v", r, dirty)
 	}
 	m.Abort = nil
 	m.Stop = &Stop{At: t0}
-	if r, dirty := m.classify(Exited{Code: 143, Signal: sigTERM}); r != journal.ReasonStopped || dirty {
+	if r, dirty := m.classify(Exited{Code: 143, Signal: sigTERM}); r != record.ReasonStopped || dirty {
 		t.Errorf("requested stop: %s %v", r, dirty)
 	}
 	// The abort began before the stop was asked for: the death is the
 	// watchdog's, and dirty.
-	m.Abort = &Abort{Reason: journal.ReasonWatchdog, At: t0.Add(-time.Second)}
-	if r, dirty := m.classify(Exited{Code: 137, Signal: sigKILL}); r != journal.ReasonWatchdog || !dirty {
+	m.Abort = &Abort{Reason: record.ReasonWatchdog, At: t0.Add(-time.Second)}
+	if r, dirty := m.classify(Exited{Code: 137, Signal: sigKILL}); r != record.ReasonWatchdog || !dirty {
 		t.Errorf("abort before stop: %s %v", r, dirty)
 	}
 }
@@ -226,7 +226,7 @@ func TestRuleClassify(t *testing.T) {
 // task, what follows (a resume launch, or the end with which code), and
 // what a person reads on stderr.
 func TestRuleTaskEnd(t *testing.T) {
-	resumed := msg(notify.Message{Session: "s1", Event: notify.EventResumed, Turn: "t1"})
+	resumed := msg(marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t1"})
 	for _, c := range []struct {
 		name   string
 		acts   []act
@@ -235,20 +235,20 @@ func TestRuleTaskEnd(t *testing.T) {
 		report []string
 	}{
 		{name: "the turn completed", code: 0,
-			acts: []act{begin("s1", "t1"), ended(notify.OutcomeCompleted), exited(0)}},
+			acts: []act{begin("s1", "t1"), ended(marker.OutcomeCompleted), exited(0)}},
 		{name: "completed, then the process died: 0", code: 0,
-			acts: []act{begin("s1", "t1"), ended(notify.OutcomeCompleted), killed(9)}},
+			acts: []act{begin("s1", "t1"), ended(marker.OutcomeCompleted), killed(9)}},
 		{name: "killed mid-turn once: a resume launch", code: -1,
 			acts: []act{begin("s1", "t1"), killed(9)}},
 		{name: "killed twice: parked, 5", code: ExitParked,
 			acts:   []act{begin("s1", "t1"), killed(9), resumed, killed(9)},
 			report: []string{"session s1 is parked: mid-turn at 2 consecutive dirty deaths", "to resume it: supervise resume --state-dir "}},
 		{name: "resumed and completed: 0", code: 0,
-			acts: []act{begin("s1", "t1"), killed(9), resumed, ended(notify.OutcomeCompleted), exited(0)}},
+			acts: []act{begin("s1", "t1"), killed(9), resumed, ended(marker.OutcomeCompleted), exited(0)}},
 		{name: "turn-end failed on an API error: the agent's status", code: 1,
-			acts: []act{begin("s1", "t1"), ended(notify.OutcomeFailed), exited(1)}},
+			acts: []act{begin("s1", "t1"), ended(marker.OutcomeFailed), exited(1)}},
 		{name: "waiting at death: parked, 5", code: ExitParked,
-			acts:   []act{begin("s1", "t1"), msg(notify.Message{Session: "s1", Event: notify.EventWaiting, Turn: "t1"}), exited(1)},
+			acts:   []act{begin("s1", "t1"), msg(marker.Message{Session: "s1", Event: marker.EventWaiting, Turn: "t1"}), exited(1)},
 			report: []string{"session s1 is parked: was waiting for input"}},
 		{name: "no marker at all: the agent's status and the warning", code: 3,
 			acts:   []act{exited(3)},
@@ -299,7 +299,7 @@ func TestRuleProvenRun(t *testing.T) {
 	r.advance(n.delay)
 	r.launch()
 	r.begin("s1", "t1")
-	r.end("s1", "t1", notify.OutcomeCompleted)
+	r.end("s1", "t1", marker.OutcomeCompleted)
 	n = nextOf(t, r.die(1400*time.Millisecond, 1, 0))
 	if !n.relaunch || n.delay != 0 {
 		t.Errorf("a 1.4s run that completed a turn: %+v, want an immediate relaunch", n)

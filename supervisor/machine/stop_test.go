@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Stops as event tables: signals to supervise, Ctrl-C in a terminal, the
@@ -21,9 +21,9 @@ func TestRuleStops(t *testing.T) {
 		run        func(r *rig) []Effect // after a launch and a turn-begin of s1
 		code       int
 		reason     string
-		state      journal.SessionState
+		state      record.SessionState
 	}{
-		{name: "SIGTERM: stop signal, grace, a clean stop, exit 0", code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+		{name: "SIGTERM: stop signal, grace, a clean stop, exit 0", code: 0, reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				fx := r.step(term)
 				if s, ok := find[Signal](fx); !ok || s.Sig != sigTERM || s.Kill {
@@ -34,7 +34,7 @@ func TestRuleStops(t *testing.T) {
 				}
 				return r.killed(sigTERM)
 			}},
-		{name: "the same signal twice at once is one request", code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+		{name: "the same signal twice at once is one request", code: 0, reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				r.step(term)
 				r.advance(50 * time.Millisecond)
@@ -43,7 +43,7 @@ func TestRuleStops(t *testing.T) {
 				}
 				return r.killed(sigTERM)
 			}},
-		{name: "a second signal later forces: SIGKILL, 128+N", code: 128 + sigTERM, reason: journal.ReasonStopped, state: journal.Stopped,
+		{name: "a second signal later forces: SIGKILL, 128+N", code: 128 + sigTERM, reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				r.step(term)
 				r.advance(time.Second)
@@ -52,7 +52,7 @@ func TestRuleStops(t *testing.T) {
 				}
 				return r.killed(sigKILL)
 			}},
-		{name: "the grace period runs out: SIGKILL to the tree", code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+		{name: "the grace period runs out: SIGKILL to the tree", code: 0, reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				r.step(term)
 				r.advance(10 * time.Second)
@@ -61,7 +61,7 @@ func TestRuleStops(t *testing.T) {
 				}
 				return r.killed(sigKILL)
 			}},
-		{name: "Ctrl-C reaches the agent, which exits: a stop", foreground: true, code: 0, reason: journal.ReasonStopped, state: journal.Stopped,
+		{name: "Ctrl-C reaches the agent, which exits: a stop", foreground: true, code: 0, reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				if s, ok := find[Signal](r.step(intr)); ok {
 					r.t.Errorf("Ctrl-C forwarded %+v: the terminal delivered it", s)
@@ -69,7 +69,7 @@ func TestRuleStops(t *testing.T) {
 				r.advance(time.Second)
 				return r.killed(sigINT)
 			}},
-		{name: "Ctrl-C twice within 2s force-quits: 130", foreground: true, code: 130, reason: journal.ReasonStopped, state: journal.Stopped,
+		{name: "Ctrl-C twice within 2s force-quits: 130", foreground: true, code: 130, reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				r.step(intr)
 				r.advance(time.Second)
@@ -79,7 +79,7 @@ func TestRuleStops(t *testing.T) {
 				return r.killed(sigKILL)
 			}},
 		{name: "Ctrl-C handled, the agent carries on; a later crash is a crash", foreground: true, code: -1,
-			reason: journal.ReasonSignal, state: journal.ResumePending,
+			reason: record.ReasonSignal, state: record.ResumePending,
 			run: func(r *rig) []Effect {
 				r.step(intr)
 				r.advance(10 * time.Second)
@@ -91,7 +91,7 @@ func TestRuleStops(t *testing.T) {
 				return r.killed(sigKILL)
 			}},
 		{name: "Ctrl-C ignored: stopped as any stop after --stop-timeout", foreground: true, code: 0,
-			reason: journal.ReasonStopped, state: journal.Stopped,
+			reason: record.ReasonStopped, state: record.Stopped,
 			run: func(r *rig) []Effect {
 				r.step(intr)
 				r.advance(10 * time.Second)
@@ -169,7 +169,7 @@ func TestRuleTimers(t *testing.T) {
 			t.Fatalf("silent agent: %+v, want SIGABRT", s)
 		}
 		n := nextOf(t, r.killed(sigABRT))
-		if r.m.LastExit.Reason != journal.ReasonWatchdog || !n.relaunch || r.sess("s1").State != journal.ResumePending {
+		if r.m.LastExit.Reason != record.ReasonWatchdog || !n.relaunch || r.sess("s1").State != record.ResumePending {
 			t.Errorf("after the watchdog kill: %+v %+v %s", r.m.LastExit, n, r.sess("s1").State)
 		}
 	})
@@ -182,19 +182,19 @@ func TestRuleTimers(t *testing.T) {
 		if a, ok := armed(fx, TimerDeadline); !ok || !a.At.Equal(r.now.Add(time.Minute)) {
 			t.Fatalf("deadline armed %+v, want turn-begin+1m", a)
 		}
-		r.marker(notify.Message{Session: "s1", Event: notify.EventWaiting, Wait: notify.WaitApproval})
+		r.marker(marker.Message{Session: "s1", Event: marker.EventWaiting, Wait: marker.WaitApproval})
 		r.advance(2 * time.Minute)
 		if _, ok := find[Signal](r.step(TimerFired{Timer: TimerDeadline})); ok {
 			t.Fatal("a turn waiting for approval was stopped")
 		}
-		r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseTool, Tool: "Bash"})
+		r.marker(marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "Bash"})
 		r.advance(time.Minute)
 		fx = r.step(TimerFired{Timer: TimerDeadline})
 		if s, _ := find[Signal](fx); s.Sig != sigTERM {
 			t.Fatalf("past the deadline: %+v, want the stop signal", s)
 		}
 		r.killed(sigTERM)
-		if r.m.LastExit.Reason != journal.ReasonTurnTimeout || !r.m.LastExit.Dirty {
+		if r.m.LastExit.Reason != record.ReasonTurnTimeout || !r.m.LastExit.Dirty {
 			t.Errorf("run %+v, want a dirty turn-timeout", r.m.LastExit)
 		}
 	})
@@ -205,7 +205,7 @@ func TestRuleTimers(t *testing.T) {
 		r.launch()
 		r.begin("s1", "t1")
 		r.advance(50 * time.Second)
-		r.marker(notify.Message{Session: "s1", ExtendTimeoutUSec: uint64(time.Hour / time.Microsecond)})
+		r.marker(marker.Message{Session: "s1", ExtendTimeoutUSec: uint64(time.Hour / time.Microsecond)})
 		dl, _ := SessionDeadline(r.sess("s1"), cfg.Deadlines)
 		if !dl.At.Equal(t0.Add(2*time.Minute)) || !dl.Extended {
 			t.Errorf("deadline %+v, want capped at turn-begin+2m", dl)
@@ -219,18 +219,18 @@ func TestRuleTimers(t *testing.T) {
 // guard, --resume off) is not started again: exit 5, which session and why,
 // and the command that resumes it; --rerun-task starts it anyway.
 func TestRuleTaskRerun(t *testing.T) {
-	parked := journal.Session{ID: "s1", State: journal.Parked, Task: "task1", Reason: "mid-turn at 2 consecutive dirty deaths"}
-	stopped := journal.Session{ID: "s1", State: journal.Stopped, Task: "task1", Reason: "stopped by a requested stop of supervise while mid-turn"}
-	owed := journal.Session{ID: "s1", State: journal.ResumePending, Task: "task1", CrashCount: 1, Reason: "interrupted: killed",
-		Resume: &journal.Resume{Attempt: 1, Interrupted: 1, Reason: "killed", Since: t0, Message: "continue"}}
+	parked := record.Session{ID: "s1", State: record.Parked, Task: "task1", Reason: "mid-turn at 2 consecutive dirty deaths"}
+	stopped := record.Session{ID: "s1", State: record.Stopped, Task: "task1", Reason: "stopped by a requested stop of supervise while mid-turn"}
+	owed := record.Session{ID: "s1", State: record.ResumePending, Task: "task1", CrashCount: 1, Reason: "interrupted: killed",
+		Resume: &record.Resume{Attempt: 1, Interrupted: 1, Reason: "killed", Since: t0, Message: "continue"}}
 	manual := owed
-	manual.Resume = &journal.Resume{Attempt: 1, Reason: "manual resume", Since: t0, Message: "continue", Manual: true}
+	manual.Resume = &record.Resume{Attempt: 1, Reason: "manual resume", Since: t0, Message: "continue", Manual: true}
 	other := owed
 	other.Task = "another task"
 	open := crashloop.GuardState{Open: true, Chain: 1}
 	for _, c := range []struct {
 		name      string
-		sess      journal.Session
+		sess      record.Session
 		guard     crashloop.GuardState
 		resumeOff bool
 		rerun     bool
@@ -256,7 +256,7 @@ func TestRuleTaskRerun(t *testing.T) {
 			cfg := taskConfig()
 			cfg.Task.Rerun, cfg.ResumeOff = c.rerun, c.resumeOff
 			m := New(cfg)
-			m.Step(Booted{NextRun: 3, Sessions: []journal.Session{c.sess}, Guard: c.guard}, t0)
+			m.Step(Booted{NextRun: 3, Sessions: []record.Session{c.sess}, Guard: c.guard}, t0)
 			fx := m.Step(LaunchDue{}, t0)
 			l, launched := find[Launch](fx)
 			e, ended := find[End](fx)
@@ -299,7 +299,7 @@ func TestRuleTaskRerunAfterHeldResume(t *testing.T) {
 	if n := nextOf(t, r.killed(9)); !n.end || n.code != ExitParked {
 		t.Fatalf("first invocation: %+v, want the end with 5", n)
 	}
-	var sessions []journal.Session
+	var sessions []record.Session
 	for _, sess := range r.m.Sessions {
 		sessions = append(sessions, *sess)
 	}
@@ -322,23 +322,23 @@ func TestRuleTaskRerunAfterHeldResume(t *testing.T) {
 func TestRuleFingerprintLift(t *testing.T) {
 	cfg := testConfig()
 	cfg.Fingerprint = true
-	old := &journal.Fingerprint{Sum: "aaaa"}
-	parked := journal.Session{ID: "s1", State: journal.Parked, ParkedBy: journal.ParkedByBreaker, Fingerprint: old,
+	old := &record.Fingerprint{Sum: "aaaa"}
+	parked := record.Session{ID: "s1", State: record.Parked, ParkedBy: record.ParkedByBreaker, Fingerprint: old,
 		CrashCount: 2, Turn: "t1"}
 	m := New(cfg)
-	m.Step(Booted{NextRun: 1, Sessions: []journal.Session{parked}}, t0)
+	m.Step(Booted{NextRun: 1, Sessions: []record.Session{parked}}, t0)
 	if !m.NeedFingerprint() {
 		t.Fatal("a breaker park with a fingerprint needs the agent's")
 	}
 	m.Step(LaunchDue{Fingerprint: old}, t0)
-	if m.Sessions["s1"].State != journal.Parked {
+	if m.Sessions["s1"].State != record.Parked {
 		t.Fatalf("the same agent lifted the park: %+v", m.Sessions["s1"])
 	}
 	m2 := New(cfg)
-	m2.Step(Booted{NextRun: 1, Sessions: []journal.Session{parked}}, t0)
-	fx := m2.Step(LaunchDue{Fingerprint: &journal.Fingerprint{Sum: "bbbb"}}, t0)
+	m2.Step(Booted{NextRun: 1, Sessions: []record.Session{parked}}, t0)
+	fx := m2.Step(LaunchDue{Fingerprint: &record.Fingerprint{Sum: "bbbb"}}, t0)
 	s := m2.Sessions["s1"]
-	if s.State != journal.ResumePending || s.CrashCount != 0 || s.Fingerprint != nil {
+	if s.State != record.ResumePending || s.CrashCount != 0 || s.Fingerprint != nil {
 		t.Fatalf("a changed agent: %+v, want resume_pending once", s)
 	}
 	if !savedBeforeCommit(fx, "s1") {
@@ -356,7 +356,7 @@ func TestRuleMarkerRefused(t *testing.T) {
 	r.launch()
 	for i := range MaxSessions {
 		id := "open" + string(rune('a'+i%26)) + strings.Repeat("x", i/26%4) + itoa(i)
-		r.m.Sessions[id] = &journal.Session{ID: id, State: journal.InTurn}
+		r.m.Sessions[id] = &record.Session{ID: id, State: record.InTurn}
 	}
 	fx := r.begin("new", "t1")
 	if ref, ok := find[Refuse](fx); !ok || ref.PID != 100 {
@@ -398,7 +398,7 @@ func TestRuleOpenSessionCap(t *testing.T) {
 	if _, again := find[Refuse](r.begin("a", "t2")); again {
 		t.Error("a new turn of an open session was refused: it opens nothing")
 	}
-	r.end("a", "t2", notify.OutcomeCompleted)
+	r.end("a", "t2", marker.OutcomeCompleted)
 	if _, refused := find[Refuse](r.begin("d", "t1")); refused || r.sess("d") == nil {
 		t.Error("with a session closed, a new one was still refused")
 	}
@@ -414,9 +414,9 @@ func TestRuleOpenSessionCap(t *testing.T) {
 	// handed at most the cap.
 	cfg.MaxOpenSessions = 2
 	m := New(cfg)
-	var owed []journal.Session
+	var owed []record.Session
 	for _, id := range []string{"x1", "x2", "x3", "x4"} {
-		owed = append(owed, journal.Session{ID: id, State: journal.ResumePending, Resume: &journal.Resume{Attempt: 1, Since: t0}})
+		owed = append(owed, record.Session{ID: id, State: record.ResumePending, Resume: &record.Resume{Attempt: 1, Since: t0}})
 	}
 	m.Step(Booted{NextRun: 1, Sessions: owed}, t0)
 	if l, _ := find[Launch](m.Step(LaunchDue{}, t0)); len(l.IDs) != 2 {

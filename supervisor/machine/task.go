@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Task mode (--resume-exec): the agent argv is a task, such as
@@ -57,7 +57,7 @@ type TaskState struct {
 	touched map[string]bool
 	// outcome is the outcome of the last turn-end seen, "" after a
 	// turn-begin or resumed.
-	outcome notify.Outcome
+	outcome marker.Outcome
 	// runMarkers is true once a session marker arrived from the current
 	// run: a resume launch that dies without one never took its session.
 	runMarkers bool
@@ -72,7 +72,7 @@ type TaskState struct {
 
 // touch records that session id was seen in this invocation.
 func (m *Machine) touch(id string) {
-	if !m.Config.Task.On {
+	if !m.Policy.Remember {
 		return
 	}
 	if m.Task.touched == nil {
@@ -82,16 +82,16 @@ func (m *Machine) touch(id string) {
 }
 
 // taskMarker records what a marker means for the task's end.
-func (m *Machine) taskMarker(msg notify.Message) {
-	if !m.Config.Task.On {
+func (m *Machine) taskMarker(msg marker.Message) {
+	if !m.Policy.Remember {
 		return
 	}
 	m.Task.Markers, m.Task.runMarkers = true, true
 	m.touch(msg.Session)
 	switch msg.Event {
-	case notify.EventTurnBegin, notify.EventResumed:
+	case marker.EventTurnBegin, marker.EventResumed:
 		m.Task.outcome = ""
-	case notify.EventTurnEnd:
+	case marker.EventTurnEnd:
 		m.Task.outcome = msg.Outcome
 	}
 }
@@ -108,8 +108,8 @@ func (m *Machine) taskMarker(msg notify.Message) {
 func (m *Machine) taskBlocked(o *out) int {
 	var ids []string
 	for id, sess := range m.Sessions {
-		owed := sess.State == journal.ResumePending && sess.Resume != nil
-		if sess.Task == m.Config.Task.ID && (sess.State == journal.Parked || sess.State == journal.Stopped || owed) {
+		owed := sess.State == record.ResumePending && sess.Resume != nil
+		if sess.Task == m.Config.Task.ID && (sess.State == record.Parked || sess.State == record.Stopped || owed) {
 			ids = append(ids, id)
 		}
 	}
@@ -122,9 +122,9 @@ func (m *Machine) taskBlocked(o *out) int {
 		sess := m.Sessions[id]
 		var what string
 		switch sess.State {
-		case journal.Stopped:
+		case record.Stopped:
 			what = "was stopped mid-turn"
-		case journal.ResumePending:
+		case record.ResumePending:
 			what = "is owed a resume that is held (" + m.Hold() + "): " + sess.Reason
 		default:
 			what = "is parked: " + sess.Reason
@@ -194,7 +194,7 @@ func (m *Machine) taskEnd(o *out, e Exited) int {
 	case stuck > 0:
 		o.warn("task ended with a session that needs a person", "exit_code", ExitParked)
 		return ExitParked
-	case m.Task.outcome == notify.OutcomeCompleted:
+	case m.Task.outcome == marker.OutcomeCompleted:
 		o.info("task ended: its last turn completed", "exit_code", ExitOK)
 		return ExitOK
 	}
@@ -209,14 +209,14 @@ func (m *Machine) taskEnd(o *out, e Exited) int {
 // not handed that session's resume: it was not running, so it was not
 // stopped).
 func (m *Machine) taskStopped(o *out) {
-	if !m.Config.Task.On {
+	if !m.Policy.Remember {
 		return
 	}
 	var lines []string
 	held := m.Hold()
-	for _, id := range m.touchedIn(journal.Stopped, journal.ResumePending) {
+	for _, id := range m.touchedIn(record.Stopped, record.ResumePending) {
 		what := "was stopped mid-turn"
-		if sess := m.Sessions[id]; sess.State == journal.ResumePending {
+		if sess := m.Sessions[id]; sess.State == record.ResumePending {
 			what = "is still owed a resume (the stop came before its resume launch)"
 			if held != "" && (sess.Resume == nil || !sess.Resume.Manual) {
 				what = "is still owed a resume that is held (" + held + ")"
@@ -230,7 +230,7 @@ func (m *Machine) taskStopped(o *out) {
 }
 
 // touchedIn lists the sessions of this invocation in one of states.
-func (m *Machine) touchedIn(states ...journal.SessionState) []string {
+func (m *Machine) touchedIn(states ...record.SessionState) []string {
 	var ids []string
 	for id := range m.Task.touched {
 		if sess := m.Sessions[id]; sess != nil {
@@ -255,16 +255,16 @@ func (m *Machine) taskReport(o *out) int {
 		lines = append(lines, "warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.",
 			"the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")
 	}
-	ids := m.touchedIn(journal.Parked, journal.ResumePending)
+	ids := m.touchedIn(record.Parked, record.ResumePending)
 	for _, id := range ids {
 		sess := m.Sessions[id]
 		switch held := m.Hold(); {
-		case sess.State == journal.Parked && strings.HasPrefix(sess.Reason, lostReason):
+		case sess.State == record.Parked && strings.HasPrefix(sess.Reason, lostReason):
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason,
 				"to start the task afresh (check first what the interrupted turn did): "+m.rerunTaskCommand(),
 				"or, if the CLI can resume it after all: "+m.rerunCommand(id))
 			continue
-		case sess.State == journal.Parked:
+		case sess.State == record.Parked:
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason)
 		case held != "":
 			lines = append(lines, "session "+id+" is owed a resume that is held ("+held+"): "+sess.Reason)
@@ -307,6 +307,18 @@ func (m *Machine) rerunTaskCommand() string {
 	return QuoteArgs(out)
 }
 
+// plainWord reports whether s is made only of bytes a shell leaves alone:
+// ASCII letters, digits and -_./:@=+,
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_./:@=+,", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // QuoteArgs quotes argv for a POSIX shell.
 func QuoteArgs(argv []string) string {
 	q := make([]string, len(argv))
@@ -323,7 +335,7 @@ func ResumeCommand(stateDir, id string) string {
 
 // ShellQuote quotes s for a POSIX shell, leaving plain words bare.
 func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+	if s != "" && plainWord(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -3,8 +3,8 @@ package machine
 import (
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Watchdog limits: WATCHDOG_USEC from an agent is clamped to this range.
@@ -113,7 +113,7 @@ func (m *Machine) watchdogFired(o *out, e TimerFired, now time.Time) {
 			// or wrote the terminal from a background process group.
 			why += " (the agent is stopped: SIGSTOP, or SIGTTIN/SIGTTOU after it used the terminal from a background process group)"
 		}
-		m.abort(o, journal.ReasonWatchdog, "killing the agent: "+why, sigABRT, now,
+		m.abort(o, record.ReasonWatchdog, "killing the agent: "+why, sigABRT, now,
 			"since_ping", e.SincePing.Round(time.Millisecond), "watchdog", m.Watchdog.Period)
 	}
 }
@@ -138,7 +138,7 @@ func (m *Machine) timerFired(o *out, e TimerFired, now time.Time) {
 // the crash-loop guard's proof by time.
 func (m *Machine) flush(o *out, e TimerFired, now time.Time) {
 	if e.MaxRSS > 0 && e.RSS > e.MaxRSS && m.Running() && m.Stop == nil && m.Abort == nil {
-		m.abort(o, journal.ReasonMemory, "killing the agent: its process tree uses more memory than --max-rss",
+		m.abort(o, record.ReasonMemory, "killing the agent: its process tree uses more memory than --max-rss",
 			m.Config.StopSignal, now, "rss", e.RSS, "max_rss", e.MaxRSS)
 	}
 	m.rearmDeadlines(o)
@@ -171,7 +171,7 @@ func (m *Machine) stopDeadlines(o *out) {
 }
 
 // noteDeadline arms the timer for sess's deadline after a marker changed it.
-func (m *Machine) noteDeadline(o *out, sess *journal.Session) {
+func (m *Machine) noteDeadline(o *out, sess *record.Session) {
 	if !m.deadlinesLive() {
 		return
 	}
@@ -207,9 +207,10 @@ func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
 	if !m.deadlinesLive() {
 		return
 	}
-	var late []*journal.Session
+	var late []*record.Session
 	var dls []Deadline
-	for _, sess := range m.Sessions {
+	for _, id := range m.sessionIDs() {
+		sess := m.Sessions[id]
 		if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok && !now.Before(dl.At) {
 			late, dls = append(late, sess), append(dls, dl)
 		}
@@ -231,7 +232,7 @@ func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
 			"phase", sess.Phase, "tool", sess.Tool)
 	}
 	m.stopDeadlines(o)
-	m.abort(o, journal.ReasonTurnTimeout, "stopping the agent: a turn ran past its deadline (--turn-timeout/--phase-timeout)",
+	m.abort(o, record.ReasonTurnTimeout, "stopping the agent: a turn ran past its deadline (--turn-timeout/--phase-timeout)",
 		m.Config.StopSignal, now, "session", late[0].ID, "deadline", dls[0].Kind)
 	o.add(Publish{})
 }
@@ -240,7 +241,7 @@ func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
 // the grace period; otherwise it extends the deadlines of the sender's
 // session (or, without one, of every session mid-turn), capped at twice
 // each flag. Heartbeats never extend anything.
-func (m *Machine) extendTimeout(o *out, msg notify.Message, by time.Duration, now time.Time) {
+func (m *Machine) extendTimeout(o *out, msg marker.Message, by time.Duration, now time.Time) {
 	if m.Grace.Armed {
 		m.extendGrace(o, by, now)
 		return
@@ -248,7 +249,7 @@ func (m *Machine) extendTimeout(o *out, msg notify.Message, by time.Duration, no
 	if !m.Config.Deadlines.On() {
 		return
 	}
-	one := func(sess *journal.Session) {
+	one := func(sess *record.Session) {
 		if extendDeadlines(sess, m.Config.Deadlines, by, now) {
 			dl, _ := SessionDeadline(sess, m.Config.Deadlines)
 			o.info("agent extended its turn deadline", "session", sess.ID, "by", by, "deadline", dl.Kind,
@@ -262,7 +263,7 @@ func (m *Machine) extendTimeout(o *out, msg notify.Message, by time.Duration, no
 		}
 		return
 	}
-	for _, sess := range m.Sessions {
-		one(sess)
+	for _, id := range m.sessionIDs() {
+		one(m.Sessions[id])
 	}
 }

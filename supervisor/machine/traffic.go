@@ -1,11 +1,10 @@
 package machine
 
 import (
-	"strconv"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // The model-API proxy (--api-proxy on) sees what the agent does without its
@@ -37,7 +36,7 @@ type Traffic struct {
 	Session      string
 	Turn         string // TrafficTurnBegin: the proxy's turn id
 	Tool, Detail string
-	Outcome      notify.Outcome
+	Outcome      marker.Outcome
 	RetryAt      time.Time
 	Input        int64
 	Output       int64
@@ -49,7 +48,7 @@ type Traffic struct {
 	Invented bool
 	// Stored is the session as the journal holds it, when the machine
 	// does not hold it (nil: not in the journal).
-	Stored *journal.Session
+	Stored *record.Session
 }
 
 // traffic applies what the proxy saw.
@@ -63,7 +62,7 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 	switch e.Kind {
 	case TrafficStall:
 		if m.Stop == nil && m.Abort == nil {
-			m.abort(o, journal.ReasonStreamStall, "a model stream stalled: no content for --stream-stall; stopping the agent",
+			m.abort(o, record.ReasonStreamStall, "a model stream stalled: no content for --stream-stall; stopping the agent",
 				m.Config.StopSignal, now, "session", e.Session, "stalled", e.Stalled)
 		}
 		return
@@ -71,12 +70,17 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 		m.usage(o, e, now)
 		return
 	}
+	if sess := m.trafficSession(e); sess != nil && sess.State == record.Parked {
+		// The agent's model calls never lift a park, nor open a turn in it.
+		m.refuseParked(o, sess, "model traffic", now)
+		return
+	}
 	msg, ok := m.trafficMarker(e)
 	if !ok {
 		return
 	}
 	m.marker(o, Marker{Msg: msg, Stored: e.Stored}, now)
-	if sess := m.Sessions[e.Session]; sess != nil && e.Kind == TrafficLimited && sess.State == journal.Waiting {
+	if sess := m.Sessions[e.Session]; sess != nil && e.Kind == TrafficLimited && sess.State == record.Waiting {
 		sess.RetryAt = e.RetryAt
 		o.save(sess.ID)
 		o.info("the model API asked the agent to wait: the session waits for it, its deadlines paused",
@@ -84,93 +88,64 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 	}
 }
 
+// trafficSession is the session e names, held or as the journal holds it;
+// nil when neither has it.
+func (m *Machine) trafficSession(e Traffic) *record.Session {
+	if sess := m.Sessions[e.Session]; sess != nil {
+		return sess
+	}
+	return e.Stored
+}
+
 // trafficMarker turns e into the marker hooks would send, false when it
 // would only restate the session's state.
-func (m *Machine) trafficMarker(e Traffic) (notify.Message, bool) {
-	msg := notify.Message{PID: int32(m.Run.PID), Session: e.Session}
+func (m *Machine) trafficMarker(e Traffic) (marker.Message, bool) {
+	msg := marker.Message{PID: int32(m.Run.PID), Session: e.Session}
 	sess := m.Sessions[e.Session]
 	if sess == nil && e.Stored != nil {
 		sess = e.Stored
 	}
-	state := journal.Idle
+	state := record.Idle
 	if sess != nil {
 		state = sess.State
 	}
-	open := state == journal.InTurn || state == journal.Waiting
+	open := state == record.InTurn || state == record.Waiting
 	switch e.Kind {
 	case TrafficTurnBegin:
 		switch {
 		case open:
 			return msg, false
-		case state == journal.ResumePending && sess.Resume != nil && sess.Resume.Run == m.Run.Run:
+		case state == record.ResumePending && sess.Resume != nil && sess.Resume.Run == m.Run.Run:
 			// The relaunched agent calls the model for the session it was
 			// handed: it took the resume.
-			msg.Event = notify.EventResumed
+			msg.Event = marker.EventResumed
 		default:
-			msg.Event, msg.Turn = notify.EventTurnBegin, e.Turn
+			msg.Event, msg.Turn = marker.EventTurnBegin, e.Turn
 		}
 	case TrafficTool:
-		if !open || (sess.Phase == string(notify.PhaseTool) && sess.Tool == e.Tool && sess.Detail == e.Detail && state == journal.InTurn) {
+		if !open || (sess.Phase == string(marker.PhaseTool) && sess.Tool == e.Tool && sess.Detail == e.Detail && state == record.InTurn) {
 			return msg, false
 		}
-		msg.Event, msg.Phase, msg.Tool, msg.Detail = notify.EventPhase, notify.PhaseTool, e.Tool, e.Detail
+		msg.Event, msg.Phase, msg.Tool, msg.Detail = marker.EventPhase, marker.PhaseTool, e.Tool, e.Detail
 	case TrafficModel:
-		if !open || (state == journal.InTurn && sess.Phase == string(notify.PhaseModel)) {
+		if !open || (state == record.InTurn && sess.Phase == string(marker.PhaseModel)) {
 			return msg, false
 		}
-		msg.Event, msg.Phase = notify.EventPhase, notify.PhaseModel
+		msg.Event, msg.Phase = marker.EventPhase, marker.PhaseModel
 	case TrafficTurnEnd:
 		if !open {
 			return msg, false
 		}
-		msg.Event, msg.Outcome = notify.EventTurnEnd, e.Outcome
+		msg.Event, msg.Outcome = marker.EventTurnEnd, e.Outcome
 	case TrafficLimited:
-		if !open || (state == journal.Waiting && sess.RetryAt.Equal(e.RetryAt)) {
+		if !open || (state == record.Waiting && sess.RetryAt.Equal(e.RetryAt)) {
 			return msg, false
 		}
-		msg.Event, msg.Wait = notify.EventWaiting, notify.WaitReconnect
+		msg.Event, msg.Wait = marker.EventWaiting, marker.WaitReconnect
 	default:
 		return msg, false
 	}
 	return msg, true
-}
-
-// usage adds the tokens an answer reported to its session; a session past
-// --max-tokens is parked and the agent stopped: never auto-resumed.
-func (m *Machine) usage(o *out, e Traffic, now time.Time) {
-	sess := m.Sessions[e.Session]
-	if sess == nil {
-		if e.Stored == nil {
-			return // usage of a session no request opened: nothing to add it to
-		}
-		s := *e.Stored
-		sess = &s
-		m.Sessions[s.ID] = sess
-	}
-	t := journal.Tokens{}
-	if sess.Tokens != nil {
-		t = *sess.Tokens
-	}
-	t.Input += max(e.Input, 0)
-	t.Output += max(e.Output, 0)
-	sess.Tokens = &t
-	o.save(sess.ID)
-	o.add(Count{Metric: "tokens_input", N: int(max(e.Input, 0))}, Count{Metric: "tokens_output", N: int(max(e.Output, 0))})
-	budget := m.Config.MaxTokens
-	if budget <= 0 || t.Input+t.Output <= budget || sess.State == journal.Parked {
-		return
-	}
-	sess.State, sess.ParkedBy, sess.Resume = journal.Parked, journal.ParkedByBudget, nil
-	sess.Reason = "over its token budget: " + strconv.FormatInt(t.Input+t.Output, 10) + " tokens used (" +
-		strconv.FormatInt(t.Input, 10) + " in, " + strconv.FormatInt(t.Output, 10) + " out), --max-tokens " +
-		strconv.FormatInt(budget, 10) + ": never resumed automatically"
-	m.touch(sess.ID)
-	o.add(Count{Metric: "park"})
-	o.add(Commit{Kind: CommitPending, Why: "recording a park for the token budget"})
-	if m.Stop == nil && m.Abort == nil {
-		m.abort(o, journal.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
-			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Input+t.Output, "max_tokens", budget)
-	}
 }
 
 // retryDelay stretches a relaunch's delay to the latest retry_at of the

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // What the API proxy saw becomes the markers hooks would send: a turn, its
@@ -15,7 +15,7 @@ func TestRuleTrafficTurn(t *testing.T) {
 	r := newRig(t, taskConfig())
 	r.launch()
 	r.step(Traffic{Kind: TrafficTurnBegin, Session: "s1", Turn: "p1"})
-	if s := r.sess("s1"); s == nil || s.State != journal.InTurn || s.Turn != "p1" {
+	if s := r.sess("s1"); s == nil || s.State != record.InTurn || s.Turn != "p1" {
 		t.Fatalf("after a main request: %+v, want s1 in_turn p1", s)
 	}
 	r.step(Traffic{Kind: TrafficTool, Session: "s1", Tool: "Bash", Detail: "npm test"})
@@ -26,8 +26,8 @@ func TestRuleTrafficTurn(t *testing.T) {
 	if s := r.sess("s1"); s.Phase != "model" {
 		t.Fatalf("after the tool's result: phase %q", s.Phase)
 	}
-	fx := r.step(Traffic{Kind: TrafficTurnEnd, Session: "s1", Outcome: notify.OutcomeCompleted})
-	if s := r.sess("s1"); s.State != journal.Idle || s.Outcome != "completed" {
+	fx := r.step(Traffic{Kind: TrafficTurnEnd, Session: "s1", Outcome: marker.OutcomeCompleted})
+	if s := r.sess("s1"); s.State != record.Idle || s.Outcome != "completed" {
 		t.Fatalf("after the final answer: %+v", s)
 	}
 	if !savedBeforeCommit(append(fx, Commit{}), "s1") {
@@ -44,7 +44,7 @@ func TestRuleTrafficWithHooks(t *testing.T) {
 	r := newRig(t, taskConfig())
 	r.launch()
 	r.begin("s1", "h1")
-	r.marker(notify.Message{Session: "s1", Event: notify.EventPhase, Phase: notify.PhaseTool, Tool: "Bash", Detail: "ls"})
+	r.marker(marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "Bash", Detail: "ls"})
 	for _, tr := range []Traffic{
 		{Kind: TrafficTurnBegin, Session: "s1", Turn: "p1"},
 		{Kind: TrafficTool, Session: "s1", Tool: "Bash", Detail: "ls"},
@@ -56,13 +56,13 @@ func TestRuleTrafficWithHooks(t *testing.T) {
 	if s := r.sess("s1"); s.Turn != "h1" {
 		t.Errorf("the hook's turn id became %q", s.Turn)
 	}
-	r.step(Traffic{Kind: TrafficTurnEnd, Session: "s1", Outcome: notify.OutcomeCompleted})
+	r.step(Traffic{Kind: TrafficTurnEnd, Session: "s1", Outcome: marker.OutcomeCompleted})
 	// The hook's own turn-end after the proxy's is a repeat: ignored, as
 	// any repeated turn-end, so the turn proves health once.
-	if fx := r.end("s1", "h1", notify.OutcomeCompleted); !logged(fx, "out of sequence: ignored") {
+	if fx := r.end("s1", "h1", marker.OutcomeCompleted); !logged(fx, "out of sequence: ignored") {
 		t.Errorf("the hook's turn-end after the proxy's was applied again: %#v", fx)
 	}
-	if s := r.sess("s1"); s.State != journal.Idle || s.Outcome != "completed" {
+	if s := r.sess("s1"); s.State != record.Idle || s.Outcome != "completed" {
 		t.Fatalf("%+v", s)
 	}
 }
@@ -79,7 +79,7 @@ func TestRuleTrafficResumed(t *testing.T) {
 	if !logged(fx, "agent took the resume") {
 		t.Errorf("the resumed run's request did not take the resume: %#v", fx)
 	}
-	if s := r.sess("s1"); s.State != journal.InTurn || s.Turn != "p1" || s.CrashCount != 1 {
+	if s := r.sess("s1"); s.State != record.InTurn || s.Turn != "p1" || s.CrashCount != 1 {
 		t.Fatalf("%+v", s)
 	}
 }
@@ -99,7 +99,7 @@ func TestRuleTrafficLimited(t *testing.T) {
 	retry := r.now.Add(30 * time.Second)
 	fx := r.step(Traffic{Kind: TrafficLimited, Session: "s1", RetryAt: retry})
 	s := r.sess("s1")
-	if s.State != journal.Waiting || s.Wait != WaitReconnect || !s.RetryAt.Equal(retry) {
+	if s.State != record.Waiting || s.Wait != WaitReconnect || !s.RetryAt.Equal(retry) {
 		t.Fatalf("after a 429: %+v", s)
 	}
 	if _, ok := armed(fx, TimerDeadline); ok {
@@ -120,7 +120,7 @@ func TestRuleTrafficLimited(t *testing.T) {
 	r2.step(Traffic{Kind: TrafficLimited, Session: "s1", RetryAt: r2.now.Add(30 * time.Second)})
 	r2.advance(31 * time.Second)
 	r2.step(Traffic{Kind: TrafficModel, Session: "s1"})
-	if s := r2.sess("s1"); s.State != journal.InTurn || !s.RetryAt.IsZero() || !s.ClockFrom.Equal(r2.now) {
+	if s := r2.sess("s1"); s.State != record.InTurn || !s.RetryAt.IsZero() || !s.ClockFrom.Equal(r2.now) {
 		t.Fatalf("after the wait: %+v", s)
 	}
 }
@@ -135,22 +135,22 @@ func TestRuleTrafficBudget(t *testing.T) {
 	r.launch()
 	r.step(Traffic{Kind: TrafficTurnBegin, Session: "s1"})
 	r.step(Traffic{Kind: TrafficUsage, Session: "s1", Input: 5, Output: 4})
-	if s := r.sess("s1"); s.Tokens == nil || s.Tokens.Input != 5 || s.Tokens.Output != 4 || s.State != journal.InTurn {
+	if s := r.sess("s1"); s.Tokens == nil || s.Tokens.Input != 5 || s.Tokens.Output != 4 || s.State != record.InTurn {
 		t.Fatalf("%+v", s)
 	}
 	fx := r.step(Traffic{Kind: TrafficUsage, Session: "s1", Input: 3, Output: 27})
 	s := r.sess("s1")
-	if s.State != journal.Parked || s.ParkedBy != journal.ParkedByBudget || !strings.Contains(s.Reason, "--max-tokens 15") {
+	if s.State != record.Parked || s.ParkedBy != record.ParkedByBudget || !strings.Contains(s.Reason, "--max-tokens 15") {
 		t.Fatalf("past the budget: %+v", s)
 	}
-	if _, ok := find[Signal](fx); !ok || r.m.Abort == nil || r.m.Abort.Reason != journal.ReasonTokenBudget {
+	if _, ok := find[Signal](fx); !ok || r.m.Abort == nil || r.m.Abort.Reason != record.ReasonTokenBudget {
 		t.Fatalf("the agent was not stopped for the budget: %#v", fx)
 	}
 	n := nextOf(t, r.die(time.Second, 143, 15))
 	if !n.end || n.code != ExitParked {
 		t.Fatalf("ended %+v, want exit 5", n)
 	}
-	if s := r.sess("s1"); s.State != journal.Parked || s.Tokens.Input+s.Tokens.Output != 39 {
+	if s := r.sess("s1"); s.State != record.Parked || s.Tokens.Input+s.Tokens.Output != 39 {
 		t.Fatalf("after the stop: %+v", s)
 	}
 }
@@ -166,10 +166,10 @@ func TestRuleTrafficStall(t *testing.T) {
 		t.Fatalf("no signal for a stalled stream: %#v", fx)
 	}
 	r.die(time.Second, 143, 15)
-	if got := r.m.LastExit.Reason; got != journal.ReasonStreamStall {
+	if got := r.m.LastExit.Reason; got != record.ReasonStreamStall {
 		t.Errorf("reason %q, want stream-stall", got)
 	}
-	if s := r.sess("s1"); s.State != journal.ResumePending {
+	if s := r.sess("s1"); s.State != record.ResumePending {
 		t.Fatalf("after the stall: %s, want resume_pending", s.State)
 	}
 }

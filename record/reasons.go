@@ -1,0 +1,263 @@
+package record
+
+import "strings"
+
+// The table of reasons a run ends: one row per reason, with everything
+// the rest of supervise says or decides of it. The machine's classify
+// names a death by its row (and a test holds classify to Dirty), the
+// resume decisions word the death (How) and the breaker's park (Suspect,
+// Advice) from it, the metric help lists its labels, and the README's
+// reasons table is held to it by a test. A new reason is one row here,
+// plus the event that produces it.
+
+// Dirtiness says when a death of a reason is dirty: counted by the
+// breaker, the crash-loop guard and the backoff, and decided per session.
+type Dirtiness int
+
+// How dirty a reason is.
+const (
+	// NeverDirty: a stop supervise was asked for.
+	NeverDirty Dirtiness = iota
+	// AlwaysDirty: a crash, a kill, or a stop supervise made on its own.
+	AlwaysDirty
+	// DirtyUnlessZero: an exit by itself, dirty when its status is not 0.
+	DirtyUnlessZero
+)
+
+// Reason is one row of the table of reasons a run ends.
+type Reason struct {
+	// Name is the reason as the journal, status, the log and the metric
+	// label (supervise_dirty_deaths_total{reason=...}) name it.
+	Name  string
+	Dirty Dirtiness
+	// Suspect: a turn that keeps dying this way may be what causes it (a
+	// crash, exhausted memory, a hang), and the breaker's park says the
+	// turn is the suspect. Otherwise the cause is outside the turn (a
+	// person, supervise, the agent's own error).
+	Suspect bool
+	// Advice is what the breaker's park tells a person, after repeated
+	// deaths of this reason.
+	Advice string
+	// How is how the run ended, in words, in the log, the continuation
+	// message and status; "" for a signal or an exit, worded from the
+	// signal or the status (see ReasonSignal, ReasonExit).
+	How string
+	// Help is the one-line meaning, for the metric's help and the README.
+	Help string
+}
+
+// Advice shared by several reasons.
+const (
+	adviceCrash   = "the turn may be what crashes the agent; resume it by hand once the cause is known"
+	adviceMemory  = "the turn may be what exhausts the agent's memory; resume it by hand once the cause is known"
+	adviceHang    = "the turn may be what hangs the agent; resume it by hand once the cause is known"
+	adviceOwn     = "the agent ended with its own error each time (an API error, a lost conversation, bad credentials): fix that, then resume it by hand"
+	adviceOutside = "the signal came from outside the agent (a person, a script, a chaos test): resume it by hand when that is over"
+)
+
+// reasons is the table, in the order the README shows it. Read only.
+var reasons = [...]Reason{
+	{Name: ReasonExit, Dirty: DirtyUnlessZero, Advice: adviceOwn,
+		Help: "the agent exited by itself (dirty when its status is not 0)"},
+	{Name: ReasonSignal, Dirty: AlwaysDirty, Suspect: true, Advice: adviceCrash,
+		Help: "killed by a signal nobody in supervise sent (SIGHUP, SIGINT, SIGKILL and SIGTERM count as from outside: not the turn's doing)"},
+	{Name: ReasonTurnOpen, Dirty: AlwaysDirty, Advice: adviceOwn,
+		How:  "the agent exited with status 0 in the middle of the turn",
+		Help: "exited 0 with a turn still open"},
+	{Name: ReasonExecFailed, Dirty: AlwaysDirty, Advice: adviceOwn,
+		How:  "the agent could not be started",
+		Help: "the agent could not be started"},
+	{Name: ReasonWatchdog, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
+		How:  "killed by the watchdog after it stopped responding",
+		Help: "no WATCHDOG=1 within --watchdog"},
+	{Name: ReasonMemory, Dirty: AlwaysDirty, Suspect: true, Advice: adviceMemory,
+		How:  "killed by the memory guard",
+		Help: "its process tree went past --max-rss"},
+	{Name: ReasonOOM, Dirty: AlwaysDirty, Suspect: true, Advice: adviceMemory,
+		How:  "killed by the kernel's OOM killer (out of memory in its cgroup)",
+		Help: "the kernel's OOM killer killed a process of its cgroup"},
+	{Name: ReasonTurnTimeout, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
+		How:  "stopped by supervise because a turn ran past its deadline (--turn-timeout or --phase-timeout)",
+		Help: "a turn or phase outlived --turn-timeout or --phase-timeout"},
+	{Name: ReasonStreamStall, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
+		How:  "stopped by supervise because a model stream sent no content for --stream-stall",
+		Help: "a model stream sent no content for --stream-stall (API proxy)"},
+	{Name: ReasonTokenBudget, Dirty: AlwaysDirty,
+		Advice: "supervise stopped the agent each time because a session went past a token budget: resume it by hand once the budget allows",
+		How:    "stopped by supervise because a session went past --max-tokens",
+		Help:   "a session went past --max-tokens or the state dir past --max-tokens-total (API proxy)"},
+	{Name: ReasonSupervisorDied, Dirty: AlwaysDirty,
+		Advice: "supervise died with it again; resume it by hand once supervise runs steadily",
+		How:    "supervise itself died, taking the agent with it",
+		Help:   "found at the next start: supervise itself was killed"},
+	{Name: ReasonStopped, Dirty: NeverDirty,
+		How:  "a requested stop",
+		Help: "a stop supervise was asked for (a signal to supervise, a unit stop): not dirty"},
+}
+
+// Reasons returns the table of reasons a run ends, in order (a copy).
+func Reasons() []Reason { return append([]Reason(nil), reasons[:]...) }
+
+// LookupReason returns the row of reason name; false for a name not in
+// the table (the reservations starting and running are not ends).
+func LookupReason(name string) (Reason, bool) {
+	for _, r := range reasons {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Reason{}, false
+}
+
+// DirtyFor reports whether a death of this reason with exit status code
+// is dirty.
+func (r Reason) DirtyFor(code int) bool {
+	switch r.Dirty {
+	case AlwaysDirty:
+		return true
+	case DirtyUnlessZero:
+		return code != 0
+	}
+	return false
+}
+
+// OutsideSignal reports whether signal sig comes, as a rule, from outside
+// the agent (a person, a script, a service manager, a chaos test):
+// SIGHUP, SIGINT, SIGKILL, SIGTERM. A death by one does not make the turn
+// a suspect.
+func OutsideSignal(sig int) bool { return sig == 1 || sig == 2 || sig == 9 || sig == 15 }
+
+// SuspectFor says, for repeated deaths of this reason (by signal sig),
+// whether the turn is the suspect, and the advice the breaker's park gives.
+func (r Reason) SuspectFor(sig int) (suspect bool, advice string) {
+	if r.Name == ReasonSignal && OutsideSignal(sig) {
+		return false, adviceOutside
+	}
+	return r.Suspect, r.Advice
+}
+
+// DirtyReasonNames lists the reasons a dirty death can have, in table
+// order: the labels of supervise_dirty_deaths_total.
+func DirtyReasonNames() []string {
+	var out []string
+	for _, r := range reasons {
+		if r.Dirty != NeverDirty {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// Kinds of park (Session.ParkedBy), beside ParkedByBreaker and
+// ParkedByBudget.
+const (
+	// ParkedByWait: waiting for a person (approval, input) at a death.
+	ParkedByWait = "wait"
+	// ParkedByStale: the turn was older than --max-turn-age.
+	ParkedByStale = "stale"
+	// ParkedByUntaken: its resume was handed to a run that exited
+	// cleanly without taking it.
+	ParkedByUntaken = "untaken"
+	// ParkedByLost: the CLI has lost the conversation, after a tool ran.
+	ParkedByLost = "lost"
+	// ParkedByTemplate: a value of it cannot be passed to --resume-exec.
+	ParkedByTemplate = "template"
+)
+
+// Park is one row of the table of parks: why a session is parked, and who
+// can lift it. Every park is lifted by a person (`supervise resume` from
+// outside the agent's tree); none by the agent's own markers or model
+// traffic.
+type Park struct {
+	// By is Session.ParkedBy for this park.
+	By string
+	// Why says in words why a session is parked so.
+	Why string
+	// Lift says who can lift it.
+	Lift string
+	// Fingerprint: a launch under a changed agent lifts it once.
+	Fingerprint bool
+}
+
+// parks is the table of parks, in the order the README shows it. Read only.
+var parks = [...]Park{
+	{By: ParkedByBreaker, Why: "mid-turn at more than --resume-limit consecutive dirty deaths",
+		Lift: "a person (`supervise resume`), or a launch under a changed agent (once)", Fingerprint: true},
+	{By: ParkedByBudget, Why: "past --max-tokens, or the state dir past --max-tokens-total",
+		Lift: "a person (`supervise resume`, which also counts the budget again from what was spent)"},
+	{By: ParkedByWait, Why: "waiting for a person (approval, input) when the agent died",
+		Lift: "a person (`supervise resume`)"},
+	{By: ParkedByStale, Why: "the turn was older than --max-turn-age",
+		Lift: "a person (`supervise resume`)"},
+	{By: ParkedByUntaken, Why: "its resume was handed to a run that exited without taking it (hooks or resume support not wired)",
+		Lift: "a person (`supervise resume`)"},
+	{By: ParkedByLost, Why: "the CLI lost the conversation, and a tool had run in the turn",
+		Lift: "a person (`supervise resume`, or `--rerun-task`, which starts the task afresh as a new session)"},
+	{By: ParkedByTemplate, Why: "a value of it cannot be passed to --resume-exec",
+		Lift: "a person (`supervise resume`, with a template that takes it)"},
+}
+
+// Parks returns the table of parks, in order (a copy).
+func Parks() []Park { return append([]Park(nil), parks[:]...) }
+
+// LookupPark returns the row of a park kind; an unknown kind (a damaged
+// record, a kind of a newer supervise) is lifted by a person alone.
+func LookupPark(by string) Park {
+	for _, p := range parks {
+		if p.By == by {
+			return p
+		}
+	}
+	return Park{By: by, Why: "parked", Lift: "a person (`supervise resume`)"}
+}
+
+// LiftedByFingerprint reports whether a changed agent lifts a park of
+// kind by: the breaker's alone.
+func LiftedByFingerprint(by string) bool {
+	for _, p := range parks {
+		if p.By == by {
+			return p.Fingerprint
+		}
+	}
+	return false
+}
+
+// ReasonsMarkdown is the README's reasons table, made from the table.
+func ReasonsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| reason | what happened | dirty | the turn a suspect | said as | breaker's advice |\n|---|---|---|---|---|---|\n")
+	for _, r := range reasons {
+		dirty := map[Dirtiness]string{NeverDirty: "no", AlwaysDirty: "yes", DirtyUnlessZero: "when the status is not 0"}[r.Dirty]
+		suspect := "no"
+		if r.Suspect {
+			suspect = "yes"
+		}
+		if r.Name == ReasonSignal {
+			suspect = "yes, but not for SIGHUP, SIGINT, SIGKILL, SIGTERM"
+		}
+		how := r.How
+		switch r.Name {
+		case ReasonSignal:
+			how = "the agent was killed by signal N (NAME)"
+		case ReasonExit:
+			how = "the agent exited with status N"
+		}
+		advice := r.Advice
+		if advice == "" {
+			advice = "(not dirty: never counted)"
+		}
+		b.WriteString("| `" + r.Name + "` | " + r.Help + " | " + dirty + " | " + suspect + " | " + how + " | " + advice + " |\n")
+	}
+	return b.String()
+}
+
+// ParksMarkdown is the README's table of parks and who lifts them.
+func ParksMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| parked_by | why | who can lift it |\n|---|---|---|\n")
+	for _, p := range parks {
+		b.WriteString("| `" + p.By + "` | " + p.Why + " | " + p.Lift + " |\n")
+	}
+	b.WriteString("| anything else (`damaged`: a record that failed its check) | as its reason says | a person (`supervise resume`) |\n")
+	return b.String()
+}

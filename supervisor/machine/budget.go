@@ -1,0 +1,226 @@
+package machine
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/supervise-dev/supervise/record"
+)
+
+// Token budgets (--max-tokens per session, --max-tokens-total for the
+// state dir). The API proxy counts the usage each answer reports
+// (TrafficUsage); past a budget the session is parked (ParkedBy budget),
+// the agent is stopped, and the proxy answers the session's model calls
+// itself, never forwarding them (Refusal): a relaunch, a new turn or a new
+// session id does not reset the spend. Only a person lifts it: a manual
+// resume of the parked session counts its budget again from what it has
+// spent, and, when the state dir's budget is spent, that one's too.
+
+// Budget is the state dir's token spend: every session's usage, across
+// runs and restarts of supervise (journaled with the policy state).
+type Budget struct {
+	// Spent is the tokens every answer reported, saturating.
+	Spent int64 `json:"spent"`
+	// Lifted is Spent when a person last lifted the spent budget:
+	// --max-tokens-total counts from there.
+	Lifted int64 `json:"lifted,omitempty"`
+	// Parked is the session parked when the budget ran out: the one a
+	// person resumes to lift it.
+	Parked string `json:"parked,omitempty"`
+}
+
+// Since is what counts against --max-tokens-total: Spent since Lifted.
+func (b Budget) Since() int64 { return max(b.Spent-max(b.Lifted, 0), 0) }
+
+// Over reports whether the budget limit (0: none) is spent.
+func (b Budget) Over(limit int64) bool { return limit > 0 && b.Since() > limit }
+
+// clean drops what a damaged or hostile record could hold: negative counts.
+func (b Budget) clean() Budget {
+	b.Spent, b.Lifted = max(b.Spent, 0), min(max(b.Lifted, 0), max(b.Spent, 0))
+	return b
+}
+
+// overBudget reports whether sess's own spend is past --max-tokens.
+func (m *Machine) overBudget(sess *record.Session) bool {
+	return m.Config.MaxTokens > 0 && sess.Tokens != nil && sess.Tokens.Spent() > m.Config.MaxTokens
+}
+
+// Refusal says whether a model call of session id must not be forwarded,
+// and the message the proxy answers it with instead: the session is parked
+// for its budget, or the state dir's budget is spent. It reads only the
+// machine's state: the runner publishes what it answers after each step
+// that changes it (RefusalsChanged).
+func (m *Machine) Refusal(id string) (string, bool) {
+	if m.budgetParked[id] {
+		sess := m.Sessions[id]
+		used := int64(0)
+		if sess != nil && sess.Tokens != nil {
+			used = sess.Tokens.Spent()
+		}
+		return "supervise: session " + id + " is over its token budget (--max-tokens " +
+			strconv.FormatInt(m.Config.MaxTokens, 10) + ", " + strconv.FormatInt(used, 10) +
+			" tokens used): no more model calls are forwarded. A person lifts it with: " +
+			ResumeCommand(m.Config.StateDir, id), true
+	}
+	if msg := m.TotalRefusal(); msg != "" {
+		return msg, true
+	}
+	return "", false
+}
+
+// TotalRefusal is the message every model call is answered with while the
+// state dir's budget is spent, "" while it is not.
+func (m *Machine) TotalRefusal() string {
+	if m.Budget.Over(m.Config.MaxTokensTotal) {
+		lift := "supervise resume --state-dir " + ShellQuote(m.Config.StateDir) + " SESSION (a session parked for the budget)"
+		if m.Budget.Parked != "" {
+			lift = ResumeCommand(m.Config.StateDir, m.Budget.Parked)
+		}
+		return "supervise: the token budget of this state dir is spent (--max-tokens-total " +
+			strconv.FormatInt(m.Config.MaxTokensTotal, 10) + ", " + strconv.FormatInt(m.Budget.Since(), 10) +
+			" tokens used): no more model calls are forwarded. A person lifts it with: " + lift
+	}
+	return ""
+}
+
+// RefusedSessions lists the sessions whose model calls Refusal refuses by
+// name (parked for their budget), sorted; the state dir's budget, when
+// spent, refuses every other one too (TotalSpent).
+func (m *Machine) RefusedSessions() []string { return sortedKeys(m.budgetParked) }
+
+// Hooked is the session the agent's own markers last named in this run:
+// the proxy's traffic that names none is taken for it (Traffic.Invented),
+// and so is a refusal of its model calls.
+func (m *Machine) Hooked() string { return m.hooked }
+
+// TotalSpent reports whether --max-tokens-total is spent.
+func (m *Machine) TotalSpent() bool { return m.Budget.Over(m.Config.MaxTokensTotal) }
+
+// trackBudgetPark keeps budgetParked from a session a step saved.
+func (m *Machine) trackBudgetPark(id string, sess *record.Session) {
+	parked := sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget
+	if parked == m.budgetParked[id] {
+		return
+	}
+	m.RefusalsChanged++
+	if !parked {
+		delete(m.budgetParked, id)
+		return
+	}
+	if m.budgetParked == nil {
+		m.budgetParked = map[string]bool{}
+	}
+	m.budgetParked[id] = true
+}
+
+// usage adds the tokens an answer reported to its session and to the
+// state dir's spend, saturating; a negative count is ignored (and said
+// once). A session past --max-tokens, or whose answer spends the state
+// dir's budget, is parked and the agent stopped: never auto-resumed.
+func (m *Machine) usage(o *out, e Traffic, now time.Time) {
+	if e.Input < 0 || e.Output < 0 {
+		if !m.badUsageSaid {
+			m.badUsageSaid = true
+			o.warn("the model API reported a negative token count: ignored", "session", e.Session,
+				"input", e.Input, "output", e.Output)
+		}
+		e.Input, e.Output = max(e.Input, 0), max(e.Output, 0)
+	}
+	sess := m.Sessions[e.Session]
+	if sess == nil {
+		if e.Stored == nil {
+			return // usage of a session no request opened: nothing to add it to
+		}
+		s := *e.Stored
+		sess = &s
+		m.Sessions[s.ID] = sess
+	}
+	t := record.Tokens{}
+	if sess.Tokens != nil {
+		t = *sess.Tokens
+	}
+	t.Input, t.Output = record.AddTokens(t.Input, e.Input), record.AddTokens(t.Output, e.Output)
+	sess.Tokens = &t
+	o.save(sess.ID)
+	o.add(Count{Metric: "tokens_input", N: countN(e.Input)}, Count{Metric: "tokens_output", N: countN(e.Output)})
+	wasOver := m.TotalSpent()
+	m.Budget.Spent = record.AddTokens(record.AddTokens(m.Budget.Spent, e.Input), e.Output)
+	if m.Config.MaxTokensTotal > 0 {
+		o.savePolicy()
+	}
+	if m.TotalSpent() != wasOver {
+		m.RefusalsChanged++
+	}
+	wasParked := sess.State == record.Parked
+	if wasParked && sess.ParkedBy == record.ParkedByBudget {
+		return
+	}
+	var reason string
+	switch {
+	case m.overBudget(sess):
+		reason = "over its token budget: " + strconv.FormatInt(t.Spent(), 10) + " tokens used (" +
+			strconv.FormatInt(t.Input, 10) + " in, " + strconv.FormatInt(t.Output, 10) + " out), --max-tokens " +
+			strconv.FormatInt(m.Config.MaxTokens, 10) + ": never resumed automatically"
+	case m.TotalSpent():
+		reason = "the state dir's token budget is spent: " + strconv.FormatInt(m.Budget.Since(), 10) +
+			" tokens used by all sessions, --max-tokens-total " + strconv.FormatInt(m.Config.MaxTokensTotal, 10) +
+			": never resumed automatically"
+		if !wasOver || m.Budget.Parked == "" {
+			m.Budget.Parked = sess.ID
+		}
+	default:
+		return
+	}
+	// A session parked for another reason (the breaker) that goes past a
+	// budget is parked for the budget from now on: no changed agent lifts
+	// it, and its model calls are refused.
+	sess.State, sess.ParkedBy, sess.Resume, sess.Fingerprint = record.Parked, record.ParkedByBudget, nil, nil
+	sess.Reason = reason
+	m.touch(sess.ID)
+	o.add(Commit{Kind: CommitPending, Why: "recording a park for the token budget"})
+	if wasParked {
+		return
+	}
+	o.add(Count{Metric: "park"})
+	if m.Stop == nil && m.Abort == nil {
+		m.abort(o, record.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
+			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Spent(), "max_tokens", m.Config.MaxTokens,
+			"tokens_total", m.Budget.Since(), "max_tokens_total", m.Config.MaxTokensTotal)
+	}
+}
+
+// countN is a token count as a counter's increment, bounded so that a
+// hostile count cannot wrap the metric.
+func countN(n int64) int { return int(min(max(n, 0), 1<<40)) }
+
+// Lift is the budget after a person lifted it: --max-tokens-total counts
+// again from what all sessions have spent.
+func (b Budget) Lift() Budget {
+	b.Lifted, b.Parked = b.Spent, ""
+	return b
+}
+
+// LiftsBudget reports whether a person's resume of sess (as it was before)
+// lifts the state dir's budget even where its limit is unknown (offline):
+// the session is parked for a budget.
+func LiftsBudget(sess record.Session) bool {
+	return sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget
+}
+
+// liftBudget applies a person's resume to the state dir's budget (the
+// session's own is resume.Manual's): a spent budget, whichever session the
+// person resumes, or any resume of a session parked for a budget, counts
+// it again from what all have spent.
+func (m *Machine) liftBudget(o *out, before record.Session) {
+	if !m.TotalSpent() && (!LiftsBudget(before) || m.Budget.Lifted == m.Budget.Spent) {
+		return
+	}
+	if m.Config.MaxTokensTotal > 0 {
+		o.info("the state dir's token budget lifted by hand: --max-tokens-total counts again from now",
+			"session", before.ID, "tokens_total", m.Budget.Spent)
+	}
+	m.Budget = m.Budget.Lift()
+	m.RefusalsChanged++
+	o.savePolicy()
+}

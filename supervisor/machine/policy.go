@@ -1,0 +1,47 @@
+package machine
+
+// Policy is how the machine treats the agent command: as a service,
+// relaunched by --restart, or as a task (--resume-exec), run once and then
+// only resume launches. It is the one value that differs between the two,
+// resolved once from the configuration (policyFor, in New): every rule
+// task mode changes asks one of its fields, and nothing else in the
+// machine, nor the runner, reads TaskConfig.On.
+type Policy struct {
+	// Task: the agent argv is a task (--resume-exec).
+	Task bool
+	// ByRestart: what follows a death is --restart's decision (a service);
+	// a task's is a resume launch or the end (taskNext).
+	ByRestart bool
+	// Fold: a death followed by an immediate relaunch records, in its
+	// commit, the delivery that relaunch hands over; HoldLogs keeps the
+	// log off that restart path. A task's relaunch is a resume launch
+	// with its own argv, never folded.
+	Fold, HoldLogs bool
+	// ExecDelivery: resumes go in the --resume-exec argv, one session a
+	// run; otherwise every pending one goes in the resume file.
+	ExecDelivery bool
+	// LiveDelivery: resumes that become dispatchable while the child runs
+	// are delivered to it (--resume-signal, a service only).
+	LiveDelivery bool
+	// BlockRerun: the task does not start while an earlier run of it left
+	// a session parked, stopped or owed a held resume (not --rerun-task).
+	BlockRerun bool
+	// Remember: the sessions of this invocation, the last outcome and
+	// whether markers came are kept for the task's end (TaskState), and
+	// each session is stamped with the task's id.
+	Remember bool
+	// LostConversations: a resume launch the CLI answers with "no such
+	// conversation" reruns the task once, or parks (lost.go).
+	LostConversations bool
+	// Tail: the runner keeps the agent's last words (its stderr's telling
+	// line), quoted in the death's reasons (Launch.Tail).
+	Tail bool
+}
+
+// policyFor resolves the policy of cfg: the one place TaskConfig.On is read.
+func policyFor(cfg Config) Policy {
+	task := cfg.Task.On
+	return Policy{Task: task, ByRestart: !task, Fold: !task, HoldLogs: !task, ExecDelivery: task,
+		LiveDelivery: cfg.LiveResume && !task, BlockRerun: task && !cfg.Task.Rerun, Remember: task,
+		LostConversations: task, Tail: task}
+}

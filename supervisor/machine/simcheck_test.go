@@ -1,0 +1,274 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/record"
+	"github.com/supervise-dev/supervise/resume"
+)
+
+// What the simulation checks after every step (docs/design.md lists them):
+//
+//   - no Launch before the Commit of the death that decided it, and every
+//     session a death decided is saved before that Commit;
+//   - a run is forked only once the delivery of every resume handed to it
+//     is committed;
+//   - a parked session leaves its park only by a manual resume of it, or
+//     (a breaker's park) a launch under a changed fingerprint;
+//   - a session over its budget is parked and its model calls refused;
+//     nothing is refused that is not over a budget;
+//   - no turn is resumed automatically more than --resume-limit
+//     consecutive times;
+//   - every change of a session is in a Save of the step that made it (the
+//     runner commits saves before it acknowledges a barrier);
+//   - the same seed gives the same effects (TestSimulationDeterministic).
+
+// simKey is what the checker compares of a session.
+type simKey struct {
+	State                                                                    record.SessionState
+	Turn, Phase, Tool, Detail, Prompt, Reason, Outcome, ParkedBy, Wait, Task string
+	TurnAlias                                                                string
+	ToolRan                                                                  bool
+	CrashCount                                                               int
+	Run                                                                      uint64
+	TurnStarted, LastHeartbeat, Updated, RetryAt                             time.Time
+	ClockFrom, PhaseStarted, TurnExtended, PhaseExtended                     time.Time
+	Effects                                                                  int
+	Tokens                                                                   record.Tokens
+	HasTokens, HasResume, HasFP                                              bool
+	Resume                                                                   record.Resume
+	FP                                                                       string
+}
+
+func keyOf(s *record.Session) simKey {
+	k := simKey{State: s.State, Turn: s.Turn, Phase: s.Phase, Tool: s.Tool, Detail: s.Detail, Prompt: s.Prompt,
+		Reason: s.Reason, Outcome: s.Outcome, ParkedBy: s.ParkedBy, Wait: s.Wait, Task: s.Task, TurnAlias: s.TurnAlias,
+		ToolRan: s.ToolRan, CrashCount: s.CrashCount, Run: s.Run, TurnStarted: s.TurnStarted,
+		LastHeartbeat: s.LastHeartbeat, Updated: s.Updated, RetryAt: s.RetryAt, ClockFrom: s.ClockFrom,
+		PhaseStarted: s.PhaseStarted, TurnExtended: s.TurnExtended, PhaseExtended: s.PhaseExtended, Effects: len(s.Effects)}
+	if s.Tokens != nil {
+		k.Tokens, k.HasTokens = *s.Tokens, true
+	}
+	if s.Resume != nil {
+		k.Resume, k.HasResume = *s.Resume, true
+	}
+	if s.Fingerprint != nil {
+		k.FP, k.HasFP = s.Fingerprint.Sum, true
+	}
+	return k
+}
+
+// simSnap is the sessions' keys before a step: a few sessions, so a
+// slice (a map of large values allocates each).
+type simSnap struct {
+	ids  []string
+	keys []simKey
+}
+
+func (p *simSnap) get(id string) (simKey, bool) {
+	for i, x := range p.ids {
+		if x == id {
+			return p.keys[i], true
+		}
+	}
+	return simKey{}, false
+}
+
+func (s *sim) snapshot() *simSnap {
+	p := &s.snaps[s.depth%len(s.snaps)]
+	s.depth++
+	p.ids, p.keys = p.ids[:0], p.keys[:0]
+	for id, sess := range s.m.Sessions {
+		p.ids = append(p.ids, id)
+		p.keys = append(p.keys, keyOf(sess))
+	}
+	return p
+}
+
+// storedOf is the journal's record an event hands the machine for id.
+func storedOf(ev Event, id string) *record.Session {
+	switch e := ev.(type) {
+	case Marker:
+		if e.Msg.Session == id {
+			return e.Stored
+		}
+	case Traffic:
+		if e.Session == id {
+			return e.Stored
+		}
+	case ManualResume:
+		if e.ID == id {
+			return e.Stored
+		}
+	case Beats:
+		if st, ok := e.Stored[id]; ok {
+			return &st
+		}
+	}
+	return nil
+}
+
+func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
+	s.t.Helper()
+	m := s.m
+	saved := map[string]int{} // id -> index of its first Save
+	deathAt := -1
+	for i, e := range fx {
+		switch e := e.(type) {
+		case Save:
+			for _, id := range e.IDs {
+				if _, ok := saved[id]; !ok {
+					saved[id] = i
+				}
+			}
+		case Commit:
+			if e.Kind == CommitDeath && deathAt < 0 {
+				deathAt = i
+			}
+		case Count:
+			if e.Metric == "refused" && e.Label == "parked" {
+				s.refusedParked++
+			}
+		}
+	}
+	_, booted := ev.(Booted)
+	exited, isExit := ev.(Exited)
+	if isExit {
+		if deathAt < 0 {
+			s.fail(ev, "a death without its Commit: %#v", fx)
+		}
+		for i, e := range fx {
+			switch e.(type) {
+			case Backoff, End, Launch:
+				if i < deathAt {
+					s.fail(ev, "%T before the death's Commit", e)
+				}
+			}
+		}
+		s.died = true
+		s.deaths++
+		_ = exited
+	}
+	for id, sess := range m.Sessions {
+		k := keyOf(sess)
+		b, held := before.get(id)
+		if !held {
+			if st := storedOf(ev, id); st != nil {
+				b, held = keyOf(st), true
+			}
+		}
+		if !booted && (!held || b != k) {
+			at, ok := saved[id]
+			if !ok {
+				s.fail(ev, "session %s changed and was not saved:\nbefore %+v\nafter  %+v", id, b, k)
+			}
+			if isExit && !committedBeforeNext(fx, at) {
+				s.fail(ev, "session %s decided by a death is not committed before what follows it: %#v", id, fx)
+			}
+		}
+		// A park is lifted only by a person or a changed agent.
+		if held && b.State == record.Parked && k.State != record.Parked {
+			switch e := ev.(type) {
+			case ManualResume:
+				if e.ID == id {
+					s.lifts++
+					break
+				}
+				s.fail(ev, "parked session %s lifted by another's manual resume: %+v", id, k)
+			case LaunchDue:
+				if e.Fingerprint == nil || b.ParkedBy != record.ParkedByBreaker || !b.HasFP || b.FP == "" ||
+					b.FP == e.Fingerprint.Sum {
+					s.fail(ev, "parked session %s (by %q, fingerprint %q) lifted at a launch: %+v", id, b.ParkedBy, b.FP, k)
+				}
+			default:
+				s.fail(ev, "parked session %s (by %q) left its park: %+v", id, b.ParkedBy, k)
+			}
+		}
+		// Budgets.
+		over := m.Config.MaxTokens > 0 && sess.Tokens != nil && sess.Tokens.Spent() > m.Config.MaxTokens
+		refused := m.budgetParked[id] || m.TotalSpent() // what Refusal answers, without its words
+		if over && (sess.State != record.Parked || !refused) {
+			s.fail(ev, "session %s is over its budget (%+v) yet %s, refused %v", id, *sess.Tokens, sess.State, refused)
+		}
+		budgetParked := sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget
+		if refused && !budgetParked && !m.TotalSpent() {
+			s.fail(ev, "session %s refused while under every budget: %+v", id, k)
+		}
+		// The breaker's limit.
+		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason {
+			limit := m.Config.Resume.Limit
+			if sess.Resume.Attempt > limit || sess.CrashCount > limit {
+				s.fail(ev, "session %s resumed at attempt %d, crash count %d, past --resume-limit %d", id,
+					sess.Resume.Attempt, sess.CrashCount, limit)
+			}
+			if !b.HasResume || b.Resume.Since != sess.Resume.Since || b.State != record.ResumePending {
+				s.autoResumes[id]++
+				if s.autoResumes[id] > limit {
+					s.fail(ev, "session %s resumed automatically %d consecutive times, past --resume-limit %d", id,
+						s.autoResumes[id], limit)
+				}
+			}
+		}
+		if sess.CrashCount == 0 || (sess.Resume != nil && (sess.Resume.Manual || sess.Resume.Reason == resume.LiftReason)) {
+			s.autoResumes[id] = 0
+		}
+	}
+	if m.TotalSpent() {
+		if _, refused := m.Refusal("never-seen"); !refused {
+			s.fail(ev, "the state dir's budget is spent (%+v) and a new session's call is forwarded", m.Budget)
+		}
+	}
+	for i, id := range before.ids {
+		b := before.keys[i]
+		if _, ok := m.Sessions[id]; !ok {
+			if _, evict := ev.(Evict); !evict && !booted {
+				s.fail(ev, "session %s dropped from memory by a %T", id, ev)
+			}
+			if b.State.Open() {
+				s.fail(ev, "open session %s (%s) evicted", id, b.State)
+			}
+		}
+	}
+	// A parked session's turn-begin is refused.
+	if mk, ok := ev.(Marker); ok && mk.Msg.Session != "" && !mk.Msg.Barrier {
+		if b, held := before.get(mk.Msg.Session); held && b.State == record.Parked && parkHolds(mk.Msg.Event) {
+			if _, ok := find[Refuse](fx); !ok {
+				s.fail(ev, "a %s for parked session %s was not refused", mk.Msg.Event, mk.Msg.Session)
+			}
+		}
+	}
+}
+
+// committedBeforeNext reports whether a Commit follows fx[at] before any
+// Backoff, Launch or End.
+func committedBeforeNext(fx []Effect, at int) bool {
+	for _, e := range fx[at+1:] {
+		switch e.(type) {
+		case Commit:
+			return true
+		case Backoff, Launch, End:
+			return false
+		}
+	}
+	return false
+}
+
+// checkStarted: a run is forked only once every resume handed to it is
+// recorded as delivered to it in the journal.
+func (s *sim) checkStarted(st Started) {
+	s.t.Helper()
+	for _, id := range s.deliveredIDs {
+		j, ok := s.journal[id]
+		if !ok || j.State != record.ResumePending || j.Resume == nil || j.Resume.Run != st.Run {
+			var jr, mr record.Resume
+			if j.Resume != nil {
+				jr = *j.Resume
+			}
+			if r := s.m.Sessions[id].Resume; r != nil {
+				mr = *r
+			}
+			s.fail(st, "run %d forked before the delivery of %s was committed: journal has %s %+v, memory %+v", st.Run, id, j.State, jr, mr)
+		}
+	}
+	s.deliveredIDs = nil
+}
