@@ -34,34 +34,35 @@ type Flags struct {
 	maxRSS      string
 	// MetricsAddr is --metrics-addr: the address of /metrics and
 	// /healthz, served by cmd/supervise's run group (empty = off).
-	MetricsAddr string
-	giveUp      int
-	healthy     time.Duration
-	backoffInit time.Duration
-	backoffMax  time.Duration
-	guardTrip   int
-	guardGap    time.Duration
-	keepRuns    int
-	keepSess    int
-	resumeMode  string
-	resumeLimit int
-	maxTurnAge  time.Duration
-	resumeExec  string
-	rerunTask   bool
-	resumeMsg   string
-	resumeSig   string
-	logLevel    string
-	logFormat   string
-	foreground  string
-	turnTimeout time.Duration
-	phaseTime   string
-	fingerprint listFlag
-	cgroup      string
-	user        string
-	maxOpen     int
-	apiProxy    string
-	streamStall time.Duration
-	maxTokens   int64
+	MetricsAddr    string
+	giveUp         int
+	healthy        time.Duration
+	backoffInit    time.Duration
+	backoffMax     time.Duration
+	guardTrip      int
+	guardGap       time.Duration
+	keepRuns       int
+	keepSess       int
+	resumeMode     string
+	resumeLimit    int
+	maxTurnAge     time.Duration
+	resumeExec     string
+	rerunTask      bool
+	resumeMsg      string
+	resumeSig      string
+	logLevel       string
+	logFormat      string
+	foreground     string
+	turnTimeout    time.Duration
+	phaseTime      string
+	fingerprint    listFlag
+	cgroup         string
+	user           string
+	maxOpen        int
+	apiProxy       string
+	streamStall    time.Duration
+	maxTokens      int64
+	maxTokensTotal int64
 
 	// euid stands in for os.Geteuid in the --user check when set
 	// (SetEUID); cred is what --user resolved to in the last Config that
@@ -105,6 +106,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.apiProxy, "api-proxy", "off", "on: run a model-API proxy on 127.0.0.1 for each run and point the agent's ANTHROPIC_BASE_URL, OPENAI_BASE_URL and GOOGLE_GEMINI_BASE_URL at it (forwarded to supervise's own values, else the public endpoints): turns, tool phases, rate-limit waits and token usage are seen without hooks (docs/proxy.md); off: none")
 	durationVar(fs, &f.streamStall, "stream-stall", 0, "with --api-proxy on: a model stream that sends no content for this long (keep-alive pings do not count) stops the agent, reason stream-stall, decided as a watchdog death (0 = off)")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "with --api-proxy on: a session whose input plus output tokens, across its resumes, exceed this is parked (reason names the budget, never resumed automatically) and the agent stopped; task mode exits 5 (0 = no budget)")
+	fs.Int64Var(&f.maxTokensTotal, "max-tokens-total", 0, "with --api-proxy on: the state dir's budget across all its sessions and runs, kept in the journal; once spent, every model call is answered by the proxy itself until a person runs supervise resume (0 = no budget)")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -255,6 +257,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		APIProxy:        f.apiProxy == "on",
 		StreamStall:     f.streamStall,
 		MaxTokens:       f.maxTokens,
+		MaxTokensTotal:  f.maxTokensTotal,
 		Rerun:           os.Args,
 		Report:          stderr,
 		Stdin:           stdin,
@@ -270,11 +273,12 @@ func (f *Flags) checkProxy(set map[string]bool) error {
 	if f.apiProxy != "on" && f.apiProxy != "off" {
 		return fmt.Errorf("%s must be on or off, not %q", Source("api-proxy", set), f.apiProxy)
 	}
-	if f.streamStall < 0 || f.maxTokens < 0 {
-		return fmt.Errorf("%s and %s must not be negative", Source("stream-stall", set), Source("max-tokens", set))
+	if f.streamStall < 0 || f.maxTokens < 0 || f.maxTokensTotal < 0 {
+		return fmt.Errorf("%s, %s and %s must not be negative", Source("stream-stall", set), Source("max-tokens", set),
+			Source("max-tokens-total", set))
 	}
 	if f.apiProxy == "off" {
-		for _, n := range []string{"stream-stall", "max-tokens"} {
+		for _, n := range []string{"stream-stall", "max-tokens", "max-tokens-total"} {
 			if set[n] {
 				return fmt.Errorf("%s needs --api-proxy on: only the proxy sees streams and token usage", Source(n, set))
 			}
