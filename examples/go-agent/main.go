@@ -224,7 +224,18 @@ func (a *agent) runTool(ctx context.Context, session, turn, prompt string, takes
 		return err
 	}
 	a.log.Info("tool done", "session", session, "tool", tool, "out", a.out)
-	return sent(a.c.Phase(ctx, session, notify.PhaseModel, ""))
+	// Declare the effect done: a resume lists it, and supervise chaos checks
+	// it is never done twice in one turn.
+	if err := sent(a.c.Effect(ctx, session, effectKey(session, turn))); err != nil {
+		return err
+	}
+	if err := sent(a.c.Phase(ctx, session, notify.PhaseModel, "")); err != nil {
+		return err
+	}
+	// Wait until the tool's end is journaled too: a death from here on is
+	// known to have come after the effect, so the resume says the tool
+	// finished, and supervise chaos --at tool-end kills exactly here.
+	return sent(a.c.Barrier(ctx, 0))
 }
 
 // endTurn reports the turn completed and waits until that is journaled:
