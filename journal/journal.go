@@ -117,6 +117,9 @@ type DB struct {
 	path     string
 	readOnly bool
 	faults   faults
+	// ident is the open file's identity, checked against the name after
+	// every commit (identity.go); zero for a read-only journal.
+	ident ident
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -145,11 +148,14 @@ func Open(path string, opt Options) (db *DB, err error) {
 			db, err = nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
+	var file *os.File
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:  opt.Timeout,
 		ReadOnly: opt.ReadOnly,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			return os.OpenFile(name, flag|syscall.O_NOFOLLOW, mode)
+			f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW, mode)
+			file = f
+			return f, err
 		},
 	})
 	switch {
@@ -163,6 +169,15 @@ func Open(path string, opt Options) (db *DB, err error) {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
 	}
 	db = &DB{b: b, path: path, readOnly: opt.ReadOnly, faults: faults{ch: make(chan struct{})}}
+	if !opt.ReadOnly {
+		// The file bbolt locked must be the one at the name (see
+		// identity.go); a name swapped while it opened is not damage, so
+		// not ErrCorrupt: the caller may simply try again.
+		if db.ident, err = identify(file, path); err != nil {
+			db.closeBolt()
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
 	if err := db.init(); err != nil {
 		db.closeBolt()
 		return nil, err
@@ -349,7 +364,13 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	return db.run(true, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+	if err := db.run(true, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) }); err != nil {
+		return err
+	}
+	// Committed and synced, into the open file: before the caller
+	// acknowledges anything, that file must still be the journal
+	// (identity.go).
+	return db.CheckName()
 }
 
 // View runs fn in a read-only transaction; like Update, a damaged page is
