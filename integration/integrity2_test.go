@@ -210,3 +210,150 @@ func TestR2StateDirSymlinked(t *testing.T) {
 	t.Parallel()
 	t.Run("paused", func(t *testing.T) { testJournalReplaced(t, symlinkStateDir, true) })
 }
+
+// forkedResume is a Python program that connects to the control socket
+// argv[1], forks and exits; the child waits until it was re-parented (the
+// process that connected is gone), sends POST /resume?session=argv[2] on
+// the connection and writes the status line it got to argv[3].
+const forkedResume = `
+import os, socket, sys
+path, session, out = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(path)
+me = os.getpid()
+if os.fork() != 0:
+    os._exit(0)
+while os.getppid() == me:
+    os.sched_yield()
+s.sendall(("POST /resume?session=%s HTTP/1.1\r\nHost: supervise\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % session).encode())
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+with open(out + ".tmp", "w") as f:
+    f.write(data.decode(errors="replace").split("\r\n")[0] + "\n")
+os.rename(out + ".tmp", out)
+`
+
+// parkedSession starts supervise with an agent that parks s1 (two dirty
+// deaths mid-turn: the crash breaker) and then runs script as its third
+// run; once s1 is parked it creates the file $GO, which the attack waits
+// for.
+func parkedSession(t *testing.T, e *env, script string) *proc {
+	t.Helper()
+	gate := filepath.Join(e.dir, "go")
+	e.set("SV="+superviseBin, "GO="+gate,
+		"TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; exit 1",
+		"TESTAGENT_SCRIPT_2=resumed s1 t1; barrier; exit 1",
+		"TESTAGENT_SCRIPT_3=log parked; "+script)
+	sv := e.run("--backoff-initial", "10ms")
+	e.waitLog(3, "parked")
+	if got := sessionState(t, e, "s1"); got != "parked" {
+		t.Fatalf("s1 is %q before the attack, want parked", got)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	return sv
+}
+
+func sessionState(t *testing.T, e *env, id string) string {
+	t.Helper()
+	for _, s := range e.status().Sessions {
+		if s.ID == id {
+			return s.State
+		}
+	}
+	return ""
+}
+
+// waitFile waits for path to exist and returns its content.
+func waitFile(t *testing.T, path, what string) string {
+	t.Helper()
+	var b []byte
+	waitFor(t, 60*time.Second, what, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil
+	})
+	return string(b)
+}
+
+// afterAttack checks that s1 is still parked and the refusal logged, then
+// that a person's supervise resume, from this test (no descendant of
+// supervise), still works.
+func afterAttack(t *testing.T, e *env, sv *proc, answer string) {
+	t.Helper()
+	if !strings.Contains(answer, "403") {
+		t.Errorf("the agent's resume got %q, want a 403 refusal", strings.TrimSpace(answer))
+	}
+	if got := sessionState(t, e, "s1"); got != "parked" {
+		t.Errorf("s1 is %q after the agent's own resume, want parked", got)
+	}
+	if !strings.Contains(sv.stderr(), "control: refused a resume") {
+		t.Errorf("the refusal is not logged:\n%s", sv.stderr())
+	}
+	if out, code := e.cli("resume", "--state-dir", e.stateDir, "s1"); code != 0 {
+		t.Errorf("a person's resume from outside the tree failed (%d): %s", code, out)
+	} else if got := sessionState(t, e, "s1"); got == "parked" {
+		t.Errorf("s1 is still parked after a person's resume")
+	}
+	e.stop(sv)
+}
+
+// R1 (orphan): a process of the agent's tree orphans itself (re-parented to
+// supervise, a child subreaper) and clears its environment, so it lacks
+// the SUPERVISE_TREE tag, then runs supervise resume on its own session:
+// refused, and the session stays parked.
+func TestR1OrphanResumeRefused(t *testing.T) {
+	t.Parallel()
+	requireLinuxBackend(t, "the control socket's peer credentials (pidfd, SO_PEERCRED)")
+	e := newEnv(t)
+	out := filepath.Join(e.dir, "orphan.out")
+	script := filepath.Join(e.dir, "orphan.sh")
+	// The subshell outlives the sh that started it (re-parented to
+	// supervise), waits until that sh is gone, and runs supervise resume
+	// with an empty environment.
+	os.WriteFile(script, []byte(`while [ ! -e "$GO" ]; do sleep 0.01; done
+(
+	while kill -0 $$ 2>/dev/null; do sleep 0.01; done
+	env -i "$SV" resume --state-dir "$SUPERVISE_STATE_DIR" s1 > "$OUT.tmp" 2>&1
+	echo "exit $?" >> "$OUT.tmp"
+	mv "$OUT.tmp" "$OUT"
+) &
+exit 0
+`), 0o600)
+	e.set("OUT="+out, "ORPHAN="+script)
+	sv := parkedSession(t, e, `sh sh "$ORPHAN"; log tried; hang`)
+	answer := waitFile(t, out, "the orphan's resume to finish")
+	if strings.Contains(answer, "exit 0") {
+		t.Errorf("the orphan's supervise resume succeeded: %q", answer)
+	}
+	if strings.Contains(answer, "refused") {
+		answer += " (403)"
+	}
+	afterAttack(t, e, sv, answer)
+}
+
+// R1 (forked connection): connect to the control socket, fork, let the
+// connecting process exit, and send POST /resume from the child: the peer
+// recorded at connect is gone, so the request is refused (fail closed),
+// not taken as coming from outside.
+func TestR1ForkedConnectionRefused(t *testing.T) {
+	t.Parallel()
+	requireLinuxBackend(t, "the control socket's peer credentials (pidfd, SO_PEERCRED)")
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found: the forking client is a Python program")
+	}
+	e := newEnv(t)
+	prog := filepath.Join(e.dir, "forked.py")
+	os.WriteFile(prog, []byte(forkedResume), 0o600)
+	out := filepath.Join(e.dir, "forked.out")
+	script := filepath.Join(e.dir, "forked.sh")
+	os.WriteFile(script, []byte(`while [ ! -e "$GO" ]; do sleep 0.01; done
+exec python3 "$PROG" "$SUPERVISE_STATE_DIR/control.sock" s1 "$OUT"
+`), 0o600)
+	e.set("PROG="+prog, "OUT="+out, "FORKED="+script)
+	sv := parkedSession(t, e, `sh sh "$FORKED"; log tried; hang`)
+	afterAttack(t, e, sv, waitFile(t, out, "the forked client's answer"))
+}
