@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,4 +358,103 @@ exec python3 "$PROG" "$SUPERVISE_STATE_DIR/control.sock" s1 "$OUT"
 	e.set("PROG="+prog, "OUT="+out, "FORKED="+script)
 	sv := parkedSession(t, e, `sh sh "$FORKED"; log tried; hang`)
 	afterAttack(t, e, sv, waitFile(t, out, "the forked client's answer"))
+}
+
+// recordCopies returns the extents of every copy of session id's record
+// in the journal file raw (the live one and any left in freed pages): from
+// `{"id":"ID",` to the end of its check member.
+func recordCopies(raw []byte, id string) [][2]int {
+	var out [][2]int
+	start := []byte(`{"id":"` + id + `","state":`)
+	for off := 0; ; {
+		i := bytes.Index(raw[off:], start)
+		if i < 0 {
+			return out
+		}
+		i += off
+		end := bytes.IndexByte(raw[i:], '}') + 1 // a record without a check (schema 1) has no nested object here
+		if j := bytes.Index(raw[i:], []byte(`"crc32c":"`)); j >= 0 && j < 64<<10 {
+			end = j + len(`"crc32c":"`) + 8 + 2
+		}
+		if end <= 0 {
+			return out
+		}
+		out = append(out, [2]int{i, i + end})
+		off = i + 1
+	}
+}
+
+// R8: one bit flipped in a settled session record's value bytes, 50
+// seeded flips. status works offline, live (a supervise running on that
+// journal), and after that run; the session is shown parked, damaged, with
+// its id; the others are as they were.
+func TestR8FlippedSessionRecordStatus(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	e := newEnv(t)
+	script := ""
+	for i := 1; i <= 5; i++ {
+		script += fmt.Sprintf("turn-begin s%d t1; turn-end s%d t1 completed; ", i, i)
+	}
+	e.set("TESTAGENT_SCRIPT=" + script + "barrier; exit 0")
+	if code := e.run().wait(60 * time.Second); code != 0 {
+		t.Fatalf("the run that writes the sessions exited %d", code)
+	}
+	pristine, err := os.ReadFile(filepath.Join(e.stateDir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := recordCopies(pristine, "s3")
+	if len(copies) == 0 {
+		t.Fatalf("no record of s3 in the journal")
+	}
+	shortest := copies[0][1] - copies[0][0]
+	for _, c := range copies {
+		shortest = min(shortest, c[1]-c[0])
+	}
+	check := func(t *testing.T, when, stateDir string) {
+		t.Helper()
+		out, err := statusAllRaw(stateDir)
+		if err != nil {
+			t.Fatalf("%s: supervise status failed: %v\n%s", when, err, out)
+		}
+		var st status
+		if err := json.Unmarshal(out, &st); err != nil {
+			t.Fatalf("%s: status JSON: %v\n%s", when, err, out)
+		}
+		seen := 0
+		for _, s := range st.Sessions {
+			switch {
+			case s.ID == "s3" && (s.State != "parked" || !strings.Contains(s.Reason, "checksum")):
+				t.Errorf("%s: s3 is %s (%q), want parked as damaged", when, s.State, s.Reason)
+			case s.ID != "s3" && s.LastOutcome != "completed":
+				t.Errorf("%s: %s is %s/%q, want its completed turn", when, s.ID, s.State, s.LastOutcome)
+			}
+			seen++
+		}
+		if seen != 5 {
+			t.Errorf("%s: %d sessions shown, want 5", when, seen)
+		}
+	}
+	for n := range 50 {
+		bit := rng.IntN(shortest * 8)
+		t.Run(fmt.Sprintf("flip%d-bit%d", n, bit), func(t *testing.T) {
+			raw := bytes.Clone(pristine)
+			for _, c := range copies { // the live copy among them
+				raw[c[0]+bit/8] ^= 1 << (bit % 8)
+			}
+			f := newEnv(t)
+			os.MkdirAll(f.stateDir, 0o700)
+			os.WriteFile(filepath.Join(f.stateDir, "journal.db"), raw, 0o600)
+			check(t, "offline", f.stateDir)
+			f.set("TESTAGENT_SCRIPT=ready; hang")
+			sv := f.run()
+			waitFor(t, 30*time.Second, "supervise to run the agent", func() bool { return f.count("start") >= 1 })
+			check(t, "live", f.stateDir)
+			f.stop(sv)
+			check(t, "after the run", f.stateDir)
+		})
+	}
 }
