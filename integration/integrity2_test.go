@@ -458,3 +458,54 @@ func TestR8FlippedSessionRecordStatus(t *testing.T) {
 		})
 	}
 }
+
+// R8 at boot: the record of a session that was mid-turn when supervise was
+// killed fails its check. The next start does not resume it (nothing about
+// its turn can be believed): it is shown parked, damaged, with its id.
+func TestR8DamagedOpenSessionNotResumed(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; turn-begin s2 t1; barrier; hang", "TESTAGENT_SCRIPT=resume-file; hang")
+	sv := e.run("--backoff-initial", "10ms")
+	e.waitEvent(1, "barrier-ok")
+	sv.signal(syscall.SIGKILL)
+	sv.wait(30 * time.Second)
+	waitFor(t, 20*time.Second, "the agent's tree to be gone", func() bool { return len(e.tagged()) == 0 })
+	path := filepath.Join(e.stateDir, "journal.db")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := recordCopies(raw, "s1")
+	if len(copies) == 0 {
+		t.Fatal("no record of s1 in the journal")
+	}
+	shortest := copies[0][1] - copies[0][0]
+	for _, c := range copies {
+		shortest = min(shortest, c[1]-c[0])
+	}
+	bit := rng.IntN(shortest * 8)
+	for _, c := range copies {
+		raw[c[0]+bit/8] ^= 1 << (bit % 8)
+	}
+	os.WriteFile(path, raw, 0o600)
+	t.Logf("flipped bit %d of s1's record", bit)
+
+	next := e.run("--backoff-initial", "10ms")
+	ev := e.waitEvent(2, "resume-file")
+	if strings.Contains(ev.arg, "s1") {
+		t.Errorf("the damaged session was resumed: %s", ev.arg)
+	}
+	if !strings.Contains(ev.arg, "s2") {
+		t.Errorf("the intact session s2 was not resumed: %q", ev.arg)
+	}
+	for _, s := range e.status().Sessions {
+		if s.ID == "s1" && (s.State != "parked" || !strings.Contains(s.Reason, "checksum")) {
+			t.Errorf("s1 is %s (%q), want parked as damaged", s.State, s.Reason)
+		}
+	}
+	e.stop(next)
+}
