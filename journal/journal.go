@@ -453,9 +453,10 @@ func (db *DB) Verify() error {
 }
 
 // CheckRecords decodes every record a supervisor reads at boot (meta, the
-// last runs, the open sessions) and returns ErrCorrupt if one does not
-// decode: a damaged record must be caught before it is acted on, not crash
-// the supervisor at every start.
+// last runs, the open sessions) and returns ErrCorrupt if a meta record
+// does not decode: a damaged record must be caught before it is acted on,
+// not crash the supervisor at every start. A damaged run or session record
+// is not an error: it is quarantined (check.go).
 func (db *DB) CheckRecords() error {
 	return db.View(func(tx *Tx) error {
 		if _, _, err := tx.Owner(); err != nil {
