@@ -104,8 +104,8 @@ func (t *Tx) putRecord(b *bolt.Bucket, key []byte, v any) error {
 // did not decode) reads as: parked, by ParkedByDamaged, under its id.
 func DamagedSession(id string, why string) Session {
 	return Session{ID: id, State: Parked, ParkedBy: ParkedByDamaged,
-		Reason: "the journal record of this session failed its checksum (" + why + "): its state is unknown, so it is not resumed; " +
-			"supervise resume " + id + " starts it again by hand, or supervise close drops it"}
+		Reason: "the journal record of this session failed its checksum (" + why + "): its state is unknown, so it is not resumed " +
+			"automatically; a person decides (supervise resume " + id + ")"}
 }
 
 // decodeSession decodes the session record v stored under key k, or
