@@ -329,3 +329,27 @@ func TestFlippedRunRecord(t *testing.T) {
 		t.Errorf("DamagedRuns = %d, want 1", n)
 	}
 }
+
+// BenchmarkSeal and BenchmarkVerify are what the record check adds to a
+// put and to a read of one session record the size a turn marker writes.
+func BenchmarkSeal(b *testing.B) {
+	raw, _ := json.Marshal(benchSession(3))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		seal(raw)
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	raw, _ := json.Marshal(benchSession(3))
+	v := seal(raw)
+	tx := &Tx{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(v)))
+	for b.Loop() {
+		if !tx.verified(v) {
+			b.Fatal("fails")
+		}
+	}
+}
