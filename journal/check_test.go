@@ -3,10 +3,12 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,7 +310,8 @@ func TestFlippedRunRecord(t *testing.T) {
 	i := bytes.Index(raw, v)
 	raw[i+5] ^= 0x04
 	os.WriteFile(path, raw, 0o600)
-	db, err = Open(path, Options{})
+	var logged bytes.Buffer
+	db, err = Open(path, Options{Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,6 +330,9 @@ func TestFlippedRunRecord(t *testing.T) {
 	}
 	if n := db.DamagedRuns(); n != 1 {
 		t.Errorf("DamagedRuns = %d, want 1", n)
+	}
+	if l := logged.String(); strings.Count(l, "failed its own check") != 1 || !strings.Contains(l, "damaged_runs=1") {
+		t.Errorf("the damaged run is not logged once with its count:\n%s", l)
 	}
 }
 
