@@ -39,7 +39,7 @@ func OpenCgroups(name, id string) (*Cgroups, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	dir := filepath.Join(self, "supervise-"+sanitize(name)+"-"+id)
+	dir := agentDir(self, name, id)
 	memory := controllerAvailable(self, "memory")
 	memoryWhy := ""
 	if memory {
@@ -76,6 +76,11 @@ func OpenCgroups(name, id string) (*Cgroups, string) {
 		return c, "runs get their own cgroup, but an OOM kill cannot be named: " + memoryWhy
 	}
 	return c, ""
+}
+
+// agentDir is the agent's cgroup directory under supervise's own, self.
+func agentDir(self, name, id string) string {
+	return filepath.Join(self, "supervise-"+sanitize(name)+"-"+id)
 }
 
 // Dir returns the agent's cgroup directory.

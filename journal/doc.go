@@ -8,7 +8,7 @@
 //	journal.db
 //	└── v1                                   root bucket, schema generation 1
 //	    ├── meta
-//	    │   ├── schema    : u64 big-endian     additive schema version inside v1 (currently 1)
+//	    │   ├── schema    : u64 big-endian     additive schema version inside v1 (currently 2)
 //	    │   ├── schema.crc: 4 bytes            check of schema: CRC-32C (Castagnoli), big-endian,
 //	    │   │                                  of "supervise journal schema " + schema's 8 bytes;
 //	    │   │                                  absent in journals written before it existed
@@ -21,6 +21,8 @@
 //	    │   └── <run: u64 big-endian> : JSON Run     one per child run; keys sort by run number
 //	    ├── sessions
 //	    │   └── <session id bytes> : JSON Session    one per agent session
+//	    │       (since schema 2 each run and session record ends with its own check,
+//	    │       ,"crc32c":"<8 hex digits>"}: see check.go)
 //	    └── open
 //	        └── <session id bytes> : empty           index of sessions whose state matters after
 //	                                                 a death (see Session.Open); boot reads only
@@ -46,8 +48,14 @@
 // ever instead of moving the file aside).
 //
 // Corruption: a file that is not a bbolt file, fails bbolt's checksums,
-// belongs to another program, has a record that fails its own check, or
-// fails Verify yields ErrCorrupt or ErrNotJournal. Open never modifies
+// belongs to another program, has a meta record that fails its own check,
+// or fails Verify yields ErrCorrupt or ErrNotJournal. A session or run
+// record that fails its check does not: it is quarantined (a session reads
+// as parked by ParkedByDamaged, a run is skipped), so that one bad record
+// never stops supervise or status (check.go).
+//
+// Identity: after every commit the file at the journal's name must still
+// be the open one; a journal replaced under supervise faults (identity.go). Open never modifies
 // such a file; Quarantine renames it aside so that a fresh journal can
 // start without destroying evidence.
 //

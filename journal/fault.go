@@ -51,7 +51,11 @@ func (db *DB) Fault() error {
 // journal's fault (if it is the first) and returns the first fault.
 func (db *DB) poison(r any) error {
 	db.faults.once.Do(func() {
-		db.faults.err = fmt.Errorf("%s: %w: %v", db.path, ErrFault, r)
+		if err, ok := r.(error); ok {
+			db.faults.err = fmt.Errorf("%s: %w: %w", db.path, ErrFault, err)
+		} else {
+			db.faults.err = fmt.Errorf("%s: %w: %v", db.path, ErrFault, r)
+		}
 		close(db.faults.ch)
 	})
 	return db.faults.err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -24,7 +25,10 @@ import (
 )
 
 // Schema is the additive schema version inside the v1 root bucket.
-const Schema = 1
+//
+// Schema 2: every session and run record carries its own check (check.go);
+// a journal of schema 1 is migrated when opened for writing.
+const Schema = 2
 
 // schemaReach bounds the schema values Open takes for a newer release's:
 // a journal whose schema n has Schema < n <= Schema+schemaReach, and whose
@@ -107,6 +111,9 @@ type Options struct {
 	// ReadOnly opens with a shared lock for inspection; the file is not
 	// created and Update fails.
 	ReadOnly bool
+	// Log, when set, is told of each record that fails its own check
+	// (check.go), once per record.
+	Log *slog.Logger
 }
 
 // DB is an open journal. Its methods may be called from several
@@ -117,6 +124,16 @@ type DB struct {
 	path     string
 	readOnly bool
 	faults   faults
+	// ident is the open file's identity, checked against the name after
+	// every commit (identity.go); zero for a read-only journal.
+	ident ident
+	// legacy is set on a schema-1 journal opened read-only: its records
+	// have no check, and are read as they are (check.go).
+	legacy bool
+	log    *slog.Logger
+	// damagedSessions and damagedRuns count the records met that failed
+	// their check.
+	damagedSessions, damagedRuns damage
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -145,11 +162,14 @@ func Open(path string, opt Options) (db *DB, err error) {
 			db, err = nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
+	var file *os.File
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:  opt.Timeout,
 		ReadOnly: opt.ReadOnly,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			return os.OpenFile(name, flag|syscall.O_NOFOLLOW, mode)
+			f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW, mode)
+			file = f
+			return f, err
 		},
 	})
 	switch {
@@ -162,7 +182,16 @@ func Open(path string, opt Options) (db *DB, err error) {
 		// ErrChecksum, "file size too small", ...
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
 	}
-	db = &DB{b: b, path: path, readOnly: opt.ReadOnly, faults: faults{ch: make(chan struct{})}}
+	db = &DB{b: b, path: path, readOnly: opt.ReadOnly, faults: faults{ch: make(chan struct{})}, log: opt.Log}
+	if !opt.ReadOnly {
+		// The file bbolt locked must be the one at the name (see
+		// identity.go); a name swapped while it opened is not damage, so
+		// not ErrCorrupt: the caller may simply try again.
+		if db.ident, err = identify(file, path); err != nil {
+			db.closeBolt()
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
 	if err := db.init(); err != nil {
 		db.closeBolt()
 		return nil, err
@@ -221,6 +250,7 @@ func fileKind(m fs.FileMode) string {
 // init creates the buckets of a new journal, or checks that an existing
 // file is a journal this supervise can read.
 func (db *DB) init() error {
+	var schema uint64
 	check := func(tx *bolt.Tx) error {
 		// The few pages every open reads (the root bucket and v1), walked
 		// first: bbolt's cursors descend a page cycle without end.
@@ -245,10 +275,17 @@ func (db *DB) init() error {
 		if err := checkSchema(meta.Get(keySchema), meta.Get(keySchemaCk)); err != nil {
 			return fmt.Errorf("%s: %w", db.path, err)
 		}
+		schema = binary.BigEndian.Uint64(meta.Get(keySchema))
 		return nil
 	}
 	err := db.run(false, check)
-	if !errors.Is(err, errEmpty) {
+	switch {
+	case err == nil && schema < 2 && db.readOnly:
+		db.legacy = true
+		return nil
+	case err == nil && schema < 2:
+		return db.migrate()
+	case !errors.Is(err, errEmpty):
 		return err
 	}
 	if db.readOnly {
@@ -265,10 +302,7 @@ func (db *DB) init() error {
 			}
 		}
 		meta := root.Bucket(bucketMeta)
-		if err := meta.Put(keySchema, u64(Schema)); err != nil {
-			return err
-		}
-		if err := meta.Put(keySchemaCk, schemaCheck(u64(Schema))); err != nil {
+		if err := putSchema(meta, Schema); err != nil {
 			return err
 		}
 		return meta.Put(keyClean, []byte{1})
@@ -311,6 +345,14 @@ func schemaCheck(v []byte) []byte {
 	return h.Sum(nil)
 }
 
+// putSchema writes the schema record n and its check.
+func putSchema(meta *bolt.Bucket, n uint64) error {
+	if err := meta.Put(keySchema, u64(n)); err != nil {
+		return err
+	}
+	return meta.Put(keySchemaCk, schemaCheck(u64(n)))
+}
+
 var errEmpty = errors.New("empty bolt file")
 
 // Path returns the journal's file path.
@@ -349,13 +391,23 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	return db.run(true, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+	if err := db.run(true, func(tx *bolt.Tx) error { return fn(db.tx(tx)) }); err != nil {
+		return err
+	}
+	// Committed and synced, into the open file: before the caller
+	// acknowledges anything, that file must still be the journal
+	// (identity.go).
+	return db.CheckName()
 }
 
 // View runs fn in a read-only transaction; like Update, a damaged page is
 // ErrFault.
 func (db *DB) View(fn func(*Tx) error) error {
-	return db.run(false, func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, root: tx.Bucket(bucketRoot)}) })
+	return db.run(false, func(tx *bolt.Tx) error { return fn(db.tx(tx)) })
+}
+
+func (db *DB) tx(tx *bolt.Tx) *Tx {
+	return &Tx{tx: tx, root: tx.Bucket(bucketRoot), db: db, legacy: db.legacy}
 }
 
 // Verify runs bbolt's full consistency check (every page reachable or free,
@@ -401,9 +453,10 @@ func (db *DB) Verify() error {
 }
 
 // CheckRecords decodes every record a supervisor reads at boot (meta, the
-// last runs, the open sessions) and returns ErrCorrupt if one does not
-// decode: a damaged record must be caught before it is acted on, not crash
-// the supervisor at every start.
+// last runs, the open sessions) and returns ErrCorrupt if a meta record
+// does not decode: a damaged record must be caught before it is acted on,
+// not crash the supervisor at every start. A damaged run or session record
+// is not an error: it is quarantined (check.go).
 func (db *DB) CheckRecords() error {
 	return db.View(func(tx *Tx) error {
 		if _, _, err := tx.Owner(); err != nil {
@@ -460,6 +513,9 @@ func u64(v uint64) []byte {
 type Tx struct {
 	tx   *bolt.Tx
 	root *bolt.Bucket
+	db   *DB
+	// legacy: records without a check are believed (check.go).
+	legacy bool
 }
 
 func (t *Tx) meta() *bolt.Bucket     { return t.root.Bucket(bucketMeta) }
@@ -552,29 +608,31 @@ func (t *Tx) PutState(key string, v any) error {
 func (t *Tx) NextRun() (uint64, error) { return t.runs().NextSequence() }
 
 // PutRun stores r under its run number.
-func (t *Tx) PutRun(r Run) error { return t.putJSON(t.runs(), u64(r.Run), r) }
+func (t *Tx) PutRun(r Run) error { return t.putRecord(t.runs(), u64(r.Run), r) }
 
 // DeleteRun removes run n (a reservation that never launched).
 func (t *Tx) DeleteRun(n uint64) error { return t.runs().Delete(u64(n)) }
 
-// Run returns run n.
+// Run returns run n; a damaged record (check.go) reads as absent.
 func (t *Tx) Run(n uint64) (Run, bool, error) {
-	var r Run
-	ok, err := t.getJSON(t.runs(), u64(n), &r)
-	return r, ok, err
+	v := t.runs().Get(u64(n))
+	if v == nil {
+		return Run{}, false, nil
+	}
+	r, ok := t.decodeRun(u64(n), v)
+	return r, ok, nil
 }
 
 // LastRuns returns up to n of the most recent runs, newest first. It reads
-// only those records, however many runs the journal holds.
+// only those records (and the damaged ones among them, which it skips and
+// counts: DB.DamagedRuns), however many runs the journal holds.
 func (t *Tx) LastRuns(n int) ([]Run, error) {
 	var out []Run
 	c := t.runs().Cursor()
 	for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
-		var r Run
-		if err := json.Unmarshal(v, &r); err != nil {
-			return nil, fmt.Errorf("%w: run %x: %v", ErrCorrupt, k, err)
+		if r, ok := t.decodeRun(k, v); ok {
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	return out, nil
 }
@@ -615,7 +673,7 @@ func (t *Tx) PutSession(s Session) error {
 	if len(id) == 0 {
 		return errors.New("session without an id")
 	}
-	if err := t.putJSON(t.sessions(), id, s); err != nil {
+	if err := t.putRecord(t.sessions(), id, s); err != nil {
 		return err
 	}
 	if s.State.Open() {
@@ -624,11 +682,14 @@ func (t *Tx) PutSession(s Session) error {
 	return t.open().Delete(id)
 }
 
-// Session returns the session with the given id.
+// Session returns the session with the given id. A record that fails its
+// check or does not decode reads as DamagedSession (check.go).
 func (t *Tx) Session(id string) (Session, bool, error) {
-	var s Session
-	ok, err := t.getJSON(t.sessions(), []byte(id), &s)
-	return s, ok, err
+	v := t.sessions().Get([]byte(id))
+	if v == nil {
+		return Session{}, false, nil
+	}
+	return t.decodeSession([]byte(id), v), true, nil
 }
 
 // OpenSessions returns the sessions in the open index, the only ones a
@@ -662,16 +723,11 @@ type SessionBrief struct {
 func (t *Tx) ForEachSessionBrief(fn func(b SessionBrief, full func() (Session, error)) error) error {
 	return t.sessions().ForEach(func(k, v []byte) error {
 		b, err := brief(k, v)
-		if err != nil {
-			return err
+		if err != nil || !t.verified(v) {
+			d := DamagedSession(string(k), "")
+			b = SessionBrief{ID: d.ID, State: d.State}
 		}
-		return fn(b, func() (Session, error) {
-			var s Session
-			if err := json.Unmarshal(v, &s); err != nil {
-				return s, fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
-			}
-			return s, nil
-		})
+		return fn(b, func() (Session, error) { return t.decodeSession(k, v), nil })
 	})
 }
 
@@ -720,13 +776,7 @@ func field(v []byte, key string) ([]byte, bool) {
 // ForEachSession calls fn for every session, in id order, until fn returns
 // an error.
 func (t *Tx) ForEachSession(fn func(Session) error) error {
-	return t.sessions().ForEach(func(k, v []byte) error {
-		var s Session
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
-		}
-		return fn(s)
-	})
+	return t.sessions().ForEach(func(k, v []byte) error { return fn(t.decodeSession(k, v)) })
 }
 
 // settledKey is a settled session found by PruneSessions.

@@ -262,11 +262,12 @@ func TestSchemaVersusDamage(t *testing.T) {
 	}{
 		{"schema 1", u64(1), checked(1), nil, ""},
 		{"schema 1 without a check (an older journal)", u64(1), nil, nil, ""},
-		{"schema 2 (a newer release)", u64(2), checked(2), ErrSchema, "schema 2"},
-		{"schema 17 (16 ahead)", u64(Schema + schemaReach), checked(Schema + schemaReach), ErrSchema, "schema 17"},
-		{"schema 18 (beyond reach)", u64(Schema + schemaReach + 1), checked(Schema + schemaReach + 1), ErrCorrupt, "no version"},
-		{"schema 2 without a check", u64(2), nil, ErrCorrupt, "has no check"},
-		{"schema 2 with the check of 1 (1 flipped)", u64(2), checked(1), ErrCorrupt, "fails its check"},
+		{"schema 2", u64(2), checked(2), nil, ""},
+		{"schema 3 (a newer release)", u64(3), checked(3), ErrSchema, "schema 3"},
+		{"schema 18 (16 ahead)", u64(Schema + schemaReach), checked(Schema + schemaReach), ErrSchema, "schema 18"},
+		{"schema 19 (beyond reach)", u64(Schema + schemaReach + 1), checked(Schema + schemaReach + 1), ErrCorrupt, "no version"},
+		{"schema 3 without a check", u64(3), nil, ErrCorrupt, "has no check"},
+		{"schema 3 with the check of 2 (1 flipped)", u64(3), checked(2), ErrCorrupt, "fails its check"},
 		{"schema 1 with a damaged check", u64(1), flip(checked(1), 2, 0x08), ErrCorrupt, "fails its check"},
 		{"flipped schema with its own check", u64(flipped), checked(flipped), ErrCorrupt, "no version"},
 		{"flipped schema with the check of 1", u64(flipped), checked(1), ErrCorrupt, "fails its check"},
@@ -330,12 +331,12 @@ func TestSchemaBitFlipInFile(t *testing.T) {
 		t.Fatalf("schema record %q not found in the file", rec)
 	}
 	damaged := append([]byte(nil), rec...)
-	damaged[len(keySchema)+1] ^= 0x10 // 1 -> 4503599627370497
+	damaged[len(keySchema)+1] ^= 0x10 // Schema + 2^52
 	os.WriteFile(path, bytes.ReplaceAll(raw, rec, damaged), 0o600)
 	check := unchanged(t, path)
 	_, err = Open(path, Options{})
-	if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "4503599627370497") {
-		t.Errorf("schema flipped to 4503599627370497: %v, want ErrCorrupt", err)
+	if want := strconv.FormatUint(Schema|1<<52, 10); !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), want) {
+		t.Errorf("schema flipped to %s: %v, want ErrCorrupt", want, err)
 	}
 	check()
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/supervise-dev/supervise/child"
@@ -109,13 +110,46 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 		w.Header().Set("Content-Type", "application/json")
 		snap.writeJSON(w, s.db, v)
 	})
-	mux.HandleFunc("POST /resume", func(w http.ResponseWriter, r *http.Request) {
-		if pid, _ := r.Context().Value(peerKey{}).(int); s.fromAgentTree(pid) {
+	agentCgroup := ""
+	if !s.cfg.NoCgroups {
+		agentCgroup = child.AgentCgroupDir(s.cfg.Name, s.id.treeID)
+	}
+	mux.HandleFunc("POST /resume", s.serveResume(agentCgroup))
+	c := &Control{ln: peerListener{ln}, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if pc, ok := c.(*peerConn); ok {
+				return context.WithValue(ctx, peerKey{}, pc.peer)
+			}
+			return ctx
+		}}}
+	return c, nil
+}
+
+// serveResume answers POST /resume?session=ID, from a process shown to be
+// outside the agent's tree only (peerOrigin).
+func (s *Supervisor) serveResume(agentCgroup string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		peer, _ := r.Context().Value(peerKey{}).(*child.Peer)
+		if o, why := s.peerOrigin(peer, agentCgroup); o != child.OriginOutside && o != child.OriginUnchecked {
 			// The agent is not trusted to lift its own park: a person must.
-			s.log.Warn("control: refused a resume asked from inside the agent's tree", "pid", pid,
-				"session", r.URL.Query().Get("session"))
-			http.Error(w, fmt.Sprintf("refused: supervise resume was run from inside the agent's process tree (pid %d); "+
-				"a parked session is resumed by a person, not by the agent it parked", pid), http.StatusForbidden)
+			// A sender that cannot be shown to be outside its tree is
+			// refused too (fail closed).
+			pid := 0
+			if peer != nil {
+				pid = peer.PID()
+			}
+			session := r.URL.Query().Get("session")
+			if o == child.OriginTree {
+				s.log.Warn("control: refused a resume asked from inside the agent's tree", "pid", pid,
+					"session", session, "why", why)
+				http.Error(w, fmt.Sprintf("refused: supervise resume was run from inside the agent's process tree (%s); "+
+					"a parked session is resumed by a person, not by the agent it parked", why), http.StatusForbidden)
+				return
+			}
+			s.log.Warn("control: refused a resume whose sender cannot be shown to be outside the agent's tree", "pid", pid,
+				"session", session, "why", why)
+			http.Error(w, fmt.Sprintf("refused: the process that asked for this resume cannot be shown to be outside the agent's process tree (%s); "+
+				"run supervise resume from a shell of your own, and keep its connection in the process that made it", why), http.StatusForbidden)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -132,29 +166,57 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]string{"session": r.URL.Query().Get("session"), "delivery": resp.delivery})
 		}
-	})
-	c := &Control{ln: ln, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, peerPID(c))
-		}}}
-	return c, nil
+	}
 }
 
-// peerKey keys the pid of a control connection's peer in its context.
+// peerKey keys the peer of a control connection (*child.Peer) in its
+// context.
 type peerKey struct{}
 
-// fromAgentTree reports whether pid belongs to the agent's live process
-// tree (the same test as the notify socket's sender check).
-func (s *Supervisor) fromAgentTree(pid int) bool {
-	if pid <= 0 || pid == s.id.self {
-		return false
+// peerListener takes the peer of every connection as it is accepted: the
+// process that connected, held by a pidfd (child.PeerOf), so that a
+// request sent later by a process it forked and left the connection to is
+// judged by the process that connected, and a connector that exited is
+// gone, not "outside".
+type peerListener struct{ net.Listener }
+
+func (l peerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
-	r := s.root.Load()
-	if r == nil || r.ready != nil {
-		return false
+	return &peerConn{Conn: c, peer: takePeer(c)}, nil
+}
+
+// peerConn is an accepted control connection and its peer, released with
+// it.
+type peerConn struct {
+	net.Conn
+	peer *child.Peer
+	once sync.Once
+}
+
+func (c *peerConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.peer.Close)
+	return err
+}
+
+// peerOrigin says where a control connection's peer stands relative to the
+// agent's tree (see child.Peer.Origin): by the agent's cgroup subtree
+// (agentCgroup, "" for none) and by its parents, never by its environment.
+// The SUPERVISE_TREE tag of the notify sender check is a hint there; here
+// it is not even that, since the answer that matters is "outside", which
+// no environment can prove.
+func (s *Supervisor) peerOrigin(p *child.Peer, agentCgroup string) (child.Origin, string) {
+	if p == nil {
+		return child.OriginUnknown, "the connection has no peer"
 	}
-	_, ok := child.InTree(pid, r.pid, r.tag)
-	return ok
+	root := 0
+	if r := s.root.Load(); r != nil && r.ready == nil {
+		root = r.pid
+	}
+	return p.Origin(root, agentCgroup)
 }
 
 // Serve answers requests until Close.

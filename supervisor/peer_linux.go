@@ -5,25 +5,23 @@ package supervisor
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
+	"github.com/supervise-dev/supervise/child"
 )
 
-// peerPID is the pid of the process at the other end of a unix socket
-// connection (SO_PEERCRED), 0 when it cannot be told.
-func peerPID(c net.Conn) int {
+// takePeer takes the process at the other end of an accepted unix socket
+// connection (child.PeerOf: its pidfd, from SO_PEERPIDFD or SO_PEERCRED).
+func takePeer(c net.Conn) *child.Peer {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return 0
+		return child.PeerOf(-1)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return 0
+		return child.PeerOf(-1)
 	}
-	pid := 0
-	raw.Control(func(fd uintptr) {
-		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-			pid = int(cred.Pid)
-		}
-	})
-	return pid
+	var p *child.Peer
+	if err := raw.Control(func(fd uintptr) { p = child.PeerOf(int(fd)) }); err != nil || p == nil {
+		return child.PeerOf(-1)
+	}
+	return p
 }

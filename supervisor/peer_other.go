@@ -2,9 +2,13 @@
 
 package supervisor
 
-import "net"
+import (
+	"net"
 
-// peerPID is 0 off Linux: the portable backend cannot tell which process a
-// control connection comes from (docs/macos.md), so a mutating request from
-// the agent's tree is not refused there; --user is the boundary.
-func peerPID(net.Conn) int { return 0 }
+	"github.com/supervise-dev/supervise/child"
+)
+
+// takePeer cannot tell which process connected off Linux: the portable
+// backend (docs/macos.md) does not refuse a mutating request from the
+// agent's tree (child.OriginUnchecked); --user is the boundary there.
+func takePeer(net.Conn) *child.Peer { return child.PeerOf(-1) }
