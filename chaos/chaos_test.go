@@ -387,13 +387,24 @@ func TestKillAfterTurnEndIsAMiss(t *testing.T) {
 			t.Fatalf("a kill after the turn's end judged a failure of %s: %s", c, strings.Join(rep.Failures, "; "))
 		}
 	}
-	wantOnly(t, rep, chaos.CheckTimeout)
-	if f := rep.Failures[0]; !strings.Contains(f, "all landed after the agent had sent the turn's end (missed kills, each made again)") ||
-		!strings.Contains(f, "a barrier after it") {
-		t.Errorf("failure does not say why: %s", f)
+	// Whether a kill ever lands between the two back-to-back datagrams
+	// depends on how fast supervise reads them, so on the machine's load:
+	// either every planned kill landed in a turn (and held), or the run
+	// timed out on misses and says why. Never a failed check of the turns.
+	if !rep.OK {
+		wantOnly(t, rep, chaos.CheckTimeout)
+		if f := rep.Failures[0]; !strings.Contains(f, "all landed after the agent had sent the turn's end (missed kills, each made again)") ||
+			!strings.Contains(f, "a barrier after it") {
+			t.Errorf("failure does not say why: %s", f)
+		}
+		if rep.Misses < 10 {
+			t.Errorf("timed out after %d misses, want at least 10", rep.Misses)
+		}
+	} else if len(rep.Kills) != 3 {
+		t.Errorf("passed with %d kills landed, want the 3 planned", len(rep.Kills))
 	}
-	if rep.Misses < 10 || rep.Runs < rep.Misses {
-		t.Errorf("%d misses in %d runs, want at least 10, each in a run of its own", rep.Misses, rep.Runs)
+	if rep.Runs < rep.Misses {
+		t.Errorf("%d misses in %d runs, want each in a run of its own", rep.Misses, rep.Runs)
 	}
 	for _, k := range rep.Kills {
 		if k.Verdict() != "ok" {
