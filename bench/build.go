@@ -35,6 +35,7 @@ type bench struct {
 	respawnGo string
 	agent     string
 	noop      string // a static Go binary that does nothing: the hook rows' floor
+	notifyBin string // supervise-notify of the tree under test ("" with -supervise)
 	gcc       string // gcc version line, "" if absent
 
 	rows  []row
@@ -119,6 +120,10 @@ func (b *bench) build() error {
 	} else {
 		b.supervise = filepath.Join(bin, "supervise")
 		if err := goBuild(b.supervise, "./cmd/supervise"); err != nil {
+			return err
+		}
+		b.notifyBin = filepath.Join(bin, "supervise-notify")
+		if err := goBuild(b.notifyBin, "./cmd/supervise-notify"); err != nil {
 			return err
 		}
 	}
