@@ -50,6 +50,7 @@ type config struct {
 	sessionsHi int
 	alt        string
 	altName    string
+	scaleEnv   string
 }
 
 func main() {
@@ -69,7 +70,8 @@ func main() {
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,proxy,powerloss (default all)")
+	fs.StringVar(&c.scaleEnv, "scale-env", "", "comma-separated K=V added to the environment of every supervise of the scale rows (for example GOGC=100), to measure a runtime setting")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,scale,proxy,powerloss (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -115,7 +117,7 @@ func run(c config, args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		return 1
 	}
-	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true}
+	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true, "scale": true}
 	if c.only != "" {
 		clear(sections)
 		for _, s := range strings.Split(c.only, ",") {
@@ -132,6 +134,7 @@ func run(c config, args []string) int {
 		{"hooks", b.hooks},
 		{"node", b.node},
 		{"startup", b.startup},
+		{"scale", b.scale},
 		{"proxy", b.proxy},
 	}
 	for _, st := range steps {
