@@ -32,25 +32,26 @@ import (
 
 // config is the command line.
 type config struct {
-	quick      bool
-	kills      int
-	settle     time.Duration
-	blast      time.Duration
-	markerDur  time.Duration
-	fsyncDur   time.Duration
-	sessions   int
-	runs       int
-	starts     int
-	hooks      int
-	supervise  string
-	only       string
-	keep       bool
-	out        string
-	noPeers    bool
-	sessionsHi int
-	alt        string
-	altName    string
-	scaleEnv   string
+	quick       bool
+	kills       int
+	settle      time.Duration
+	blast       time.Duration
+	markerDur   time.Duration
+	fsyncDur    time.Duration
+	sessions    int
+	runs        int
+	starts      int
+	hooks       int
+	supervise   string
+	only        string
+	keep        bool
+	out         string
+	noPeers     bool
+	sessionsHi  int
+	alt         string
+	altName     string
+	scaleEnv    string
+	smallStarts int
 }
 
 func main() {
@@ -65,6 +66,7 @@ func main() {
 	fs.IntVar(&c.sessions, "journal-sessions", 100_000, "settled sessions in the large journal")
 	fs.IntVar(&c.runs, "journal-runs", 1_000_000, "runs in the large journal")
 	fs.IntVar(&c.starts, "starts", 7, "start-ups timed per journal")
+	fs.IntVar(&c.smallStarts, "small-starts", 30, "start-ups timed on the small journal, each binary in turn (interleaved with -alt)")
 	fs.IntVar(&c.hooks, "hooks", 200, "rounds of `supervise notify turn-begin` + `turn-end` for the hook round trip")
 	fs.IntVar(&c.sessionsHi, "concurrency", 64, "concurrent sessions for the group-commit row")
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
@@ -88,6 +90,7 @@ func main() {
 			"journal-runs":     func() { c.runs = 100_000 },
 			"starts":           func() { c.starts = 3 },
 			"hooks":            func() { c.hooks = 40 },
+			"small-starts":     func() { c.smallStarts = 5 },
 		} {
 			if !set[name] {
 				apply()
