@@ -100,7 +100,7 @@ func (b *bench) restartBreakdown(s *subject, fs *fsyncProbe) {
 		{"committed → cgroup ready (next run's cgroup made, fd open)", "a cgroupfs mkdir and open: tens of µs", at(trace.Committed), at(trace.CgroupReady)},
 		{"cgroup ready → fork start", "nothing: hand-offs only", at(trace.CgroupReady), at(trace.ForkStart)},
 		{"fork start → child exec'd (reporter's stamp)", "clone and exec of a static binary: the C floor's fork/exec part", at(trace.ForkStart), execAt},
-		{"child exec'd → start returned in supervise", "Go's StartProcess waits for the exec (its CLOEXEC pipe): after the child already runs, not on the path", execAt, at(trace.Started)},
+		{"fork start → start returned in supervise (StartProcess)", "Go's StartProcess returns once the exec succeeded (its CLOEXEC pipe), about when the child runs: the C floor's fork/exec part", at(trace.ForkStart), at(trace.Started)},
 		{"kill → child exec'd (the whole restart)", "the C floor row", killAt, execAt},
 	}
 	for _, st := range steps {
