@@ -1,7 +1,8 @@
 // Package trace records when supervise passes the steps of a restart, for
 // the benchmark's restart breakdown (go run ./bench -only restart): death
 // reaped, death seen, decided, committed, cgroup ready, fork started,
-// child started.
+// child started; and of a start-up: run entered, boot done, then the first
+// launch's cgroup ready, fork started, child started.
 //
 // It is off in production at the cost of a nil check: FromEnv returns nil
 // unless $SUPERVISE_BENCH_TRACE names a file, and every method of a nil
@@ -50,10 +51,17 @@ const (
 	// Started: the start returned in supervise (Go's StartProcess returns
 	// once the child has exec'd). The buffer is written here.
 	Started
+	// RunStart: supervisor's Run was entered (after the process start,
+	// package init, the flags and the journal's open): the start-up
+	// breakdown's first step.
+	RunStart
+	// BootDone: Run's boot (the journal taken over, the boot committed)
+	// returned; the first launch follows.
+	BootDone
 	numSteps
 )
 
-var names = [numSteps]string{"reaped", "death_seen", "decided", "committed", "cgroup_ready", "fork_start", "started"}
+var names = [numSteps]string{"reaped", "death_seen", "decided", "committed", "cgroup_ready", "fork_start", "started", "run_start", "boot_done"}
 
 // String is the step's name in the trace file.
 func (s Step) String() string {

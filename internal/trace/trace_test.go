@@ -32,6 +32,8 @@ func TestMarksWrittenAtStarted(t *testing.T) {
 	for s := Reaped; s < Started; s++ {
 		r.Mark(s)
 	}
+	r.Mark(RunStart)
+	r.Mark(BootDone)
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
 		t.Fatalf("trace file before Started: %v, %v; want it empty (marks are buffered)", fi, err)
 	}
@@ -60,7 +62,7 @@ func TestMarksWrittenAtStarted(t *testing.T) {
 		last = v
 		steps = append(steps, s)
 	}
-	if len(steps) != int(numSteps)+1 || steps[0] != Reaped || steps[numSteps-1] != Started || steps[numSteps] != DeathSeen {
+	if len(steps) != int(numSteps)+1 || steps[0] != Reaped || steps[numSteps-2] != BootDone || steps[numSteps-1] != Started || steps[numSteps] != DeathSeen {
 		t.Fatalf("steps %v, want every step in order and the mark after Started", steps)
 	}
 }
