@@ -35,6 +35,7 @@ type bench struct {
 	respawnGo string
 	agent     string
 	noop      string // a static Go binary that does nothing: the hook rows' floor
+	notifyBin string // supervise-notify of the tree the bench runs from
 	gcc       string // gcc version line, "" if absent
 
 	rows  []row
@@ -121,6 +122,12 @@ func (b *bench) build() error {
 		if err := goBuild(b.supervise, "./cmd/supervise"); err != nil {
 			return err
 		}
+	}
+	// The tree's supervise-notify, also with -supervise: the hook rows
+	// measure it beside the supervise under test.
+	b.notifyBin = filepath.Join(bin, "supervise-notify")
+	if err := goBuild(b.notifyBin, "./cmd/supervise-notify"); err != nil {
+		return err
 	}
 	b.svs = []svBin{{"supervise", b.supervise}}
 	if b.cfg.alt != "" {

@@ -97,6 +97,12 @@ type agentRun struct {
 }
 
 func (b *bench) startAgent(sv svBin, name string, svArgs []string, env ...string) (*agentRun, error) {
+	return b.startAgentWait(sv, name, svArgs, 20*time.Second, env...)
+}
+
+// startAgentWait is startAgent waiting at most wait for the agent's ready
+// line; 0 returns at once (the caller waits, so many can start together).
+func (b *bench) startAgentWait(sv svBin, name string, svArgs []string, wait time.Duration, env ...string) (*agentRun, error) {
 	dir := filepath.Join(b.work, sv.name+"-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -109,7 +115,10 @@ func (b *bench) startAgent(sv svBin, name string, svArgs []string, env ...string
 		return nil, err
 	}
 	a.p = p
-	line, err := b.waitLine(a.out, "ready ", 20*time.Second)
+	if wait == 0 {
+		return a, nil
+	}
+	line, err := b.waitLine(a.out, "ready ", wait)
 	if err != nil {
 		p.stop(syscall.SIGKILL, 0)
 		return nil, fmt.Errorf("%v; log: %s", err, tail(a.log, 5))

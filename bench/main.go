@@ -32,24 +32,26 @@ import (
 
 // config is the command line.
 type config struct {
-	quick      bool
-	kills      int
-	settle     time.Duration
-	blast      time.Duration
-	markerDur  time.Duration
-	fsyncDur   time.Duration
-	sessions   int
-	runs       int
-	starts     int
-	hooks      int
-	supervise  string
-	only       string
-	keep       bool
-	out        string
-	noPeers    bool
-	sessionsHi int
-	alt        string
-	altName    string
+	quick       bool
+	kills       int
+	settle      time.Duration
+	blast       time.Duration
+	markerDur   time.Duration
+	fsyncDur    time.Duration
+	sessions    int
+	runs        int
+	starts      int
+	hooks       int
+	supervise   string
+	only        string
+	keep        bool
+	out         string
+	noPeers     bool
+	sessionsHi  int
+	alt         string
+	altName     string
+	scaleEnv    string
+	smallStarts int
 }
 
 func main() {
@@ -64,12 +66,14 @@ func main() {
 	fs.IntVar(&c.sessions, "journal-sessions", 100_000, "settled sessions in the large journal")
 	fs.IntVar(&c.runs, "journal-runs", 1_000_000, "runs in the large journal")
 	fs.IntVar(&c.starts, "starts", 7, "start-ups timed per journal")
+	fs.IntVar(&c.smallStarts, "small-starts", 30, "start-ups timed on the small journal, each binary in turn (interleaved with -alt)")
 	fs.IntVar(&c.hooks, "hooks", 200, "rounds of `supervise notify turn-begin` + `turn-end` for the hook round trip")
 	fs.IntVar(&c.sessionsHi, "concurrency", 64, "concurrent sessions for the group-commit row")
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,proxy,powerloss (default all)")
+	fs.StringVar(&c.scaleEnv, "scale-env", "", "comma-separated K=V added to the environment of every supervise of the scale rows (for example GOGC=100), to measure a runtime setting")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,scale,proxy,powerloss (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -86,6 +90,7 @@ func main() {
 			"journal-runs":     func() { c.runs = 100_000 },
 			"starts":           func() { c.starts = 3 },
 			"hooks":            func() { c.hooks = 40 },
+			"small-starts":     func() { c.smallStarts = 5 },
 		} {
 			if !set[name] {
 				apply()
@@ -115,7 +120,7 @@ func run(c config, args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		return 1
 	}
-	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true}
+	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true, "scale": true}
 	if c.only != "" {
 		clear(sections)
 		for _, s := range strings.Split(c.only, ",") {
@@ -132,6 +137,7 @@ func run(c config, args []string) int {
 		{"hooks", b.hooks},
 		{"node", b.node},
 		{"startup", b.startup},
+		{"scale", b.scale},
 		{"proxy", b.proxy},
 	}
 	for _, st := range steps {

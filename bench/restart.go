@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 )
 
@@ -57,6 +58,7 @@ type subject struct {
 	cur      stamp
 	seen     map[int]bool
 	lat      sample
+	kills    []kill // each kill's time and the next exec, for the breakdown
 	err      error
 	mem      memStatus
 	stopSig  syscall.Signal
@@ -133,6 +135,15 @@ func (b *bench) restart() error {
 		b.stopSubject(s)
 	}
 	b.restartRows(subs)
+	fs := &fsyncProbe{dir: b.work}
+	if err := fs.run(500 * time.Millisecond); err != nil {
+		fs = nil
+	}
+	for _, s := range subs {
+		if s.supervise && s.err == nil {
+			b.restartBreakdown(s, fs)
+		}
+	}
 	return nil
 }
 
@@ -168,6 +179,7 @@ func (b *bench) killOne(s *subject, healthy time.Duration) error {
 			return fmt.Errorf("stamp older than the kill")
 		}
 		s.lat = append(s.lat, time.Duration(st.ns-t0))
+		s.kills = append(s.kills, kill{t0, st.ns})
 		s.cur = st
 		s.seen[st.pid] = true
 		return nil
@@ -236,8 +248,9 @@ func (b *bench) startSupervise(sv svBin) (*subject, error) {
 	// --healthy-after 1s: the harness kills each child after 1.2 s, a
 	// healthy run, so the relaunch is immediate (the default is 10 s, under
 	// which every kill here would be a quick death and back off).
+	// Its trace points (internal/trace) go to dir/trace: the breakdown.
 	s.p, err = b.start([]string{sv.path, "run", "--healthy-after", "1s", "--state-dir", state, "--", b.reporter},
-		baseEnv("REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo")), s.dir, s.log)
+		baseEnv("REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo"), trace.EnvVar+"="+filepath.Join(s.dir, "trace")), s.dir, s.log)
 	if err != nil {
 		return s, err
 	}

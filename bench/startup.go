@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 )
 
@@ -32,9 +34,9 @@ func (b *bench) startup() error {
 		if err := b.startupRow(sv, stamps, empty, "empty state dir (first start creates the journal)", 1, nil); err != nil {
 			return err
 		}
-		if err := b.startupRow(sv, stamps, empty, "small journal (a few runs)", b.cfg.starts, nil); err != nil {
-			return err
-		}
+	}
+	if err := b.startupSmall(stamps, dir); err != nil {
+		return err
 	}
 
 	large := filepath.Join(dir, "large")
@@ -100,50 +102,188 @@ func (b *bench) startupRow(sv svBin, stamps <-chan stamp, state, what string, n 
 	var lat sample
 	var mem memStatus
 	for i := range n {
-		if before != nil {
-			if err := before(); err != nil {
-				return err
-			}
-		}
-		logPath := state + ".log"
-		t0 := monoNow()
-		p, err := b.start([]string{sv.path, "run", "--state-dir", state, "--keep-runs", "2000000", "--", b.reporter},
-			baseEnv("REPORTER_OUT="+filepath.Join(filepath.Dir(state), "stamps.fifo")), filepath.Dir(state), logPath)
+		d, m, err := b.startOnce(sv, stamps, state, i, before)
 		if err != nil {
 			return err
 		}
-		var st stamp
-		select {
-		case st = <-stamps:
-		case <-time.After(120 * time.Second):
-			p.stop(syscall.SIGKILL, 0)
-			return fmt.Errorf("start %d: no child within 120s; log: %s", i+1, tail(logPath, 5))
-		case <-p.done:
-			return fmt.Errorf("start %d: supervise exited: %v; log: %s", i+1, p.err, tail(logPath, 5))
-		case <-b.ctx.Done():
-			p.stop(syscall.SIGKILL, 0)
-			return b.ctx.Err()
-		}
-		lat = append(lat, time.Duration(st.ns-t0))
-		if m, err := readMem(p.pid()); err == nil && m.hwm > mem.hwm {
+		lat = append(lat, d)
+		if m.hwm > mem.hwm {
 			mem = m
 		}
-		if !p.stop(syscall.SIGTERM, 15*time.Second) {
-			return fmt.Errorf("start %d: supervise did not stop on SIGTERM; log: %s", i+1, tail(logPath, 5))
-		}
-		if alive(st.pid) && exeIs(st.pid, b.reporter) {
-			syscall.Kill(st.pid, syscall.SIGKILL)
+	}
+	b.startupAdd(sv, what, lat, mem, "")
+	return nil
+}
+
+// startupSmall is the small-journal row: every binary (supervise and
+// -alt) started in turn, the order alternating per round, so a slow spell
+// of the shared machine falls on both alike; n = -small-starts (30).
+func (b *bench) startupSmall(stamps <-chan stamp, dir string) error {
+	n := b.cfg.smallStarts
+	progress("start-up: small journal, %d starts each, interleaved", n)
+	lats := make([]sample, len(b.svs))
+	mems := make([]memStatus, len(b.svs))
+	steps := make([][]map[trace.Step]time.Duration, len(b.svs))
+	for i := range n {
+		for k := range b.svs {
+			j := k
+			if i%2 == 1 {
+				j = len(b.svs) - 1 - k
+			}
+			sv := b.svs[j]
+			d, m, st, err := b.startTraced(sv, stamps, filepath.Join(dir, sv.name+"-empty"), i, nil)
+			if err != nil {
+				return err
+			}
+			lats[j] = append(lats[j], d)
+			if len(st) > 0 {
+				steps[j] = append(steps[j], st)
+			}
+			if m.hwm > mems[j].hwm {
+				mems[j] = m
+			}
 		}
 	}
+	extra := ""
+	if len(b.svs) > 1 {
+		// The paired ratio: each round's start of supervise over the -alt
+		// start next to it, so the machine's drift cancels.
+		var ratios []float64
+		for i := range lats[0] {
+			ratios = append(ratios, float64(lats[0][i])/float64(max(lats[1][i], 1)))
+		}
+		slices.Sort(ratios)
+		extra = fmt.Sprintf("; interleaved with %s: ratio of medians %.2f, paired ratio median %.2f (p25 %.2f, p75 %.2f)", b.svs[1].name,
+			float64(lats[0].sorted().q(0.5))/float64(max(lats[1].sorted().q(0.5), 1)),
+			ratios[len(ratios)/2], ratios[len(ratios)/4], ratios[3*len(ratios)/4])
+	}
+	for j, sv := range b.svs {
+		e := ""
+		if j == 0 {
+			e = extra
+		}
+		b.startupAdd(sv, "small journal (a few runs)", lats[j], mems[j], e)
+	}
+	for j, sv := range b.svs {
+		b.startupBreakdown(sv, steps[j])
+	}
+	return nil
+}
+
+// traceExec stands for the child's exec stamp among a start's steps.
+const traceExec = trace.Step(255)
+
+// startupBreakdown adds the small-journal start-up step by step, from
+// the trace points of each start: the median of each step over the starts
+// that have both of its ends.
+func (b *bench) startupBreakdown(sv svBin, starts []map[trace.Step]time.Duration) {
+	if len(starts) == 0 {
+		return
+	}
+	const begin = trace.Step(254) // the harness's clock just before the start
+	for _, st := range []struct {
+		name     string
+		from, to trace.Step
+	}{
+		{"start → Run entered (exec, package init, flags, journal open, New)", begin, trace.RunStart},
+		{"Run entered → boot done (journal taken over, boot committed)", trace.RunStart, trace.BootDone},
+		{"boot done → cgroup ready (first launch prepared)", trace.BootDone, trace.CgroupReady},
+		{"cgroup ready → fork start", trace.CgroupReady, trace.ForkStart},
+		{"fork start → child exec'd", trace.ForkStart, traceExec},
+		{"start → child exec'd (whole)", begin, traceExec},
+	} {
+		var d sample
+		for _, m := range starts {
+			a, ok1 := m[st.from]
+			if st.from == begin {
+				a, ok1 = 0, true
+			}
+			z, ok2 := m[st.to]
+			if ok1 && ok2 && z >= a {
+				d = append(d, z-a)
+			}
+		}
+		if len(d) == 0 {
+			continue
+		}
+		l := d.sorted()
+		b.add(row{"start-up breakdown, small journal: " + st.name, sv.name, ms(l.q(0.5)) + " median",
+			fmt.Sprintf("p25 %s, p75 %s, n=%d", ms(l.q(0.25)), ms(l.q(0.75)), len(l)), "", ""})
+	}
+}
+
+// startOnce starts sv on state once and returns the time to its child's
+// exec and supervise's memory.
+func (b *bench) startOnce(sv svBin, stamps <-chan stamp, state string, i int, before func() error) (time.Duration, memStatus, error) {
+	d, mem, _, err := b.startTraced(sv, stamps, state, i, before)
+	return d, mem, err
+}
+
+// startTraced is startOnce that also returns the start's steps from
+// supervise's trace points (internal/trace), as times since the start:
+// empty for a binary without them.
+func (b *bench) startTraced(sv svBin, stamps <-chan stamp, state string, i int, before func() error) (time.Duration, memStatus, map[trace.Step]time.Duration, error) {
+	var mem memStatus
+	if before != nil {
+		if err := before(); err != nil {
+			return 0, mem, nil, err
+		}
+	}
+	logPath := state + ".log"
+	tracePath := state + ".trace"
+	os.Remove(tracePath)
+	t0 := monoNow()
+	p, err := b.start([]string{sv.path, "run", "--state-dir", state, "--keep-runs", "2000000", "--", b.reporter},
+		baseEnv("REPORTER_OUT="+filepath.Join(filepath.Dir(state), "stamps.fifo"), trace.EnvVar+"="+tracePath), filepath.Dir(state), logPath)
+	if err != nil {
+		return 0, mem, nil, err
+	}
+	var st stamp
+	select {
+	case st = <-stamps:
+	case <-time.After(120 * time.Second):
+		p.stop(syscall.SIGKILL, 0)
+		return 0, mem, nil, fmt.Errorf("start %d: no child within 120s; log: %s", i+1, tail(logPath, 5))
+	case <-p.done:
+		return 0, mem, nil, fmt.Errorf("start %d: supervise exited: %v; log: %s", i+1, p.err, tail(logPath, 5))
+	case <-b.ctx.Done():
+		p.stop(syscall.SIGKILL, 0)
+		return 0, mem, nil, b.ctx.Err()
+	}
+	d := time.Duration(st.ns - t0)
+	if m, err := readMem(p.pid()); err == nil {
+		mem = m
+	}
+	if !p.stop(syscall.SIGTERM, 15*time.Second) {
+		return 0, mem, nil, fmt.Errorf("start %d: supervise did not stop on SIGTERM; log: %s", i+1, tail(logPath, 5))
+	}
+	if alive(st.pid) && exeIs(st.pid, b.reporter) {
+		syscall.Kill(st.pid, syscall.SIGKILL)
+	}
+	marks, _ := readTrace(tracePath)
+	steps := map[trace.Step]time.Duration{}
+	for _, m := range marks {
+		if _, dup := steps[m.step]; !dup && m.ns >= t0 {
+			steps[m.step] = time.Duration(m.ns - t0)
+		}
+	}
+	if len(steps) > 0 {
+		steps[traceExec] = d
+	}
+	return d, mem, steps, nil
+}
+
+// startupAdd adds one start-up row.
+func (b *bench) startupAdd(sv svBin, what string, lat sample, mem memStatus, extra string) {
 	l := lat.sorted()
-	detail := fmt.Sprintf("min %s, max %s, n=%d; supervise VmHWM %s (anon %s, file %s)", ms(l[0]), ms(l[len(l)-1]), len(l), mib(mem.hwm), mib(mem.anon), mib(mem.file))
+	detail := fmt.Sprintf("min %s, p25 %s, p75 %s, max %s, n=%d; supervise VmHWM %s (anon %s, file %s); load %s%s",
+		ms(l[0]), ms(l.q(0.25)), ms(l.q(0.75)), ms(l[len(l)-1]), len(l), mib(mem.hwm), mib(mem.anon), mib(mem.file), loadavg(), extra)
 	target, verdict := "", ""
 	if strings.HasPrefix(what, "large") {
 		target = "< 200 ms"
 		verdict = metMissed(l.q(0.5) < 200*time.Millisecond)
 	}
 	b.add(row{"start-up: supervise start → child exec'd", sv.name + ", " + what, ms(l.q(0.5)) + " median", detail, target, verdict})
-	return nil
 }
 
 // buildJournal writes sessions settled sessions (idle and closed,

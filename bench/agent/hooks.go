@@ -26,19 +26,28 @@ type hookResult struct {
 	// TrueWall is the wall time of an exec of $BENCH_TRUE_BIN (/bin/true),
 	// spawned the same way, interleaved: the cost of any process here.
 	TrueWall []int64 `json:"true_wall_ns"`
+	// LeanWall and LeanCPU are the same two markers sent by
+	// $BENCH_LEAN_BIN (supervise-notify: `supervise notify` as a binary of
+	// its own), interleaved, with session ids of their own.
+	LeanWall   []int64 `json:"lean_wall_ns"`
+	LeanCPU    []int64 `json:"lean_cpu_ns"`
+	LeanErrors int     `json:"lean_errors"`
+	LeanErr    string  `json:"lean_first_err"`
 }
 
 // hooks waits for SIGUSR1, then runs $BENCH_HOOKS rounds of what a hook
 // does: `$BENCH_HOOK_BIN notify turn-begin` and `turn-end` (each waiting for
 // its barrier, the default), interleaved with an exec of $BENCH_FLOOR_BIN (a
 // static Go binary that does nothing) and of $BENCH_TRUE_BIN (/bin/true,
-// if set), so the floors and the hook share the machine's moment.
+// if set) and the same markers through $BENCH_LEAN_BIN (if set), so the
+// floors and the hooks share the machine's moment.
 func hooks(out string, report func(string, ...any), n int) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	report("ready %d", os.Getpid())
 	<-usr1
 	bin, floor, truth := os.Getenv("BENCH_HOOK_BIN"), os.Getenv("BENCH_FLOOR_BIN"), os.Getenv("BENCH_TRUE_BIN")
+	lean := os.Getenv("BENCH_LEAN_BIN")
 	var r hookResult
 	timeOne := func(argv ...string) (wall, cpu time.Duration, err error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -74,9 +83,22 @@ func hooks(out string, report func(string, ...any), n int) {
 					r.TrueWall = append(r.TrueWall, int64(wall))
 				}
 			}
+			if lean != "" {
+				largv := append([]string{lean}, argv[2:]...)
+				largv[3] = "lean-" + session // --session's value: a session of its own
+				wall, cpu, err := timeOne(largv...)
+				if err != nil {
+					r.LeanErrors++
+					if r.LeanErr == "" {
+						r.LeanErr = fmt.Sprintf("%v: %v", largv[1:], err)
+					}
+					continue
+				}
+				r.LeanWall, r.LeanCPU = append(r.LeanWall, int64(wall)), append(r.LeanCPU, int64(cpu))
+			}
 		}
 	}
-	for _, s := range [][]int64{r.WallNS, r.CPUNS, r.FloorWall, r.FloorCPU, r.TrueWall} {
+	for _, s := range [][]int64{r.WallNS, r.CPUNS, r.FloorWall, r.FloorCPU, r.TrueWall, r.LeanWall, r.LeanCPU} {
 		slices.Sort(s)
 	}
 	raw, _ := json.Marshal(r)

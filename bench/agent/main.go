@@ -16,8 +16,11 @@
 //	                    turn-begin` and `turn-end` ($BENCH_HOOK_BIN), each
 //	                    beside an exec of $BENCH_FLOOR_BIN; JSON to
 //	                    $BENCH_OUT.json and "done hooks=N"
+//	BENCH_MODE=sessions open $BENCH_SESSIONS sessions (a turn-begin each,
+//	                    then one barrier), write "ready <pid>" and idle: the
+//	                    memory-at-scale row's agent
 //
-// Both write "ready <pid>" when set up and keep running until killed.
+// All write "ready <pid>" when set up and keep running until killed.
 package main
 
 import (
@@ -59,6 +62,9 @@ func main() {
 	case "hooks":
 		n, _ := strconv.Atoi(os.Getenv("BENCH_HOOKS"))
 		hooks(out, report, max(n, 1))
+	case "sessions":
+		n, _ := strconv.Atoi(os.Getenv("BENCH_SESSIONS"))
+		sessions(report, max(n, 1))
 	default:
 		report("error unknown BENCH_MODE %q", os.Getenv("BENCH_MODE"))
 	}
@@ -226,4 +232,21 @@ func markers(out string, report func(string, ...any), n int, d time.Duration, ma
 		os.Rename(tmp, out+".json")
 	}
 	report("done markers=%d", len(lat))
+}
+
+// sessions opens n sessions, each with a turn-begin, confirms them all
+// with one barrier (supervise commits them in groups), and reports ready.
+func sessions(report func(string, ...any), n int) {
+	ctx := context.Background()
+	for i := range n {
+		if err := client.TurnBegin(ctx, fmt.Sprintf("scale-%d", i), "t1", ""); err != nil {
+			report("error turn-begin %d: %v", i, err)
+			return
+		}
+	}
+	if err := client.Barrier(ctx, 30*time.Second); err != nil {
+		report("error barrier: %v", err)
+		return
+	}
+	report("ready %d", os.Getpid())
 }

@@ -18,9 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/cliflags"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/hook"
-	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -127,7 +127,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	wait := fs.String("wait", "input", "waiting: what the session waits for: input or approval (a person: parked after a death), or reconnect (retrying the model API mid-turn: resumed like in_turn)")
 	barrier := fs.Bool("barrier", true, "wait until supervise has journaled the message and report failure; false: only wait (at most 1s) until supervise has read it, as it hears live senders only")
 	timeout := new(time.Duration)
-	runflags.DurationVar(fs, timeout, "timeout", 5*time.Second, "how long to wait for the send and the barrier")
+	cliflags.DurationVar(fs, timeout, "timeout", 5*time.Second, "how long to wait for the send and the barrier")
 	hookJSON := fs.Bool("hook-json", false, "read a hook payload (JSON) on stdin and take session_id and prompt from it")
 	printOnly := fs.Bool("print", false, "hook: print the marker the payload maps to on stderr instead of sending it")
 	fs.Usage = func() {
@@ -138,11 +138,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event, args = args[0], args[1:]
 	}
-	if _, err := runflags.Parse(fs, args, stdout, stderr); err != nil {
+	if _, err := cliflags.Parse(fs, args, stdout, stderr); err != nil {
 		if event == "hook" && !errors.Is(err, flag.ErrHelp) {
 			return exitcode.Internal // never 2 from a hook: agents read it as "block"
 		}
-		return runflags.ExitCode(err)
+		return cliflags.ExitCode(err)
 	}
 	rest := fs.Args()
 	if event == "" && len(rest) > 0 {

@@ -1,0 +1,28 @@
+// Command supervise-notify is `supervise notify` as a binary of its own,
+// for agent hooks: `supervise-notify EVENT [flags]` takes the same events,
+// flags, environment and exit codes as `supervise notify EVENT [flags]`
+// (internal/notifycmd is both). It links only the notify client and the
+// hook mapping, not the run loop, net/http, the model-API proxy or the
+// metrics library, whose package initialisation every `supervise`
+// process pays before main: a hook that runs it per call starts in about
+// half the time (docs/performance.md, the hook rows).
+//
+// Install it beside supervise:
+//
+//	CGO_ENABLED=0 go build -o /usr/local/bin/supervise-notify ./cmd/supervise-notify
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/supervise-dev/supervise/internal/notifycmd"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "notify" {
+		args = args[1:] // supervise-notify notify EVENT: the word of `supervise notify`, allowed
+	}
+	os.Exit(notifycmd.Run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr))
+}
