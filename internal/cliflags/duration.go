@@ -15,6 +15,9 @@ var (
 	errNotDuration = errors.New("not a duration: a number with a unit, e.g. 10s, 500ms or 1m30s")
 )
 
+// ParseDuration is time.ParseDuration with errors that say what to type.
+func ParseDuration(s string) (time.Duration, error) { return parseDuration(s) }
+
 // parseDuration is time.ParseDuration with errors that say what to type.
 func parseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))

@@ -36,17 +36,6 @@ func TestDidYouMean(t *testing.T) {
 	}
 }
 
-func TestLevenshtein(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"restrat", "restart", 2}, {"kitten", "sitting", 3}, {"name", "name", 0}} {
-		if d := levenshtein(c.a, c.b); d != c.d {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", c.a, c.b, d, c.d)
-		}
-	}
-}
-
 // Parse prints the suggestion under the flag package's own line, for any
 // subcommand's FlagSet.
 func TestParseSuggests(t *testing.T) {
