@@ -172,7 +172,7 @@ const claudeReady = "for shortcuts"
 // says what happened; /exit ends supervise with 0.
 func TestInteractiveClaudeKillMidTool(t *testing.T) {
 	t.Parallel()
-	interactiveKill(t, interactiveClaudeEnv(t), interactiveClaude, "claude", claudeReady, "/exit")
+	interactiveKill(t, interactiveClaudeEnv(t), interactiveClaude, "claude", claudeReady, "Bash", "/exit")
 }
 
 // TestInteractiveCodexKillMidTool is the same for Codex's TUI: `supervise
@@ -189,8 +189,19 @@ func TestInteractiveCodexKillMidTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, p, "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n"+string(b))
-	interactiveKill(t, r, interactiveCodex, "codex", "? for shortcuts", "/quit")
+	interactiveKill(t, r, interactiveCodex, "codex", "? for shortcuts", "Bash", "/quit")
 }
+
+// TestInteractiveGeminiKillMidTool is the same for Gemini CLI's TUI:
+// `supervise --resume-exec 'gemini -r {session} -i {message}' -- gemini`
+// (-i: run the message, then stay interactive).
+func TestInteractiveGeminiKillMidTool(t *testing.T) {
+	t.Parallel()
+	interactiveKill(t, newRealEnv(t, geminiCLI()), interactiveGemini, "gemini", "Type your message", "run_shell_command", "/quit")
+}
+
+// interactiveGemini is the documented interactive setup for Gemini CLI.
+const interactiveGemini = "gemini -r {session} -i {message}"
 
 // interactiveCodex is the documented interactive setup for Codex.
 const interactiveCodex = "codex resume {session} {message}"
@@ -200,7 +211,7 @@ const interactiveCodex = "codex resume {session} {message}"
 // with SIGKILL in it, and checks the resume in place: the continuation's
 // answer on the same screen, one line between the runs, no log record on
 // the screen, and quit ending supervise with 0.
-func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, quit string) {
+func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, tool, quit string) {
 	const answer = "Checked: the parser is renamed."
 	r.answer(func(q mockapi.Request) mockapi.Reply {
 		switch {
@@ -248,7 +259,7 @@ func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, quit stri
 		t.Errorf("the resumed screen does not show the conversation's first prompt %q:\n%s", realPrompt, screen)
 	}
 	raw := tt.written()
-	if line := agent + " was killed (SIGKILL) mid-tool (Bash); continuing session " + session; !strings.Contains(raw, line) {
+	if line := agent + " was killed (SIGKILL) mid-tool (" + tool + "); continuing session " + session; !strings.Contains(raw, line) {
 		t.Errorf("the terminal never got the line between the runs %q", line)
 	}
 	for _, s := range []string{before, screen, raw} {
@@ -268,7 +279,12 @@ func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, quit stri
 		s, found := st.session(session)
 		return ok && found && s.State == "idle"
 	})
-	tt.waitScreen(w, agent+"'s prompt after the answer", ready)
+	// The hook of the turn's end still runs when supervise has its
+	// marker; a line typed then is queued as the next message.
+	waitFor(t, 60*time.Second, agent+" to take input after the answer", func() bool {
+		v := tt.tmux("capture-pane", "-p", "-J", "-t", w)
+		return strings.Contains(v, ready) && !strings.Contains(v, "running stop hook") && !strings.Contains(v, "Executing Hooks")
+	})
 	tt.typeLine(w, quit)
 	if code := tt.exitCode("supervise to exit after " + quit); code != "0" {
 		t.Errorf("supervise exit %s after %s, want 0\nscreen:\n%s\nlog:\n%s", code, quit, tt.screen(w), readLog(r))
