@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -62,7 +63,8 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	if cfg.Foreground && runflags.IsTerminal(stderr) {
 		// An interactive agent holds the terminal: supervise says
 		// nothing on it while a child runs, one line between runs.
-		tty = &interactive{dest: dest, stderr: stderr}
+		tty = &interactive{dest: dest, stderr: crlf{stderr}}
+		cfg.Report = tty.stderr
 		obs = observe.Terminal(stderr, observe.AgentName(argv), obs)
 	}
 	cfg.Observe = obs
@@ -75,6 +77,18 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 type interactive struct {
 	dest   *runflags.LogDest
 	stderr io.Writer
+}
+
+// crlf ends each line with "\r\n": a CLI killed in raw mode leaves the
+// terminal without output processing, where a bare "\n" would not return
+// the cursor to the start of the line.
+type crlf struct{ w io.Writer }
+
+func (c crlf) Write(p []byte) (int, error) {
+	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // dropLog removes the log file of a state dir that is removed as unused.

@@ -199,16 +199,22 @@ func StartNotice(st supervisor.Status, tpl []string, max int) []string {
 
 // OwnResume is the CLI's own command that reopens session id, from a
 // resume template: {session} filled in, the words that carry only the
-// {message} (or {turn}) dropped. "" without a template.
+// {message} (or {turn}) dropped, with a flag right before them. "" without a template.
 func OwnResume(tpl []string, id string) string {
 	if len(tpl) == 0 {
 		return ""
 	}
 	var words []string
+	flag := false // the last word kept is a bare flag (-i), which may be the message's
 	for _, w := range tpl {
 		if w == "{message}" || w == "{turn}" {
+			if flag {
+				words = words[:len(words)-1] // its flag goes with it: gemini -r ID -i MESSAGE
+			}
+			flag = false
 			continue
 		}
+		flag = strings.HasPrefix(w, "-") && w != "--" && !strings.Contains(w, "{")
 		if w == "--" {
 			continue // it only guarded the message
 		}
