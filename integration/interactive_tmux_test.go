@@ -31,6 +31,7 @@ type ttyRun struct {
 	exitFile string
 	raw      string // every byte written to the last window's terminal
 	n        int    // windows started
+	last     string // the last window started
 }
 
 func newTTY(r *realEnv) *ttyRun {
@@ -43,6 +44,11 @@ func newTTY(r *realEnv) *ttyRun {
 	// (a hangup) must not end the server with it.
 	tt.tmux("-f", "/dev/null", "new-session", "-d", "-s", "main", "-n", "keep", "-x", "160", "-y", "50", "sleep 100000")
 	r.t.Cleanup(func() { tt.tmux("kill-server") })
+	r.t.Cleanup(func() {
+		if r.t.Failed() && tt.last != "" {
+			r.t.Logf("the terminal at the failure:\n%s\nsupervise.log:\n%s", tt.screen(tt.last), readLog(r))
+		}
+	})
 	return tt
 }
 
@@ -80,7 +86,8 @@ func (tt *ttyRun) start(args ...string) string {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		r.t.Fatal(err)
 	}
-	return "main:" + target
+	tt.last = "main:" + target
+	return tt.last
 }
 
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -226,11 +233,6 @@ func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, tool, qui
 	})
 	tt := newTTY(r)
 	w := tt.start("--resume-exec", template, "--", agent)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the terminal at the failure:\n%s\nsupervise.log:\n%s", tt.screen(w), readLog(r))
-		}
-	})
 	tt.waitScreen(w, agent+"'s prompt", ready)
 	tt.typeLine(w, realPrompt)
 	session, pid := r.waitSession("in_turn", "tool")
@@ -362,6 +364,71 @@ func TestInteractiveHangupNotice(t *testing.T) {
 	tt.typeLine(w, "/exit")
 	if code := tt.exitCode("supervise to exit after /exit"); code != "0" {
 		t.Errorf("supervise exit %s after /exit, want 0\n%s", code, readLog(r))
+	}
+}
+
+// TestInteractiveHangupNoticeTemplate: the same in the documented setup,
+// with the resume template: the next start is not refused by the rerun
+// rule (an interactive start repeats nothing), names the stopped session
+// with supervise's command and Claude's own resume line, and opens a
+// blank prompt, the session not resumed silently.
+func TestInteractiveHangupNoticeTemplate(t *testing.T) {
+	t.Parallel()
+	pendingRerun(t)
+	r := interactiveClaudeEnv(t)
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		switch {
+		case !q.Agent:
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+		case !q.ToolResult:
+			return mockapi.Reply{Kind: mockapi.Tool, Command: "sleep 600"}
+		}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+	})
+	tt := newTTY(r)
+	w := tt.start("--resume-exec", interactiveClaude, "--", "claude")
+	tt.waitScreen(w, "Claude's prompt", claudeReady)
+	tt.typeLine(w, realPrompt)
+	session, _ := r.waitSession("in_turn", "tool")
+	tt.tmux("kill-window", "-t", w)
+	waitFor(t, 60*time.Second, "the session to be stopped", func() bool {
+		out, err := exec.Command(superviseBin, "status", "--json", "--state-dir", r.stateDir).Output()
+		var st status
+		if err != nil || json.Unmarshal(out, &st) != nil || st.Supervisor.Running {
+			return false
+		}
+		s, ok := st.session(session)
+		return ok && s.State == "stopped"
+	})
+	w = tt.start("--resume-exec", interactiveClaude, "--", "claude")
+	screen := tt.waitScreen(w, "Claude's prompt at the next start", claudeReady) + tt.written()
+	for _, want := range []string{"session " + session + " was stopped mid-turn",
+		"supervise resume --state-dir " + r.stateDir + " " + session, "claude -r " + session} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the next start does not say %q:\n%s", want, screen)
+		}
+	}
+	if logLine.MatchString(screen) {
+		t.Errorf("a supervise log record was written to the terminal:\n%s", screen)
+	}
+	for _, q := range r.api.AgentRequests() {
+		if continuation(q) {
+			t.Errorf("the stopped session was resumed silently: request %d carries the continuation", q.N)
+		}
+	}
+	tt.typeLine(w, "/exit")
+	if code := tt.exitCode("supervise to exit after /exit"); code != "0" {
+		t.Errorf("supervise exit %s after /exit, want 0\n%s", code, readLog(r))
+	}
+}
+
+// pendingRerun skips a test of the interactive start in task mode until
+// the rerun rule lets it start (issue 30, the machine's side:
+// SUPERVISE_PENDING_M2=1 runs it).
+func pendingRerun(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SUPERVISE_PENDING_M2") != "1" {
+		t.Skip("needs the rerun rule not to refuse an interactive start (set SUPERVISE_PENDING_M2=1 to run)")
 	}
 }
 
