@@ -147,8 +147,9 @@ func (tt *ttyRun) exitCode(what string) string {
 	return code
 }
 
-// logLine is a supervise log record as the text handler writes it.
-var logLine = regexp.MustCompile(`level=|msg=`)
+// logLine is a log record: supervise's own (text or JSON), or one an
+// agent writes to a stderr that is not a terminal (Codex's JSON lines).
+var logLine = regexp.MustCompile(`level=|msg=|"level":|"msg":|"timestampMs":`)
 
 // interactiveClaudeEnv is Claude Code set up as a person who has used it
 // once: onboarding done, the project trusted, the API key approved, the
@@ -266,7 +267,7 @@ func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, tool, qui
 	}
 	for _, s := range []string{before, screen, raw} {
 		if logLine.MatchString(s) {
-			t.Errorf("a supervise log record was written to the terminal:\n%s", s)
+			t.Errorf("a log record was written to the terminal:\n%s", s)
 		}
 	}
 	log, err := os.ReadFile(filepath.Join(r.stateDir, "supervise.log"))
@@ -354,7 +355,7 @@ func TestInteractiveHangupNotice(t *testing.T) {
 		t.Errorf("the next start does not name the stopped session and its command (%q):\n%s", want, screen)
 	}
 	if logLine.MatchString(screen) {
-		t.Errorf("a supervise log record is on the terminal:\n%s", screen)
+		t.Errorf("a log record is on the terminal:\n%s", screen)
 	}
 	for _, q := range r.api.AgentRequests() {
 		if continuation(q) {
@@ -409,7 +410,7 @@ func TestInteractiveHangupNoticeTemplate(t *testing.T) {
 		}
 	}
 	if logLine.MatchString(screen) {
-		t.Errorf("a supervise log record was written to the terminal:\n%s", screen)
+		t.Errorf("a log record was written to the terminal:\n%s", screen)
 	}
 	for _, q := range r.api.AgentRequests() {
 		if continuation(q) {
