@@ -65,7 +65,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		// nothing on it while a child runs, one line between runs.
 		tty = &interactive{dest: dest, stderr: crlf{stderr}}
 		cfg.Report = tty.stderr
-		obs = observe.Terminal(stderr, observe.AgentName(argv), obs)
+		obs = observe.Terminal(stderr, observe.AgentName(argv), cfg.ResumeExec != nil, obs)
 	}
 	cfg.Observe = obs
 	return supervise(ctx, cfg, f.MetricsAddr, log, stderr, tty)

@@ -21,10 +21,15 @@ import (
 // child ended), and per session of Decisions: ID, State (resume_pending:
 // continued; parked; stopped), Phase and Tool (where the turn was), Reason
 // (why parked) and ResumeCommand.
-func Terminal(w io.Writer, agent string, next supervisor.Observer) supervisor.Observer {
+//
+// inPlace says a resume relaunches the agent's resume template
+// (--resume-exec), which reopens the session itself; without one the
+// resume is only handed to the next start of the agent, which may not
+// take it, and the line says so.
+func Terminal(w io.Writer, agent string, inPlace bool, next supervisor.Observer) supervisor.Observer {
 	return func(ev supervisor.Event) {
 		if ev.Kind == supervisor.EventDeath {
-			if l := DeathLine(agent, ev); l != "" {
+			if l := DeathLine(agent, inPlace, ev); l != "" {
 				// "\r" first and "\r\n" last: a CLI killed in raw mode
 				// leaves the terminal without output processing.
 				io.WriteString(w, "\r"+l+"\r\n")
@@ -47,7 +52,8 @@ func AgentName(argv []string) string {
 // DeathLine words one death for a person between runs, e.g. "supervise:
 // claude was killed (SIGKILL) mid-tool (Bash); continuing session 6fce...".
 // "" for a death that needs no word: a clean exit that changed no session.
-func DeathLine(agent string, ev supervisor.Event) string {
+// inPlace as for Terminal.
+func DeathLine(agent string, inPlace bool, ev supervisor.Event) string {
 	if !ev.Dirty && len(ev.Decisions) == 0 {
 		return ""
 	}
@@ -61,7 +67,11 @@ func DeathLine(agent string, ev supervisor.Event) string {
 		id := clean(d.ID)
 		switch d.State {
 		case string(record.ResumePending):
-			parts = append(parts, "continuing session "+id)
+			if inPlace {
+				parts = append(parts, "continuing session "+id)
+			} else {
+				parts = append(parts, "session "+id+" is owed a resume, handed to the next "+agent+" (supervise status shows whether it took it)")
+			}
 		case string(record.Parked):
 			p := "session " + id + " parked"
 			if d.Reason != "" {

@@ -29,16 +29,25 @@ func TestDeathLine(t *testing.T) {
 			Decisions: []supervisor.SessionStatus{{ID: "x\x1b[2Jy", State: "resume_pending"}}},
 			"supervise: claude was killed (SIGKILL); continuing session x?[2Jy"},
 	} {
-		if got := DeathLine("claude", tc.ev); got != tc.want {
+		if got := DeathLine("claude", true, tc.ev); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestDeathLineWithoutTemplate(t *testing.T) {
+	ev := supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true,
+		Decisions: []supervisor.SessionStatus{{ID: "6fce", State: "resume_pending", Phase: "tool", Tool: "Bash"}}}
+	want := "supervise: claude was killed (SIGKILL) mid-tool (Bash); session 6fce is owed a resume, handed to the next claude (supervise status shows whether it took it)"
+	if got := DeathLine("claude", false, ev); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
 
 func TestTerminalWritesOnlyAtDeath(t *testing.T) {
 	var w bytes.Buffer
 	var seen []string
-	obs := Terminal(&w, "claude", func(ev supervisor.Event) { seen = append(seen, ev.Kind) })
+	obs := Terminal(&w, "claude", true, func(ev supervisor.Event) { seen = append(seen, ev.Kind) })
 	obs(supervisor.Event{Kind: supervisor.EventStart})
 	obs(supervisor.Event{Kind: supervisor.EventMarkers})
 	if w.Len() != 0 {
