@@ -98,19 +98,21 @@ func DeathLine(agent string, inPlace bool, ev supervisor.Event) string {
 // how words the end: killed (SIGKILL), exited with status 1, or the
 // reason table's words.
 func how(ev supervisor.Event) string {
+	r, known := record.LookupReason(ev.Reason)
 	switch {
 	case ev.Reason == record.ReasonStopped:
 		if ev.Signal != 0 {
 			return fmt.Sprintf("was stopped (%s)", sigName(ev.Signal))
 		}
 		return "was stopped"
+	case known && r.How != "":
+		// supervise's own kills (watchdog, memory, deadlines) by the
+		// table's words: the SIGKILL is only how.
+		return "ended: " + strings.TrimPrefix(r.How, "the agent ")
 	case ev.Signal != 0:
 		return fmt.Sprintf("was killed (%s)", sigName(ev.Signal))
 	case ev.Reason == record.ReasonExit:
 		return fmt.Sprintf("exited with status %d", ev.ExitCode)
-	}
-	if r, ok := record.LookupReason(ev.Reason); ok && r.How != "" {
-		return "ended: " + strings.TrimPrefix(r.How, "the agent ")
 	}
 	return "ended (" + clean(ev.Reason) + ")"
 }

@@ -22,7 +22,7 @@ func TestDeathLine(t *testing.T) {
 			"supervise: claude exited with status 1 mid-turn; session a1 parked (two deaths); to continue it: supervise resume --state-dir /s a1"},
 		{"dirty, no session", supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 11, Dirty: true},
 			"supervise: claude was killed (SIGSEGV)"},
-		{"watchdog", supervisor.Event{Kind: supervisor.EventDeath, Reason: "watchdog", Dirty: true},
+		{"watchdog", supervisor.Event{Kind: supervisor.EventDeath, Reason: "watchdog", Signal: 9, ExitCode: 137, Dirty: true},
 			"supervise: claude ended: killed by the watchdog after it stopped responding"},
 		{"clean exit", supervisor.Event{Kind: supervisor.EventDeath, Reason: "exit"}, ""},
 		{"hostile id", supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true,
