@@ -47,6 +47,15 @@ Usage:
   supervise chaos [flags] -- AGENT [ARGS...]   kill your own agent mid-turn, check how it resumes
   supervise version                            print supervise's version (also --version)
 
+Interactive agents: run the CLI with no task prompt, and its interactive
+resume line as --resume-exec; after a death mid-turn supervise relaunches it
+in the same terminal, and the same conversation continues there:
+  supervise --resume-exec 'claude -r {session} {message}' -- claude
+  supervise --resume-exec 'codex resume {session} {message}' -- codex
+  supervise --resume-exec 'gemini -r {session} -i {message}' -- gemini
+While the agent holds the terminal, supervise's log goes to supervise.log in
+the state dir (docs/interactive.md).
+
 Run 'supervise COMMAND --help' for a command's flags. Every flag can also be
 set with SUPERVISE_<FLAG> in the environment (--stop-timeout: SUPERVISE_STOP_TIMEOUT);
 the command line wins.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -41,11 +42,16 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		fmt.Fprintln(stderr, "supervise: no agent to run: supervise [flags] -- AGENT [ARGS...]")
 		return exitUsage
 	}
-	cfg, log, err := f.Config(set, argv, stdin, stderr)
+	// The log goes to stderr, or (interactive, below) to a file in the
+	// state dir once that is prepared.
+	dest := runflags.NewLogDest(stderr)
+	defer dest.Close()
+	cfg, log, err := f.Config(set, argv, stdin, dest)
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return exitUsage
 	}
+	cfg.Report = stderr // the lines a person must read at a task's end: never only in the log file
 	// Under `supervise chaos`: report each step to the harness.
 	obs, closeObs, err := observe.FromEnv(log)
 	if err != nil {
@@ -53,8 +59,70 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		return exitUsage
 	}
 	defer closeObs()
+	var tty *interactive
+	if cfg.Foreground && runflags.IsTerminal(stderr) {
+		// An interactive agent holds the terminal: supervise says
+		// nothing on it while a child runs, one line between runs.
+		tty = &interactive{dest: dest, stderr: crlf{stderr}}
+		cfg.Report = tty.stderr
+		obs = observe.Terminal(stderr, observe.AgentName(argv), cfg.ResumeExec != nil, obs)
+	}
 	cfg.Observe = obs
-	return supervise(ctx, cfg, f.MetricsAddr, log, stderr)
+	return supervise(ctx, cfg, f.MetricsAddr, log, stderr, tty)
+}
+
+// interactive is a run whose agent holds the terminal (stdin is the
+// controlling terminal, the agent in its foreground group, and stderr the
+// terminal too): supervise's log goes to a file in the state dir.
+type interactive struct {
+	dest   *runflags.LogDest
+	stderr io.Writer
+}
+
+// crlf ends each line with "\r\n": a CLI killed in raw mode leaves the
+// terminal without output processing, where a bare "\n" would not return
+// the cursor to the start of the line.
+type crlf struct{ w io.Writer }
+
+func (c crlf) Write(p []byte) (int, error) {
+	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// dropLog removes the log file of a state dir that is removed as unused.
+func (t *interactive) dropLog() {
+	if t == nil {
+		return
+	}
+	if p := t.dest.Path(); p != "" {
+		t.dest.ToStderr()
+		os.Remove(p)
+		os.Remove(p + ".1")
+	}
+}
+
+// maxNotice bounds the lines of the start notice.
+const maxNotice = 5
+
+// start moves the log into the state dir and names, before the agent
+// takes the terminal, the sessions a person stopped mid-turn (a hangup, a
+// Ctrl-C) or that are parked, with the command that continues each: they
+// are never resumed silently, and never forgotten silently either.
+func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
+	if t == nil {
+		return
+	}
+	if err := t.dest.ToFile(cfg.StateDir); err != nil {
+		// Fail towards being heard: the log stays on the terminal.
+		fmt.Fprintf(t.stderr, "supervise: cannot write the log to the state dir (%v): it goes to the terminal\n", err)
+	}
+	if st, err := supervisor.ReadStatus(db, cfg.Name, cfg.StateDir, false); err == nil {
+		for _, l := range observe.StartNotice(st, cfg.ResumeExec, maxNotice) {
+			fmt.Fprintln(t.stderr, l)
+		}
+	}
 }
 
 // gcPercent is supervise's GC target unless GOGC is set: its live heap is
@@ -64,7 +132,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 const gcPercent = 50
 
 // supervise opens the state dir and runs the actors until the loop ends.
-func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer) int {
+func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, tty *interactive) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
@@ -112,12 +180,14 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		// failed before the agent ever ran (`supervise -- no-such-agent`,
 		// exit 127) leaves no state dir behind for ls and status to list.
 		if unused {
+			tty.dropLog()
 			if err := statedir.RemoveUnused(dir, created); err != nil {
 				log.Warn("could not remove the unused state dir", "state_dir", dir, "err", err)
 			}
 		}
 	}()
 	defer db.Close()
+	tty.start(cfg, db)
 
 	reaper, err := child.NewReaper(log.With("component", "child"))
 	if err != nil {

@@ -6,6 +6,9 @@
 // answered by one line from the harness once it has acted on the event; the
 // loop of supervise waits for that answer. If the harness goes away,
 // supervise logs it once and carries on unobserved.
+//
+// Terminal is the other observer: for an interactive agent it words each
+// death in one line on the terminal, between runs (terminal.go).
 package observe
 
 import (

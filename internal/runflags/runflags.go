@@ -456,7 +456,11 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %v", err)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	if f, ok := w.(*os.File); ok && underJournal(f) {
+	stream := w
+	if d, ok := w.(*LogDest); ok {
+		stream = d.Stderr() // the file it may switch to later is never journald's
+	}
+	if f, ok := stream.(*os.File); ok && underJournal(f) {
 		// journald stamps every line itself: no second timestamp.
 		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey {

@@ -1,0 +1,236 @@
+package observe
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/supervise-dev/supervise/record"
+	"github.com/supervise-dev/supervise/supervisor"
+	"github.com/supervise-dev/supervise/supervisor/machine"
+)
+
+// Terminal returns an Observer that, at each death of the agent, writes one
+// short line on w (the terminal the agent had), then calls next (nil: none).
+// The death event comes once the child is gone and before the next one is
+// launched, so the line is never drawn over the agent's screen.
+//
+// What it reads of the event: Reason, Signal, ExitCode and Dirty (how the
+// child ended), and per session of Decisions: ID, State (resume_pending:
+// continued; parked; stopped), Phase and Tool (where the turn was), Reason
+// (why parked) and ResumeCommand.
+//
+// inPlace says a resume relaunches the agent's resume template
+// (--resume-exec), which reopens the session itself; without one the
+// resume is only handed to the next start of the agent, which may not
+// take it, and the line says so.
+func Terminal(w io.Writer, agent string, inPlace bool, next supervisor.Observer) supervisor.Observer {
+	return func(ev supervisor.Event) {
+		if ev.Kind == supervisor.EventDeath {
+			if l := DeathLine(agent, inPlace, ev); l != "" {
+				// "\r" first and "\r\n" last: a CLI killed in raw mode
+				// leaves the terminal without output processing.
+				io.WriteString(w, "\r"+l+"\r\n")
+			}
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+// AgentName is the short name of the agent's program, for the line.
+func AgentName(argv []string) string {
+	if len(argv) == 0 {
+		return "the agent"
+	}
+	return filepath.Base(argv[0])
+}
+
+// DeathLine words one death for a person between runs, e.g. "supervise:
+// claude was killed (SIGKILL) mid-tool (Bash); continuing session 6fce...".
+// "" for a death that needs no word: a clean exit that changed no session.
+// inPlace as for Terminal.
+func DeathLine(agent string, inPlace bool, ev supervisor.Event) string {
+	if !ev.Dirty && len(ev.Decisions) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("supervise: " + agent + " " + how(ev))
+	if where := midTurn(ev.Decisions); where != "" {
+		b.WriteString(" " + where)
+	}
+	var parts []string
+	for _, d := range ev.Decisions {
+		id := clean(d.ID)
+		switch d.State {
+		case string(record.ResumePending):
+			if inPlace {
+				parts = append(parts, "continuing session "+id)
+			} else {
+				parts = append(parts, "session "+id+" is owed a resume, handed to the next "+agent+" (supervise status shows whether it took it)")
+			}
+		case string(record.Parked):
+			p := "session " + id + " parked"
+			if d.Reason != "" {
+				p += " (" + clean(d.Reason) + ")"
+			}
+			if d.ResumeCommand != "" {
+				p += "; to continue it: " + d.ResumeCommand
+			}
+			parts = append(parts, p)
+		case string(record.Stopped):
+			p := "session " + id + " stopped"
+			if d.ResumeCommand != "" {
+				p += "; to continue it: " + d.ResumeCommand
+			}
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) > 0 {
+		b.WriteString("; " + strings.Join(parts, "; "))
+	}
+	return b.String()
+}
+
+// how words the end: killed (SIGKILL), exited with status 1, or the
+// reason table's words.
+func how(ev supervisor.Event) string {
+	r, known := record.LookupReason(ev.Reason)
+	switch {
+	case ev.Reason == record.ReasonStopped:
+		if ev.Signal != 0 {
+			return fmt.Sprintf("was stopped (%s)", sigName(ev.Signal))
+		}
+		return "was stopped"
+	case known && r.How != "":
+		// supervise's own kills (watchdog, memory, deadlines) by the
+		// table's words: the SIGKILL is only how.
+		return "ended: " + strings.TrimPrefix(r.How, "the agent ")
+	case ev.Signal != 0:
+		return fmt.Sprintf("was killed (%s)", sigName(ev.Signal))
+	case ev.Reason == record.ReasonExit:
+		return fmt.Sprintf("exited with status %d", ev.ExitCode)
+	}
+	return "ended (" + clean(ev.Reason) + ")"
+}
+
+// midTurn says where the first session with an open turn was.
+func midTurn(ds []supervisor.SessionStatus) string {
+	for _, d := range ds {
+		if d.Turn == "" && d.Phase == "" {
+			continue
+		}
+		if d.Phase == "tool" {
+			if d.Tool != "" {
+				return "mid-tool (" + clean(d.Tool) + ")"
+			}
+			return "mid-tool"
+		}
+		return "mid-turn"
+	}
+	return ""
+}
+
+var sigNames = [...]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
+	8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+func sigName(sig int) string {
+	if sig > 0 && sig < len(sigNames) && sigNames[sig] != "" {
+		return sigNames[sig]
+	}
+	return fmt.Sprintf("signal %d", sig)
+}
+
+// clean keeps what the agent named (a session id, a tool) to one short
+// printable line: no escape sequence of the agent's reaches the terminal.
+func clean(s string) string {
+	const max = 120
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= max {
+			b.WriteString("...")
+			break
+		}
+		if !unicode.IsPrint(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Held is one session a new interactive start found left over: stopped by
+// a hangup or a Ctrl-C in the middle of a turn, or parked.
+type Held struct {
+	ID, State, Reason string
+}
+
+// StartNotice words, one line each, the sessions of st that a person left
+// or supervise parked, with the command that continues each: supervise
+// resume, and with a resume template (tpl, as --resume-exec parsed it)
+// the CLI's own resume line as well. At most max lines; the rest are
+// counted in a last line that names `supervise status`.
+func StartNotice(st supervisor.Status, tpl []string, max int) []string {
+	var lines []string
+	more := 0
+	for _, s := range st.Sessions {
+		if s.State != string(record.Stopped) && s.State != string(record.Parked) {
+			continue
+		}
+		if len(lines) == max {
+			more++
+			continue
+		}
+		id := clean(s.ID)
+		var l string
+		if s.State == string(record.Stopped) {
+			l = "supervise: session " + id + " was stopped mid-turn"
+			if s.Phase == "tool" && s.Tool != "" {
+				l += " (in " + clean(s.Tool) + ")"
+			}
+		} else {
+			l = "supervise: session " + id + " is parked"
+			if s.Reason != "" {
+				l += " (" + clean(s.Reason) + ")"
+			}
+		}
+		l += "; to continue it: " + machine.ResumeCommand(st.StateDir, s.ID)
+		if own := OwnResume(tpl, s.ID); own != "" {
+			l += " (or, outside supervise: " + own + ")"
+		}
+		lines = append(lines, l)
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("supervise: and %d more stopped or parked: supervise status --state-dir %s", more, machine.ShellQuote(st.StateDir)))
+	}
+	return lines
+}
+
+// OwnResume is the CLI's own command that reopens session id, from a
+// resume template: {session} filled in, the words that carry only the
+// {message} (or {turn}) dropped, with a flag right before them. "" without a template.
+func OwnResume(tpl []string, id string) string {
+	if len(tpl) == 0 {
+		return ""
+	}
+	var words []string
+	flag := false // the last word kept is a bare flag (-i), which may be the message's
+	for _, w := range tpl {
+		if w == "{message}" || w == "{turn}" {
+			if flag {
+				words = words[:len(words)-1] // its flag goes with it: gemini -r ID -i MESSAGE
+			}
+			flag = false
+			continue
+		}
+		flag = strings.HasPrefix(w, "-") && w != "--" && !strings.Contains(w, "{")
+		if w == "--" {
+			continue // it only guarded the message
+		}
+		words = append(words, machine.ShellQuote(strings.ReplaceAll(w, "{session}", id)))
+	}
+	return strings.Join(words, " ")
+}

@@ -1,0 +1,99 @@
+package observe
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+func TestDeathLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   supervisor.Event
+		want string
+	}{
+		{"killed mid-tool, resumed", supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true, ExitCode: 137,
+			Decisions: []supervisor.SessionStatus{{ID: "6fce", State: "resume_pending", Phase: "tool", Tool: "Bash"}}},
+			"supervise: claude was killed (SIGKILL) mid-tool (Bash); continuing session 6fce"},
+		{"exit 1 mid-turn, parked", supervisor.Event{Kind: supervisor.EventDeath, Reason: "exit", ExitCode: 1, Dirty: true,
+			Decisions: []supervisor.SessionStatus{{ID: "a1", State: "parked", Turn: "t1", Phase: "model", Reason: "two deaths", ResumeCommand: "supervise resume --state-dir /s a1"}}},
+			"supervise: claude exited with status 1 mid-turn; session a1 parked (two deaths); to continue it: supervise resume --state-dir /s a1"},
+		{"dirty, no session", supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 11, Dirty: true},
+			"supervise: claude was killed (SIGSEGV)"},
+		{"watchdog", supervisor.Event{Kind: supervisor.EventDeath, Reason: "watchdog", Signal: 9, ExitCode: 137, Dirty: true},
+			"supervise: claude ended: killed by the watchdog after it stopped responding"},
+		{"clean exit", supervisor.Event{Kind: supervisor.EventDeath, Reason: "exit"}, ""},
+		{"hostile id", supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true,
+			Decisions: []supervisor.SessionStatus{{ID: "x\x1b[2Jy", State: "resume_pending"}}},
+			"supervise: claude was killed (SIGKILL); continuing session x?[2Jy"},
+	} {
+		if got := DeathLine("claude", true, tc.ev); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDeathLineWithoutTemplate(t *testing.T) {
+	ev := supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true,
+		Decisions: []supervisor.SessionStatus{{ID: "6fce", State: "resume_pending", Phase: "tool", Tool: "Bash"}}}
+	want := "supervise: claude was killed (SIGKILL) mid-tool (Bash); session 6fce is owed a resume, handed to the next claude (supervise status shows whether it took it)"
+	if got := DeathLine("claude", false, ev); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestTerminalWritesOnlyAtDeath(t *testing.T) {
+	var w bytes.Buffer
+	var seen []string
+	obs := Terminal(&w, "claude", true, func(ev supervisor.Event) { seen = append(seen, ev.Kind) })
+	obs(supervisor.Event{Kind: supervisor.EventStart})
+	obs(supervisor.Event{Kind: supervisor.EventMarkers})
+	if w.Len() != 0 {
+		t.Errorf("wrote %q while the child runs", w.String())
+	}
+	obs(supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true})
+	if got := w.String(); got != "\rsupervise: claude was killed (SIGKILL)\r\n" {
+		t.Errorf("at the death wrote %q", got)
+	}
+	if strings.Join(seen, ",") != "start,markers,death" {
+		t.Errorf("the next observer saw %v", seen)
+	}
+}
+
+func TestStartNotice(t *testing.T) {
+	st := supervisor.Status{StateDir: "/s d", Sessions: []supervisor.SessionStatus{
+		{ID: "s1", State: "stopped", Phase: "tool", Tool: "Bash"},
+		{ID: "s2", State: "idle"},
+		{ID: "s3", State: "parked", Reason: "mid-turn at 2 consecutive dirty deaths"},
+		{ID: "s4", State: "stopped"},
+	}}
+	tpl := []string{"claude", "-r", "{session}", "{message}"}
+	got := StartNotice(st, tpl, 2)
+	want := []string{
+		"supervise: session s1 was stopped mid-turn (in Bash); to continue it: supervise resume --state-dir '/s d' s1 (or, outside supervise: claude -r s1)",
+		"supervise: session s3 is parked (mid-turn at 2 consecutive dirty deaths); to continue it: supervise resume --state-dir '/s d' s3 (or, outside supervise: claude -r s3)",
+		"supervise: and 1 more stopped or parked: supervise status --state-dir '/s d'",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := StartNotice(supervisor.Status{Sessions: []supervisor.SessionStatus{{ID: "a", State: "idle"}}}, nil, 5); len(got) != 0 {
+		t.Errorf("nothing to name, got %q", got)
+	}
+}
+
+func TestOwnResume(t *testing.T) {
+	for tpl, want := range map[string]string{
+		"codex resume {session} {message}":     "codex resume id-1",
+		"gemini -r {session} -i {message}":     "gemini -r id-1",
+		"claude -r {session} -- {message}":     "claude -r id-1",
+		"agent --session={session} {turn} x y": "agent --session=id-1 x y",
+		"claude -p -r {session} {message}":     "claude -p -r id-1",
+	} {
+		if got := OwnResume(strings.Fields(tpl), "id-1"); got != want {
+			t.Errorf("%s: got %q, want %q", tpl, got, want)
+		}
+	}
+}
