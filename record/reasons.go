@@ -90,6 +90,9 @@ var reasons = [...]Reason{
 		Advice: "supervise died with it again; resume it by hand once supervise runs steadily",
 		How:    "supervise itself died, taking the agent with it",
 		Help:   "found at the next start: supervise itself was killed"},
+	{Name: ReasonLimit, Dirty: NeverDirty,
+		How:  "a usage or rate limit of the model API ended the turn",
+		Help: "the turn ended on a usage or rate limit (the proxy's 429/529, the hook's error, the CLI's words): the session waits until the reset and is resumed, not counted as a crash"},
 	{Name: ReasonStopped, Dirty: NeverDirty,
 		How:  "a requested stop",
 		Help: "a stop supervise was asked for (a signal to supervise, a unit stop): not dirty"},
@@ -162,6 +165,9 @@ const (
 	ParkedByLost = "lost"
 	// ParkedByTemplate: a value of it cannot be passed to --resume-exec.
 	ParkedByTemplate = "template"
+	// ParkedByLimit: a usage or rate limit ended the turn again after
+	// --limit-resumes resumes (a spent plan, a spend cap).
+	ParkedByLimit = "limit"
 )
 
 // Park is one row of the table of parks: why a session is parked, and who
@@ -193,6 +199,8 @@ var parks = [...]Park{
 		Lift: "a person (`supervise resume`)"},
 	{By: ParkedByLost, Why: "the CLI lost the conversation, and a tool had run in the turn",
 		Lift: "a person (`supervise resume`, or `--rerun-task`, which starts the task afresh as a new session)"},
+	{By: ParkedByLimit, Why: "a usage or rate limit ended its turn again after --limit-resumes resumes (a spent plan or a spend cap that does not reset)",
+		Lift: "a person (`supervise resume`, once the limit allows)"},
 	{By: ParkedByTemplate, Why: "a value of it cannot be passed to --resume-exec",
 		Lift: "a person (`supervise resume`, with a template that takes it)"},
 }

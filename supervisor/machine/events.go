@@ -74,8 +74,12 @@ type Exited struct {
 	// stderr (task mode; "" when unknown): the agent's own words, quoted
 	// in the log and in reasons, never trusted.
 	Said string
-	// Random, in [0,1), is drawn by the runner for the backoff's jitter.
+	// Random, in [0,1), is drawn by the runner for the backoff's jitter
+	// and a limit's.
 	Random float64
+	// Limit: the agent's last words or its hooks said a usage or rate
+	// limit ended the run (nil: not seen).
+	Limit *Limit
 }
 
 // Marker: a datagram from the child's tree, applied in arrival order.

@@ -68,6 +68,8 @@ type Config struct {
 	// journaled). Past it no model call is forwarded and the session whose
 	// answer crossed it is parked. 0: none (--max-tokens-total).
 	MaxTokensTotal int64
+	// Limit is how usage and rate limits are waited out (limit.go).
+	Limit LimitConfig
 }
 
 // DefaultMaxOpenSessions is --max-open-sessions' default.
@@ -150,6 +152,7 @@ type State struct {
 	launching       uint64 // the run number of the launch under way
 	launches        int    // launches by this supervise
 	deadlineArmed   bool
+	limitWaiting    bool // the backoff is a wait for a limit's reset
 	deadlineDue     time.Time
 }
 

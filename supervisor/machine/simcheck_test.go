@@ -194,8 +194,21 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 		if refused && !budgetParked && !m.TotalSpent() {
 			s.fail(ev, "session %s refused while under every budget: %+v", id, k)
 		}
+		// A limit's wait: never resumed before its retry_at but by a
+		// person, never past --limit-resumes, never counted as a crash.
+		if b.State == record.Waiting && b.Wait == record.WaitLimit && sess.State == record.ResumePending &&
+			(sess.Resume == nil || !sess.Resume.Manual) && s.now.Before(b.RetryAt) {
+			s.fail(ev, "session %s resumed before its limit's retry_at %s (now %s)", id, b.RetryAt, s.now)
+		}
+		if sess.Limits > s.m.limitResumes() && sess.State != record.Parked {
+			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.limitResumes())
+		}
+		if isExit && s.m.Run.Reason == record.ReasonLimit && sess.CrashCount > b.CrashCount {
+			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d", id, b.CrashCount, sess.CrashCount)
+		}
 		// The breaker's limit.
-		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason {
+		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason &&
+			sess.Resume.Reason != record.ReasonLimit {
 			limit := m.Config.Resume.Limit
 			if sess.Resume.Attempt > limit || sess.CrashCount > limit {
 				s.fail(ev, "session %s resumed at attempt %d, crash count %d, past --resume-limit %d", id,

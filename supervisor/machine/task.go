@@ -145,6 +145,8 @@ func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
 	switch {
 	case e.ExecFailed:
 		return "end of task"
+	case len(m.pending()) == 0 && len(m.limitWaiters()) > 0:
+		return m.limitWords()
 	case len(m.pending()) == 0 && m.Task.rerunDue:
 		return "the task again as a new session"
 	case len(m.pending()) == 0:
@@ -176,6 +178,9 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 			m.backoff(o, m.waitForRetry(o, dec.Delay, e.Ended))
 			return
 		}
+	}
+	if m.waitLimit(o, e.Ended) {
+		return
 	}
 	if m.Task.rerunDue {
 		m.Task.rerunDue = false
