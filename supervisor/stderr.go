@@ -109,6 +109,22 @@ func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, b
 	return agentsaid.LimitOf(t.buf, cli, now)
 }
 
+// lastLimit reads the limit a run ended on from its stdout and stderr
+// tails (task mode), nil when neither says one: the CLI is named by the
+// run's argv[0].
+func (s *Supervisor) lastLimit(now time.Time) *machine.Limit {
+	cli := agentsaid.Unknown
+	if argv := s.m.Run.Argv; len(argv) > 0 {
+		cli = agentsaid.CLIOf(argv[0])
+	}
+	for _, t := range []*stderrTail{s.run.tail, s.run.outTail} {
+		if l, ok := t.limit(cli, now); ok {
+			return &machine.Limit{Reset: l.Reset, Line: l.Line, Usage: l.Usage}
+		}
+	}
+	return nil
+}
+
 // retrying reports, without waiting, whether the agent's stderr so far
 // ends with the CLI waiting to retry a refused request itself, and until
 // when (agentsaid.Retrying; since: when the tail last grew, or now). For

@@ -126,6 +126,9 @@ type Config struct {
 	// it no model call is forwarded, and the session whose answer spent it
 	// is parked. Journaled; a person's `supervise resume` lifts it.
 	MaxTokensTotal int64
+	// Limit is how usage and rate limits are waited out (--limit-resumes,
+	// --limit-wait).
+	Limit machine.LimitConfig
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns int
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
@@ -221,7 +224,10 @@ type runState struct {
 	quitSeen      bool
 	// tail keeps the end of the agent's stderr (task mode; nil otherwise).
 	tail  *stderrTail
-	end   *machine.End
+	// outTail keeps the end of the agent's stdout (task mode): Claude Code
+	// prints its API errors, a limit's words among them, there.
+	outTail *stderrTail
+	end     *machine.End
 	reply *machine.Reply
 }
 
@@ -289,7 +295,7 @@ func machineConfig(cfg Config) machine.Config {
 		Watchdog: cfg.Watchdog, Deadlines: cfg.Deadlines, Foreground: cfg.Foreground,
 		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0,
 		MaxOpenSessions: cfg.MaxOpenSessions, MaxTokens: cfg.MaxTokens,
-		MaxTokensTotal: cfg.MaxTokensTotal}
+		MaxTokensTotal: cfg.MaxTokensTotal, Limit: cfg.Limit}
 	if cfg.ResumeExec != nil {
 		dir := cfg.Dir
 		if dir == "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // Flags are the flags of `supervise run`.
@@ -63,6 +64,8 @@ type Flags struct {
 	streamStall    time.Duration
 	maxTokens      int64
 	maxTokensTotal int64
+	limitResumes   int
+	limitWait      string
 
 	// euid stands in for os.Geteuid in the --user check when set
 	// (SetEUID); cred is what --user resolved to in the last Config that
@@ -107,6 +110,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	durationVar(fs, &f.streamStall, "stream-stall", 0, "with --api-proxy on: a model stream that sends no content for this long (keep-alive pings do not count) stops the agent, reason stream-stall, decided as a watchdog death (0 = off)")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "with --api-proxy on: a session whose input plus output tokens, across its resumes, exceed this is parked (reason names the budget, never resumed automatically) and the agent stopped; task mode exits 5 (0 = no budget)")
 	fs.Int64Var(&f.maxTokensTotal, "max-tokens-total", 0, "with --api-proxy on: the state dir's budget across all its sessions and runs, kept in the journal; once spent, every model call is answered by the proxy itself until a person runs supervise resume (0 = no budget)")
+	fs.IntVar(&f.limitResumes, "limit-resumes", 5, "resumes after a usage or rate limit per turn: a limit that ends the turn again after this many parks the session, naming the limit (a spent plan or spend cap ends clearly instead of looping); a limit is never counted as a crash")
+	fs.StringVar(&f.limitWait, "limit-wait", "on", "on: a turn a usage or rate limit ended waits until the limit's reset (waiting, wait limit, retry_at in status; journaled, so the wait survives a restart) and is resumed then; off: task mode exits 75 (EX_TEMPFAIL) with the reset time on stderr and in status; a duration such as 2h: waits longer than it end the task so")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -163,6 +168,10 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		return cfg, nil, fmt.Errorf("%s %s: %w", Source("metrics-addr", set), f.MetricsAddr, err)
 	}
 	if err := f.checkProxy(set); err != nil {
+		return cfg, nil, err
+	}
+	limitWait, err := f.limitWaitConfig(set)
+	if err != nil {
 		return cfg, nil, err
 	}
 	if f.maxOpen < 1 {
@@ -258,6 +267,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		StreamStall:     f.streamStall,
 		MaxTokens:       f.maxTokens,
 		MaxTokensTotal:  f.maxTokensTotal,
+		Limit:           limitWait,
 		Rerun:           os.Args,
 		Report:          stderr,
 		Stdin:           stdin,
@@ -478,3 +488,23 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // its period in WATCHDOG_USEC, and libsystemd-style clients ping at half
 // of it.
 const minWatchdog = 100 * time.Millisecond
+
+// limitWaitConfig checks --limit-resumes and --limit-wait.
+func (f *Flags) limitWaitConfig(set map[string]bool) (machine.LimitConfig, error) {
+	lc := machine.LimitConfig{Resumes: f.limitResumes}
+	if f.limitResumes < 1 {
+		return lc, fmt.Errorf("%s must be at least 1, not %d", Source("limit-resumes", set), f.limitResumes)
+	}
+	switch f.limitWait {
+	case "on":
+	case "off":
+		lc.Off = true
+	default:
+		d, err := parseDuration(f.limitWait)
+		if err != nil || d <= 0 {
+			return lc, fmt.Errorf("%s must be on, off or a positive duration such as 2h, not %q", Source("limit-wait", set), f.limitWait)
+		}
+		lc.Max = d
+	}
+	return lc, nil
+}

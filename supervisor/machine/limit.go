@@ -67,14 +67,16 @@ func (m *Machine) limitResumes() int {
 }
 
 // limitSeen reports whether the run that ended with e ended on a limit:
-// the agent's words or hooks said so (e.Limit), or the proxy saw a 429/529
-// with a reset still ahead for a session that was waiting on it.
+// the agent's words said so (e.Limit), or a session was waiting on the
+// model API when it exited (the proxy saw a 429/529, or the hooks said
+// the turn stopped on a rate limit: Claude Code's StopFailure
+// "rate_limit").
 func (m *Machine) limitSeen(e Exited) bool {
 	if e.Limit != nil {
 		return true
 	}
-	for _, sess := range m.Sessions {
-		if sess.State == record.Waiting && sess.Wait == "reconnect" && sess.RetryAt.After(e.Ended) {
+	for _, id := range sortedKeys(m.open) {
+		if sess := m.Sessions[id]; sess != nil && sess.State == record.Waiting && sess.Wait == "reconnect" {
 			return true
 		}
 	}
