@@ -223,12 +223,12 @@ type runState struct {
 	liveDelivered bool
 	quitSeen      bool
 	// tail keeps the end of the agent's stderr (task mode; nil otherwise).
-	tail  *stderrTail
+	tail *stderrTail
 	// outTail keeps the end of the agent's stdout (task mode): Claude Code
 	// prints its API errors, a limit's words among them, there.
 	outTail *stderrTail
 	end     *machine.End
-	reply *machine.Reply
+	reply   *machine.Reply
 }
 
 // New returns a supervisor over an open journal and a reaper, with its
