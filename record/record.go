@@ -46,6 +46,8 @@ const (
 	ReasonStreamStall    = "stream-stall"    // a model stream sent no content for --stream-stall (API proxy)
 	ReasonTokenBudget    = "token-budget"    // a session went past --max-tokens (API proxy)
 	ReasonLimit          = "limit"           // the turn ended on a usage or rate limit: waited out, not a crash
+	ReasonStartTimeout   = "start-timeout"   // no marker and no model request within --start-timeout of the launch
+	ReasonSilence        = "silence-timeout" // an open turn silent for --silence-timeout: no marker, model traffic or output
 )
 
 // WaitLimit is Session.Wait for a session waiting out a usage or rate

@@ -477,6 +477,7 @@ func (s *Supervisor) flushTick() {
 	now := s.clock.Now()
 	s.flushBeats()
 	ev := machine.TimerFired{Timer: machine.TimerFlush, MaxRSS: s.cfg.MaxRSS}
+	ev.Written, ev.RetryingUntil = s.outputSigns(now)
 	if p := s.run.proc; s.cfg.MaxRSS > 0 && p != nil && s.m.Stop == nil && s.m.Abort == nil {
 		ev.RSS = child.TreeRSS(p.PID())
 	}
@@ -517,6 +518,7 @@ func (s *Supervisor) reaped() {
 		said = s.run.outTail.said()
 	}
 	s.run.tail, s.run.outTail = nil, nil
+	s.run.written, s.run.grew = 0, time.Time{}
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), Started: exit.Started,
 		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim})
 }

@@ -125,6 +125,26 @@ func (s *Supervisor) lastLimit(now time.Time) *machine.Limit {
 	return nil
 }
 
+// outputSigns is what the silence deadline reads of the run's kept output
+// at a flush: the bytes written so far, and until when the CLI's words say
+// it waits out a limit itself (zero: they do not), measured from when the
+// output last grew.
+func (s *Supervisor) outputSigns(now time.Time) (int64, time.Time) {
+	n := s.run.tail.written() + s.run.outTail.written()
+	if n != s.run.written || s.run.grew.IsZero() {
+		s.run.written, s.run.grew = n, now
+	}
+	cli := agentsaid.Unknown
+	if argv := s.m.Run.Argv; len(argv) > 0 {
+		cli = agentsaid.CLIOf(argv[0])
+	}
+	until, ok := s.run.tail.retrying(cli, s.run.grew)
+	if !ok {
+		until = time.Time{}
+	}
+	return n, until
+}
+
 // retrying reports, without waiting, whether the agent's stderr so far
 // ends with the CLI waiting to retry a refused request itself, and until
 // when (agentsaid.Retrying; since: when the tail last grew, or now). For

@@ -129,6 +129,9 @@ type Config struct {
 	// Limit is how usage and rate limits are waited out (--limit-resumes,
 	// --limit-wait).
 	Limit machine.LimitConfig
+	// StartTimeout and SilenceTimeout are the hang deadlines
+	// (--start-timeout, --silence-timeout; 0: off).
+	StartTimeout, SilenceTimeout time.Duration
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns int
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
@@ -227,6 +230,10 @@ type runState struct {
 	// outTail keeps the end of the agent's stdout (task mode): Claude Code
 	// prints its API errors, a limit's words among them, there.
 	outTail *stderrTail
+	// written and grew: the tails' size at the last flush and when it
+	// last changed (the silence deadline's output).
+	written int64
+	grew    time.Time
 	end     *machine.End
 	reply   *machine.Reply
 }
@@ -295,7 +302,8 @@ func machineConfig(cfg Config) machine.Config {
 		Watchdog: cfg.Watchdog, Deadlines: cfg.Deadlines, Foreground: cfg.Foreground,
 		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0,
 		MaxOpenSessions: cfg.MaxOpenSessions, MaxTokens: cfg.MaxTokens,
-		MaxTokensTotal: cfg.MaxTokensTotal, Limit: cfg.Limit}
+		MaxTokensTotal: cfg.MaxTokensTotal, Limit: cfg.Limit,
+		StartTimeout: cfg.StartTimeout, SilenceTimeout: cfg.SilenceTimeout}
 	if cfg.ResumeExec != nil {
 		dir := cfg.Dir
 		if dir == "" {

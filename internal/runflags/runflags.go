@@ -65,6 +65,8 @@ type Flags struct {
 	maxTokens      int64
 	maxTokensTotal int64
 	limitResumes   int
+	startTimeout   time.Duration
+	silenceTimeout time.Duration
 	limitWait      string
 
 	// euid stands in for os.Geteuid in the --user check when set
@@ -112,6 +114,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxTokensTotal, "max-tokens-total", 0, "with --api-proxy on: the state dir's budget across all its sessions and runs, kept in the journal; once spent, every model call is answered by the proxy itself until a person runs supervise resume (0 = no budget)")
 	fs.IntVar(&f.limitResumes, "limit-resumes", 5, "resumes after a usage or rate limit per turn: a limit that ends the turn again after this many parks the session, naming the limit (a spent plan or spend cap ends clearly instead of looping); a limit is never counted as a crash")
 	fs.StringVar(&f.limitWait, "limit-wait", "on", "on: a turn a usage or rate limit ended waits until the limit's reset (waiting, wait limit, retry_at in status; journaled, so the wait survives a restart) and is resumed then; off: task mode exits 75 (EX_TEMPFAIL) with the reset time on stderr and in status; a duration such as 2h: waits longer than it end the task so")
+	durationVar(fs, &f.startTimeout, "start-timeout", 0, "a run that sends no marker and makes no model request this long after its launch is stopped as hung (stop signal, grace, SIGKILL), reason start-timeout, decided as a hang; a task that hung so before any session is started again once (0 = off)")
+	durationVar(fs, &f.silenceTimeout, "silence-timeout", 0, "an open turn (not waiting for a person or a limit) with no marker, no model traffic and no output for this long stops the agent as hung, reason silence-timeout, decided as a hang; a CLI that says it waits out a limit itself is not silent until then (0 = off)")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -268,6 +272,8 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		MaxTokens:       f.maxTokens,
 		MaxTokensTotal:  f.maxTokensTotal,
 		Limit:           limitWait,
+		StartTimeout:    f.startTimeout,
+		SilenceTimeout:  f.silenceTimeout,
 		Rerun:           os.Args,
 		Report:          stderr,
 		Stdin:           stdin,
@@ -492,6 +498,9 @@ const minWatchdog = 100 * time.Millisecond
 // limitWaitConfig checks --limit-resumes and --limit-wait.
 func (f *Flags) limitWaitConfig(set map[string]bool) (machine.LimitConfig, error) {
 	lc := machine.LimitConfig{Resumes: f.limitResumes}
+	if f.startTimeout < 0 || f.silenceTimeout < 0 {
+		return lc, fmt.Errorf("%s and %s must not be negative", Source("start-timeout", set), Source("silence-timeout", set))
+	}
 	if f.limitResumes < 1 {
 		return lc, fmt.Errorf("%s must be at least 1, not %d", Source("limit-resumes", set), f.limitResumes)
 	}

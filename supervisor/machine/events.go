@@ -126,7 +126,13 @@ const (
 // in state T), IgnoresSIGINT (the agent ignores or blocks SIGINT), RSS
 // (the tree's resident bytes, with MaxRSS set).
 type TimerFired struct {
-	Timer         Timer
+	Timer Timer
+	// Written is how many bytes the agent has written to its kept output
+	// tails in this run (TimerFlush; task mode): a change is a sign of
+	// life for --silence-timeout. RetryingUntil: the agent's words say it
+	// waits out a limit itself until then (agentsaid.Retrying).
+	Written       int64
+	RetryingUntil time.Time
 	SincePing     time.Duration
 	Queued        bool
 	JobStopped    bool

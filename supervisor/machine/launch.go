@@ -272,6 +272,7 @@ func (m *Machine) started(o *out, e Started) {
 	m.Run = record.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
 		Reason: record.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}
+	m.hang = hangState{alive: e.At, startRetried: m.hang.startRetried}
 	if m.Watchdog.Period > 0 {
 		m.armWatchdog(o, m.Watchdog.Period, e.At)
 	}

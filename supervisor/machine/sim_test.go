@@ -190,6 +190,12 @@ func (s *sim) universe() {
 		cfg.Deadlines = Deadlines{Turn: 30 * time.Second, Model: 10 * time.Second, Tool: 20 * time.Second}
 	}
 	if r.IntN(3) == 0 {
+		cfg.StartTimeout = time.Duration(1+r.IntN(30)) * time.Second
+	}
+	if r.IntN(3) == 0 {
+		cfg.SilenceTimeout = time.Duration(1+r.IntN(30)) * time.Second
+	}
+	if r.IntN(3) == 0 {
 		cfg.Limit = LimitConfig{Resumes: 1 + r.IntN(3), Off: r.IntN(4) == 0, Max: time.Duration(r.IntN(2)) * 5 * time.Minute}
 	}
 	if r.IntN(5) < 2 {
@@ -301,7 +307,13 @@ func (s *sim) next() {
 			s.verifying = false
 			s.step(Verified{})
 		case r < 900:
-			s.step(TimerFired{Timer: TimerFlush})
+			// The flush, with the output the run wrote so far and, now and
+			// then, the CLI's word that it waits out a limit itself.
+			ev := TimerFired{Timer: TimerFlush, Written: int64(s.rng.IntN(3))}
+			if s.rng.IntN(8) == 0 {
+				ev.RetryingUntil = s.now.Add(time.Duration(s.rng.IntN(120)) * time.Second)
+			}
+			s.step(ev)
 		case r < 930:
 			s.evict()
 		case r < 945:

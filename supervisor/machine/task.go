@@ -147,6 +147,8 @@ func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
 		return "end of task"
 	case len(m.pending()) == 0 && len(m.limitWaiters()) > 0:
 		return m.limitWords()
+	case len(m.pending()) == 0 && m.Run.Reason == record.ReasonStartTimeout && !m.hang.startRetried && m.Policy.Task:
+		return "the task again (it hung at start)"
 	case len(m.pending()) == 0 && m.Task.rerunDue:
 		return "the task again as a new session"
 	case len(m.pending()) == 0:
@@ -185,6 +187,10 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 	if m.Task.rerunDue {
 		m.Task.rerunDue = false
 		o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		m.backoff(o, dec.Delay)
+		return
+	}
+	if m.startHangRerun(o, m.Run) {
 		m.backoff(o, dec.Delay)
 		return
 	}
