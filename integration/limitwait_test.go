@@ -186,3 +186,53 @@ func TestLimitNeverLiftsParks(t *testing.T) {
 		t.Errorf("stderr gives no command that resumes it:\n%s", sv.stderr())
 	}
 }
+
+// --start-timeout: a CLI that hangs at start (no hook, no output, no model
+// request: claude-code #75613's shape) is stopped as hung, reason
+// start-timeout, and the task, which had no session yet, is started again
+// once; that run goes through, and supervise exits 0.
+func TestStartTimeoutFakeCLI(t *testing.T) {
+	t.Parallel()
+	a := newAdapterEnv(t)
+	a.install("claude-code/settings.json", ".claude/settings.json")
+	a.set("FAKECLI_HANG_START_RUN=1")
+	sv := a.start("run", "--start-timeout", "3s", "--resume-exec", "claude -p -r {session} {message}", "--", "claude", "-p", "rename the parser")
+	a.waitEvent(1, "hang-start")
+	if code := sv.wait(90 * time.Second); code != 0 {
+		t.Fatalf("supervise exited %d, want 0; stderr:\n%s", code, sv.stderr())
+	}
+	st, _ := limitStatusOf(t, a.stateDir, true)
+	if len(st.Runs) != 2 {
+		t.Fatalf("runs %+v, want 2", st.Runs)
+	}
+	for _, r := range st.Runs {
+		if r.Run == 1 && (r.Reason != "start-timeout" || !r.Dirty) {
+			t.Errorf("run 1: reason %q dirty %v, want start-timeout, dirty", r.Reason, r.Dirty)
+		}
+	}
+}
+
+// --silence-timeout: a CLI that goes silent mid-turn (after the prompt's
+// hook, before any tool) is stopped as hung, reason silence-timeout, and
+// its session resumed once by id; the resumed turn completes.
+func TestSilenceTimeoutFakeCLI(t *testing.T) {
+	t.Parallel()
+	a := newAdapterEnv(t)
+	a.install("claude-code/settings.json", ".claude/settings.json")
+	a.set("FAKECLI_SILENT_RUN=1")
+	sv := a.start("run", "--silence-timeout", "3s", "--resume-exec", "claude -p -r {session} {message}", "--", "claude", "-p", "rename the parser")
+	a.waitEvent(1, "silent")
+	session := a.waitEvent(1, "session").arg
+	if code := sv.wait(90 * time.Second); code != 0 {
+		t.Fatalf("supervise exited %d, want 0; stderr:\n%s", code, sv.stderr())
+	}
+	st, _ := limitStatusOf(t, a.stateDir, true)
+	for _, r := range st.Runs {
+		if r.Run == 1 && (r.Reason != "silence-timeout" || !r.Dirty) {
+			t.Errorf("run 1: reason %q dirty %v, want silence-timeout, dirty", r.Reason, r.Dirty)
+		}
+	}
+	if got := a.waitEvent(2, "resumed").arg; got != session {
+		t.Errorf("run 2 resumed %q, want %q", got, session)
+	}
+}
