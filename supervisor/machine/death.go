@@ -269,7 +269,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 		}
 		sess := dec.Session
 		if dec.Action == resume.Park {
-			o.add(Count{Metric: "park"})
+			o.add(Count{Metric: "park", Label: sess.ParkedBy})
 			sess.Fingerprint = nil
 			if sess.ParkedBy == record.ParkedByBreaker {
 				breaker = append(breaker, sess.ID)
