@@ -310,7 +310,7 @@ func machineConfig(cfg Config) machine.Config {
 			dir, _ = os.Getwd()
 		}
 		mc.Task = machine.TaskConfig{On: true, ID: taskID(dir, cfg.Argv), Exec: cfg.ResumeExec,
-			Rerun: cfg.RerunTask, Command: cfg.Rerun}
+			Rerun: cfg.RerunTask, Command: cfg.Rerun, Interactive: machine.InteractiveArgv(cfg.Argv)}
 	}
 	return mc
 }

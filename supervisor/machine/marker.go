@@ -67,6 +67,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		o.save(sess.ID)
 		return
 	}
+	msg = m.interactiveTurnBegin(o, sess, msg, now)
 	if why, ignore := outOfSequence(sess, msg); why != "" {
 		m.outOfSequence(o, sess, msg, why, ignore, now)
 		if ignore {

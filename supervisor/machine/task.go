@@ -41,6 +41,9 @@ type TaskConfig struct {
 	// Rerun starts the task even when an earlier run of the same command
 	// left its session parked, stopped or owed a held resume (--rerun-task).
 	Rerun bool
+	// Interactive: the AGENT carries no task prompt (InteractiveArgv): a
+	// person drives it (Policy.Interactive).
+	Interactive bool
 	// Command is supervise's own command line, quoted into the message
 	// that ends a task with a parked session. nil: "supervise", the flags
 	// that matter and the agent argv.
@@ -67,6 +70,8 @@ type TaskState struct {
 	// which the rerun's new session takes at its first turn-begin, so the
 	// rerun counts toward the breaker like any resume.
 	reran, rerunDue bool
+	// noticed: the interactive start's StartNotice was given.
+	noticed bool
 	inherit         int
 }
 
