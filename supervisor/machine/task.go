@@ -72,7 +72,7 @@ type TaskState struct {
 	reran, rerunDue bool
 	// noticed: the interactive start's StartNotice was given.
 	noticed bool
-	inherit         int
+	inherit int
 }
 
 // touch records that session id was seen in this invocation.
