@@ -53,6 +53,7 @@ const (
 	adviceHang    = "the turn may be what hangs the agent; resume it by hand once the cause is known"
 	adviceOwn     = "the agent ended with its own error each time (an API error, a lost conversation, bad credentials): fix that, then resume it by hand"
 	adviceOutside = "the signal came from outside the agent (a person, a script, a chaos test): resume it by hand when that is over"
+	adviceSilent  = "the agent exited with an error status each time without a word of why: it may have been killed from outside (a wrapper such as Gemini CLI's exits 1 when its inner process is killed; GEMINI_CLI_NO_RELAUNCH=true removes it) or have failed silently: find which, then resume it by hand"
 )
 
 // reasons is the table, in the order the README shows it. Read only.
@@ -143,6 +144,16 @@ func (r Reason) SuspectFor(sig int) (suspect bool, advice string) {
 		return false, adviceOutside
 	}
 	return r.Suspect, r.Advice
+}
+
+// AdviceFor is SuspectFor with what the agent last said ("" when it said
+// nothing that explains its death): an exit with an error status and no
+// words is not "its own error", which the words would show.
+func (r Reason) AdviceFor(sig int, said string) (suspect bool, advice string) {
+	if r.Name == ReasonExit && sig == 0 && said == "" {
+		return false, adviceSilent
+	}
+	return r.SuspectFor(sig)
 }
 
 // DirtyReasonNames lists the reasons a dirty death can have, in table

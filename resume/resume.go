@@ -220,7 +220,7 @@ func suspect(d Death) string {
 	if d.Signal != 0 && !r.Suspect && r.Name == record.ReasonExit {
 		r, _ = record.LookupReason(record.ReasonSignal) // a signal whatever the reason says
 	}
-	_, advice := r.SuspectFor(d.Signal)
+	_, advice := r.AdviceFor(d.Signal, d.Said)
 	return advice
 }
 

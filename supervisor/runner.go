@@ -512,10 +512,11 @@ func (s *Supervisor) reaped() {
 		s.run.resumeFile = false
 	}
 	exit := p.Exit()
-	said := s.run.tail.said()
+	cli := s.agentCLI()
+	said := s.run.tail.said(cli)
 	lim := s.lastLimit(exit.Ended)
 	if said == "" {
-		said = s.run.outTail.said()
+		said = s.run.outTail.said(cli)
 	}
 	s.run.tail, s.run.outTail = nil, nil
 	s.run.written, s.run.grew = 0, time.Time{}

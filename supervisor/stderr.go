@@ -86,14 +86,14 @@ func (t *stderrTail) settle() {
 // a limit that ended the run, else the last that reads as an error, else
 // the last non-empty one; never a log record that is not an error, nor a
 // CLI's known chatter (agentsaid.TellingLine).
-func (t *stderrTail) said() string {
+func (t *stderrTail) said(cli agentsaid.CLI) string {
 	if t == nil {
 		return ""
 	}
 	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return tellingLine(t.buf)
+	return agentsaid.TellingLine(t.buf, cli, machine.LostConversation)
 }
 
 // limit waits (bounded) for the pipe to end and reports whether the tail
@@ -113,10 +113,7 @@ func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, b
 // tails (task mode), nil when neither says one: the CLI is named by the
 // run's argv[0].
 func (s *Supervisor) lastLimit(now time.Time) *machine.Limit {
-	cli := agentsaid.Unknown
-	if argv := s.m.Run.Argv; len(argv) > 0 {
-		cli = agentsaid.CLIOf(argv[0])
-	}
+	cli := s.agentCLI()
 	for _, t := range []*stderrTail{s.run.tail, s.run.outTail} {
 		if l, ok := t.limit(cli, now); ok {
 			return &machine.Limit{Reset: l.Reset, Line: l.Line, Usage: l.Usage}
@@ -134,11 +131,7 @@ func (s *Supervisor) outputSigns(now time.Time) (int64, time.Time) {
 	if n != s.run.written || s.run.grew.IsZero() {
 		s.run.written, s.run.grew = n, now
 	}
-	cli := agentsaid.Unknown
-	if argv := s.m.Run.Argv; len(argv) > 0 {
-		cli = agentsaid.CLIOf(argv[0])
-	}
-	until, ok := s.run.tail.retrying(cli, s.run.grew)
+	until, ok := s.run.tail.retrying(s.agentCLI(), s.run.grew)
 	if !ok {
 		until = time.Time{}
 	}
@@ -169,6 +162,15 @@ func (t *stderrTail) written() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.n
+}
+
+// agentCLI is the CLI the current run's argv[0] names (agentsaid.Unknown
+// for another agent): its words and chatter are read by its table.
+func (s *Supervisor) agentCLI() agentsaid.CLI {
+	if argv := s.m.Run.Argv; len(argv) > 0 {
+		return agentsaid.CLIOf(argv[0])
+	}
+	return agentsaid.Unknown
 }
 
 // tellingLine picks the line of an agent's stderr tail that says most,
