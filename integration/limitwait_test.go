@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -234,5 +235,60 @@ func TestSilenceTimeoutFakeCLI(t *testing.T) {
 	}
 	if got := a.waitEvent(2, "resumed").arg; got != session {
 		t.Errorf("run 2 resumed %q, want %q", got, session)
+	}
+}
+
+// The wait survives supervise's own death: supervise is killed (SIGKILL)
+// while its task waits out a limit; the same command run again does not
+// start the task afresh but re-arms the journaled retry_at, launches
+// nothing before it, and resumes the session at it.
+func TestLimitWaitSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	a := newAdapterEnv(t)
+	a.install("gemini/settings.json", ".gemini/settings.json")
+	a.set("FAKECLI_LIMIT_RUN=1", "FAKECLI_LIMIT_RESET=6s")
+	args := []string{"run", "--resume-exec", "gemini -r {session} -p {message}", "--", "gemini", "-p", "rename the parser"}
+	sv := a.start(args...)
+	session := a.waitEvent(1, "session").arg
+	var retryAt time.Time
+	waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
+		st, ok := limitStatusOf(t, a.stateDir, false)
+		for _, s := range st.Sessions {
+			if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
+				retryAt = *s.RetryAt
+				return true
+			}
+		}
+		return false
+	})
+	sv.signal(syscall.SIGKILL)
+	sv.wait(30 * time.Second)
+	if !time.Now().Before(retryAt) {
+		t.Skipf("the machine is too slow for this test: supervise was killed after the reset %s", retryAt)
+	}
+	sv = a.start(args...)
+	if code := sv.wait(90 * time.Second); code != 0 {
+		t.Fatalf("the restarted supervise exited %d, want 0; stderr:\n%s", code, sv.stderr())
+	}
+	// The run the killed supervise had reserved for the resume is counted
+	// as its death (supervisor-died, never forked: pid 0), fail closed; the
+	// resume is the run after it.
+	st, _ := limitStatusOf(t, a.stateDir, true)
+	var forked []runStatus
+	for _, r := range st.Runs {
+		if r.PID != 0 {
+			forked = append(forked, r)
+		}
+	}
+	if len(forked) != 2 || a.count("start") != 2 {
+		t.Fatalf("runs %+v, want 2 forked: the task and its resume (not the task again)", st.Runs)
+	}
+	resume := forked[0] // newest first
+	started, err := time.Parse(time.RFC3339Nano, resume.Started)
+	if err != nil || started.Before(retryAt) {
+		t.Errorf("the resume started %s (%v), before retry_at %s", resume.Started, err, retryAt)
+	}
+	if got := a.waitEvent(resume.Run, "resumed").arg; got != session {
+		t.Errorf("run %d resumed %q, want %q", resume.Run, got, session)
 	}
 }
