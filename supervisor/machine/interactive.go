@@ -169,8 +169,8 @@ func (m *Machine) betweenRuns(o *out, e Exited, r record.Run, decs []resume.Deci
 	} else if len(m.Config.Argv) > 0 {
 		b.Agent = filepath.Base(m.Config.Argv[0])
 	}
-	for _, d := range decs {
-		sess := d.Session
+	if len(decs) > 0 {
+		sess := decs[0].Session // the one a task's run had, or the first
 		b.Session, b.Reason = sess.ID, sess.Reason
 		switch {
 		case sess.Phase == "tool":
@@ -188,7 +188,6 @@ func (m *Machine) betweenRuns(o *out, e Exited, r record.Run, decs []resume.Deci
 		case record.Parked:
 			b.Next = NextPark
 		}
-		break
 	}
 	o.add(b)
 }
