@@ -12,7 +12,7 @@ import (
 func TestStopFailureRateLimit(t *testing.T) {
 	for raw, want := range map[string]Marker{
 		`{"hook_event_name":"StopFailure","session_id":"s1","error":"rate_limit","last_assistant_message":"You've hit your session limit · resets 5:19am (UTC)"}`: {Session: "s1", Event: notify.EventWaiting, Wait: notify.WaitReconnect},
-		`{"hook_event_name":"StopFailure","session_id":"s1","error":"server_error"}`: {Session: "s1", Event: notify.EventTurnEnd, Outcome: notify.OutcomeFailed},
+		`{"hook_event_name":"StopFailure","session_id":"s1","error":"server_error"}`:                                                                              {Session: "s1", Event: notify.EventTurnEnd, Outcome: notify.OutcomeFailed},
 	} {
 		m, _, err := Map([]byte(raw))
 		if err != nil || m.Event != want.Event || m.Wait != want.Wait || m.Outcome != want.Outcome || m.Session != want.Session {
