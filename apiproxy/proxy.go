@@ -90,6 +90,11 @@ type Config struct {
 	// Refused event. It is called from the proxy's request goroutines
 	// and must not block. nil = forward every call.
 	Refuse func(session string) (message string, refused bool)
+	// UpstreamError, when set, is told of each failure of the upstream, by
+	// class: "connect" (it could not be reached: the agent got 502),
+	// "5xx" (it answered a server error), "429" (a rate or usage limit:
+	// 429, or Anthropic's 529 overloaded). It must not block.
+	UpstreamError func(class string)
 	// BodyTimeout bounds the time a request body may take to arrive
 	// (a body that stalls holds the proxy's memory): past it, the
 	// connection is closed and nothing is forwarded. 0 = 60 seconds.
@@ -400,6 +405,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	if r.Context().Err() == nil {
 		p.warn("api proxy: the upstream cannot be reached: the agent gets 502", "provider", ex.provider.String(), "err", err)
+		p.upstreamError("connect")
 	}
 	w.WriteHeader(http.StatusBadGateway)
 }
@@ -408,6 +414,12 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 // to the client. Nothing is changed in it.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	ex := resp.Request.Context().Value(ctxKey{}).(*exchange)
+	switch {
+	case limitStatus(resp.StatusCode):
+		p.upstreamError("429")
+	case resp.StatusCode >= 500:
+		p.upstreamError("5xx")
+	}
 	if ex.req.api == apiNone {
 		return nil
 	}
@@ -621,3 +633,10 @@ func (s *stallTimer) check() {
 
 // oneLine bounds a detail.
 func oneLine(s string) string { return notify.OneLine(s, notify.MaxDetailLen) }
+
+// upstreamError tells Config.UpstreamError of a failure of class.
+func (p *Proxy) upstreamError(class string) {
+	if p.cfg.UpstreamError != nil {
+		p.cfg.UpstreamError(class)
+	}
+}

@@ -53,6 +53,7 @@ const (
 	adviceHang    = "the turn may be what hangs the agent; resume it by hand once the cause is known"
 	adviceOwn     = "the agent ended with its own error each time (an API error, a lost conversation, bad credentials): fix that, then resume it by hand"
 	adviceOutside = "the signal came from outside the agent (a person, a script, a chaos test): resume it by hand when that is over"
+	adviceSilent  = "the agent exited with an error status each time without a word of why: it may have been killed from outside (a wrapper such as Gemini CLI's exits 1 when its inner process is killed; GEMINI_CLI_NO_RELAUNCH=true removes it) or have failed silently: find which, then resume it by hand"
 )
 
 // reasons is the table, in the order the README shows it. Read only.
@@ -82,6 +83,12 @@ var reasons = [...]Reason{
 	{Name: ReasonStreamStall, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
 		How:  "stopped by supervise because a model stream sent no content for --stream-stall",
 		Help: "a model stream sent no content for --stream-stall (API proxy)"},
+	{Name: ReasonStartTimeout, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
+		How:  "stopped by supervise because it sent no marker and made no model request within --start-timeout of its launch (hung at start)",
+		Help: "no marker and no model request within --start-timeout of the launch (a CLI hung at start)"},
+	{Name: ReasonSilence, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
+		How:  "stopped by supervise because its open turn was silent for --silence-timeout (no marker, no model traffic, no output)",
+		Help: "an open turn, not waiting for a person or a limit, with no marker, no model traffic and no output for --silence-timeout"},
 	{Name: ReasonTokenBudget, Dirty: AlwaysDirty,
 		Advice: "supervise stopped the agent each time because a session went past a token budget: resume it by hand once the budget allows",
 		How:    "stopped by supervise because a session went past --max-tokens",
@@ -90,6 +97,9 @@ var reasons = [...]Reason{
 		Advice: "supervise died with it again; resume it by hand once supervise runs steadily",
 		How:    "supervise itself died, taking the agent with it",
 		Help:   "found at the next start: supervise itself was killed"},
+	{Name: ReasonLimit, Dirty: NeverDirty,
+		How:  "a usage or rate limit of the model API ended the turn",
+		Help: "the turn ended on a usage or rate limit (the proxy's 429/529, the hook's error, the CLI's words): the session waits until the reset and is resumed, not counted as a crash"},
 	{Name: ReasonStopped, Dirty: NeverDirty,
 		How:  "a requested stop",
 		Help: "a stop supervise was asked for (a signal to supervise, a unit stop): not dirty"},
@@ -136,6 +146,16 @@ func (r Reason) SuspectFor(sig int) (suspect bool, advice string) {
 	return r.Suspect, r.Advice
 }
 
+// AdviceFor is SuspectFor with what the agent last said ("" when it said
+// nothing that explains its death): an exit with an error status and no
+// words is not "its own error", which the words would show.
+func (r Reason) AdviceFor(sig int, said string) (suspect bool, advice string) {
+	if r.Name == ReasonExit && sig == 0 && said == "" {
+		return false, adviceSilent
+	}
+	return r.SuspectFor(sig)
+}
+
 // DirtyReasonNames lists the reasons a dirty death can have, in table
 // order: the labels of supervise_dirty_deaths_total.
 func DirtyReasonNames() []string {
@@ -162,6 +182,9 @@ const (
 	ParkedByLost = "lost"
 	// ParkedByTemplate: a value of it cannot be passed to --resume-exec.
 	ParkedByTemplate = "template"
+	// ParkedByLimit: a usage or rate limit ended the turn again after
+	// --limit-resumes resumes (a spent plan, a spend cap).
+	ParkedByLimit = "limit"
 )
 
 // Park is one row of the table of parks: why a session is parked, and who
@@ -193,6 +216,8 @@ var parks = [...]Park{
 		Lift: "a person (`supervise resume`)"},
 	{By: ParkedByLost, Why: "the CLI lost the conversation, and a tool had run in the turn",
 		Lift: "a person (`supervise resume`, or `--rerun-task`, which starts the task afresh as a new session)"},
+	{By: ParkedByLimit, Why: "a usage or rate limit ended its turn again after --limit-resumes resumes (a spent plan or a spend cap that does not reset)",
+		Lift: "a person (`supervise resume`, once the limit allows)"},
 	{By: ParkedByTemplate, Why: "a value of it cannot be passed to --resume-exec",
 		Lift: "a person (`supervise resume`, with a template that takes it)"},
 }

@@ -45,7 +45,14 @@ const (
 	ReasonOOM            = "oom"             // the kernel's OOM killer killed a process of its cgroup
 	ReasonStreamStall    = "stream-stall"    // a model stream sent no content for --stream-stall (API proxy)
 	ReasonTokenBudget    = "token-budget"    // a session went past --max-tokens (API proxy)
+	ReasonLimit          = "limit"           // the turn ended on a usage or rate limit: waited out, not a crash
+	ReasonStartTimeout   = "start-timeout"   // no marker and no model request within --start-timeout of the launch
+	ReasonSilence        = "silence-timeout" // an open turn silent for --silence-timeout: no marker, model traffic or output
 )
+
+// WaitLimit is Session.Wait for a session waiting out a usage or rate
+// limit until RetryAt, owed the continuation in Resume.
+const WaitLimit = "limit"
 
 // SessionState is where an agent session stands.
 type SessionState string
@@ -124,8 +131,13 @@ type Session struct {
 	Resume *Resume `json:"resume,omitempty"`
 
 	// Wait is what a waiting session waits for: input, approval (a
-	// person) or reconnect (the agent retries the model API).
+	// person), reconnect (the agent retries the model API) or limit (a
+	// usage or rate limit ended the run: resumed at RetryAt, with Resume).
 	Wait string `json:"wait,omitempty"`
+	// Limits counts the resumes after a limit in the current turn (at most
+	// --limit-resumes, then a park by ParkedByLimit); reset when a turn
+	// completes and on a manual resume.
+	Limits int `json:"limits,omitempty"`
 	// ClockFrom is when the turn's current attempt started counting
 	// towards --turn-timeout: its turn-begin, its resumed, or the end of a
 	// wait for a person. PhaseStarted is when its phase began. Both are

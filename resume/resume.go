@@ -143,6 +143,9 @@ func decide(s record.Session, d Death, how string, now time.Time, p Policy) Deci
 	// handed: the session's resume was handed to the run that died, which
 	// was resuming it.
 	handed := pending && s.Resume != nil && s.Resume.Run == d.Run && d.Run != 0
+	if s.State == record.Waiting && s.Wait == record.WaitLimit {
+		return Decision{Keep, s} // waiting out a limit, not running: no death is its doing
+	}
 	if d.Clean {
 		if handed {
 			s.Updated = now
@@ -217,7 +220,7 @@ func suspect(d Death) string {
 	if d.Signal != 0 && !r.Suspect && r.Name == record.ReasonExit {
 		r, _ = record.LookupReason(record.ReasonSignal) // a signal whatever the reason says
 	}
-	_, advice := r.SuspectFor(d.Signal)
+	_, advice := r.AdviceFor(d.Signal, d.Said)
 	return advice
 }
 
@@ -363,6 +366,12 @@ const ReasonManual = "manual resume"
 func Manual(s record.Session, now time.Time, template string) (record.Session, error) {
 	switch s.State {
 	case record.Parked, record.Stopped, record.ResumePending:
+	case record.Waiting:
+		if s.Wait != record.WaitLimit {
+			return s, fmt.Errorf("%w: %s is %s", ErrNotResumable, s.ID, s.State)
+		}
+		// A person starts a limit's wait sooner.
+		s.RetryAt, s.Wait = time.Time{}, ""
 	default:
 		return s, fmt.Errorf("%w: %s is %s", ErrNotResumable, s.ID, s.State)
 	}
@@ -379,7 +388,7 @@ func Manual(s record.Session, now time.Time, template string) (record.Session, e
 		s.Tokens = &t
 	}
 	s.State = record.ResumePending
-	s.CrashCount = 0
+	s.CrashCount, s.Limits = 0, 0
 	s.Reason = "resumed by hand (was: " + why + ")"
 	s.Resume = &record.Resume{Attempt: 1, Reason: ReasonManual, Message: msg, Since: now, Manual: true}
 	s.Updated = now

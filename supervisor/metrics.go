@@ -11,6 +11,7 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -28,7 +29,6 @@ type metrics struct {
 
 	restarts      *vm.Counter
 	resumes       *vm.Counter
-	parks         *vm.Counter
 	watchdogKills *vm.Counter
 
 	snap atomic.Pointer[snapshot]
@@ -48,39 +48,52 @@ type snapshot struct {
 	guardOpen  bool
 	commits    uint64
 	commitErrs uint64
+	// waitSince is when the longest wait on a rate or usage limit began
+	// (zero: none); acksUnsent and refusedOpen are counters of the loop.
+	waitSince   time.Time
+	acksUnsent  uint64
+	refusedOpen uint64
 }
 
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
-	"supervise_restarts_total":                 "Relaunches of the agent after a death.",
-	"supervise_dirty_deaths_total":             "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
-	"supervise_resumes_dispatched_total":       "Resumes handed to an agent (resume file, --resume-exec or live).",
-	"supervise_sessions_parked_total":          "Sessions parked after a dirty death.",
-	"supervise_watchdog_kills_total":           "Agents killed because no WATCHDOG=1 came within the period.",
-	"supervise_journal_commits_total":          "Journal transactions committed (fsync).",
-	"supervise_journal_commit_errors_total":    "Journal commits that failed; nothing in them was acknowledged.",
-	"supervise_sessions":                       "Sessions known to the running supervise, by state.",
-	"supervise_child_up":                       "1 while an agent process runs.",
-	"supervise_crashloop_guard_open":           "1 while the crash-loop guard holds automatic resumes.",
-	"supervise_heartbeat_age_seconds":          "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
-	"supervise_notify_accepted_total":          "Notify datagrams accepted.",
-	"supervise_notify_dropped_total":           "Notify datagrams dropped, by reason.",
-	"supervise_loop_last_tick_age_seconds":     "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
-	"supervise_model_tokens_total":             "Model-API tokens the agent's answers reported, by kind (input, output), through the API proxy.",
-	"supervise_api_proxy_events_dropped_total": "What the API proxy saw but the loop could not take in time (its queue was full).",
-	"supervise_turns_refused_total":            "Markers refused, by why: parked (the session is parked: only a person lifts a park), open-sessions (--max-open-sessions).",
+	"supervise_restarts_total":                  "Relaunches of the agent after a death.",
+	"supervise_dirty_deaths_total":              "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
+	"supervise_resumes_dispatched_total":        "Resumes handed to an agent (resume file, --resume-exec or live).",
+	"supervise_sessions_parked_total":           "Sessions parked, by the park's kind (by: " + strings.Join(parkKinds(), ", ") + ").",
+	"supervise_rate_limit_longest_wait_seconds": "Seconds the longest-waiting session has waited on a rate or usage limit (waiting with a retry_at), 0 when none is.",
+	"supervise_acks_unsent_total":               "Barriers answered with no byte: the fd the agent handed over would have blocked, or was not a pipe or socket.",
+	"supervise_open_sessions_refused_total":     "Turn-begins refused because they would open more than --max-open-sessions sessions.",
+	"supervise_api_proxy_upstream_errors_total": "Failures of the API proxy's upstream, by class: connect (unreachable: the agent got 502), 5xx, 429 (a rate or usage limit, 529 included).",
+	"supervise_watchdog_kills_total":            "Agents killed because no WATCHDOG=1 came within the period.",
+	"supervise_journal_commits_total":           "Journal transactions committed (fsync).",
+	"supervise_journal_commit_errors_total":     "Journal commits that failed; nothing in them was acknowledged.",
+	"supervise_sessions":                        "Sessions known to the running supervise, by state.",
+	"supervise_child_up":                        "1 while an agent process runs.",
+	"supervise_crashloop_guard_open":            "1 while the crash-loop guard holds automatic resumes.",
+	"supervise_heartbeat_age_seconds":           "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
+	"supervise_notify_accepted_total":           "Notify datagrams accepted.",
+	"supervise_notify_dropped_total":            "Notify datagrams dropped, by reason.",
+	"supervise_loop_last_tick_age_seconds":      "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
+	"supervise_model_tokens_total":              "Model-API tokens the agent's answers reported, by kind (input, output), through the API proxy.",
+	"supervise_api_proxy_events_dropped_total":  "What the API proxy saw but the loop could not take in time (its queue was full).",
+	"supervise_turns_refused_total":             "Markers refused, by why: parked (the session is parked: only a person lifts a park), open-sessions (--max-open-sessions).",
 }
 
 func newMetrics(s *Supervisor) *metrics {
 	m := &metrics{set: vm.NewSet(), changed: make(chan struct{}, 1)}
 	m.restarts = m.set.NewCounter("supervise_restarts_total")
 	m.resumes = m.set.NewCounter("supervise_resumes_dispatched_total")
-	m.parks = m.set.NewCounter("supervise_sessions_parked_total")
 	m.watchdogKills = m.set.NewCounter("supervise_watchdog_kills_total")
 	for _, name := range []string{`supervise_model_tokens_total{kind="input"}`, `supervise_model_tokens_total{kind="output"}`,
 		"supervise_api_proxy_events_dropped_total", `supervise_turns_refused_total{why="parked"}`,
-		`supervise_turns_refused_total{why="open-sessions"}`} {
+		`supervise_turns_refused_total{why="open-sessions"}`,
+		`supervise_api_proxy_upstream_errors_total{class="connect"}`, `supervise_api_proxy_upstream_errors_total{class="5xx"}`,
+		`supervise_api_proxy_upstream_errors_total{class="429"}`} {
 		m.set.GetOrCreateCounter(name) // present from the start, at 0
+	}
+	for _, by := range parkKinds() {
+		m.set.GetOrCreateCounter(`supervise_sessions_parked_total{by="` + by + `"}`)
 	}
 	m.snap.Store(&snapshot{})
 	m.set.RegisterMetricsWriter(func(w io.Writer) { writeLive(w, s, m.load(), time.Now()) })
@@ -95,7 +108,11 @@ func (m *metrics) count(c machine.Count) {
 	case "watchdog":
 		m.watchdogKills.Inc()
 	case "park":
-		m.parks.Inc()
+		by := c.Label
+		if by == "" {
+			by = "other"
+		}
+		m.set.GetOrCreateCounter(`supervise_sessions_parked_total{by="` + by + `"}`).Inc()
 	case "restart":
 		m.restarts.Inc()
 	case "resume":
@@ -166,6 +183,23 @@ func writeLive(w io.Writer, s *Supervisor, snap *snapshot, now time.Time) {
 		fmt.Fprintf(w, "supervise_notify_dropped_total{reason=%q} %d\n", reason, n)
 	}
 	vm.WriteGaugeFloat64(w, "supervise_loop_last_tick_age_seconds", s.loopAge(now).Seconds())
+	wait := 0.0
+	if !snap.waitSince.IsZero() {
+		wait = max(now.Sub(snap.waitSince).Seconds(), 0)
+	}
+	vm.WriteGaugeFloat64(w, "supervise_rate_limit_longest_wait_seconds", wait)
+	vm.WriteCounterUint64(w, "supervise_acks_unsent_total", snap.acksUnsent)
+	vm.WriteCounterUint64(w, "supervise_open_sessions_refused_total", snap.refusedOpen)
+}
+
+// parkKinds are the labels of supervise_sessions_parked_total: the park
+// table's kinds, and other (a park of no known kind).
+func parkKinds() []string {
+	var out []string
+	for _, p := range record.Parks() {
+		out = append(out, p.By)
+	}
+	return append(out, "other")
 }
 
 func (m *metrics) load() *snapshot { return m.snap.Load() }
@@ -183,12 +217,29 @@ func (s *Supervisor) publish() {
 	}
 	for _, sess := range m.Sessions {
 		snap.sessions[sess.State]++
+		if since := limitWaitSince(sess); !since.IsZero() && (snap.waitSince.IsZero() || since.Before(snap.waitSince)) {
+			snap.waitSince = since
+		}
 	}
+	snap.acksUnsent, snap.refusedOpen = s.cs.acksUnsent, m.Refused
 	s.met.snap.Store(snap)
 	select {
 	case s.met.changed <- struct{}{}:
 	default:
 	}
+}
+
+// limitWaitSince is when sess began waiting on a rate or usage limit
+// (waiting with a retry_at): its limit's resume's making, else its last
+// change; zero when it is not waiting so.
+func limitWaitSince(sess *journal.Session) time.Time {
+	if sess.State != journal.Waiting || sess.RetryAt.IsZero() {
+		return time.Time{}
+	}
+	if sess.Wait == record.WaitLimit && sess.Resume != nil {
+		return sess.Resume.Since
+	}
+	return sess.Updated
 }
 
 func b2i(b bool) int {

@@ -109,7 +109,10 @@ func (s *Supervisor) startProxy(run uint64, env []string) []string {
 		// A session over its token budget, or any once the state dir's is
 		// spent, gets no more model calls: the proxy answers them itself.
 		Refuse: s.refuseModelCall,
-		Log:    s.log.With("component", "api-proxy"),
+		UpstreamError: func(class string) {
+			s.met.set.GetOrCreateCounter(`supervise_api_proxy_upstream_errors_total{class="` + class + `"}`).Inc()
+		},
+		Log: s.log.With("component", "api-proxy"),
 		Sink: func(ev apiproxy.Event) {
 			select {
 			case c <- proxied{run: run, ev: ev}:

@@ -252,13 +252,22 @@ func (s *Supervisor) launch(e machine.Launch) {
 	}
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
-	var tailW *os.File
+	var tailW, outW *os.File
 	if e.Tail {
 		w, t, err := startTail(s.cfg.Stderr)
 		if err != nil {
 			s.log.Warn("cannot keep the agent's last words: its stderr is passed through as it is", "err", err)
 		} else {
 			spec.Stderr, tailW, s.run.tail = w, w, t
+		}
+		dst := s.cfg.Stdout
+		if dst == nil {
+			dst = os.Stdout
+		}
+		if w, t, err := startTail(dst); err != nil {
+			s.log.Warn("cannot keep the agent's last words: its stdout is passed through as it is", "err", err)
+		} else {
+			spec.Stdout, outW, s.run.outTail = w, w, t
 		}
 	}
 	s.refused.Forget() // the last tree's pids mean nothing now
@@ -278,8 +287,11 @@ func (s *Supervisor) launch(e machine.Launch) {
 	if tailW != nil {
 		tailW.Close() // the child has its own copy; the pipe ends when its tree's copies close
 	}
+	if outW != nil {
+		outW.Close()
+	}
 	if err != nil {
-		s.run.tail = nil
+		s.run.tail, s.run.outTail = nil, nil
 		s.stopProxy()
 		s.root.Store(nil)
 		close(pending.ready)
@@ -465,6 +477,7 @@ func (s *Supervisor) flushTick() {
 	now := s.clock.Now()
 	s.flushBeats()
 	ev := machine.TimerFired{Timer: machine.TimerFlush, MaxRSS: s.cfg.MaxRSS}
+	ev.Written, ev.RetryingUntil = s.outputSigns(now)
 	if p := s.run.proc; s.cfg.MaxRSS > 0 && p != nil && s.m.Stop == nil && s.m.Abort == nil {
 		ev.RSS = child.TreeRSS(p.PID())
 	}
@@ -499,10 +512,16 @@ func (s *Supervisor) reaped() {
 		s.run.resumeFile = false
 	}
 	exit := p.Exit()
-	said := s.run.tail.said()
-	s.run.tail = nil
+	cli := s.agentCLI()
+	said := s.run.tail.said(cli)
+	lim := s.lastLimit(exit.Ended)
+	if said == "" {
+		said = s.run.outTail.said(cli)
+	}
+	s.run.tail, s.run.outTail = nil, nil
+	s.run.written, s.run.grew = 0, time.Time{}
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), Started: exit.Started,
-		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Said: said, Random: rand.Float64()})
+		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim})
 }
 
 // signalsBefore applies the stop signals that reached supervise before it

@@ -414,7 +414,7 @@ func WriteText(w io.Writer, st Status, now time.Time) error {
 			if s.Tool != "" {
 				pt += "/" + s.Tool
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(s.ID), s.State, s.CrashCount, dash(cell(s.Turn)), dash(s.LastOutcome),
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(s.ID), stateCell(s, now), s.CrashCount, dash(cell(s.Turn)), dash(s.LastOutcome),
 				ago(s.LastHeartbeat), dash(cell(pt)), dash(s.Reason))
 		}
 		tw.Flush()
@@ -495,9 +495,15 @@ func dash(s string) string {
 // resume it, its resume, deadline, wait and fingerprint.
 func writeSessionNotes(b *strings.Builder, s SessionStatus, now time.Time) {
 	id := cell(s.ID) // the resume command keeps it whole
+	limit := s.Wait == record.WaitLimit && s.RetryAt != nil
 	switch {
 	case s.ResumeCommand != "":
 		fmt.Fprintf(b, "  %s is %s; resume it with: %s\n", id, s.State, s.ResumeCommand)
+	case limit && !s.RetryAt.After(now):
+		fmt.Fprintf(b, "  %s: a usage or rate limit ended its turn; it reset at %s: resumed at the next start\n", id, s.RetryAt.Format(time.RFC3339))
+	case limit:
+		fmt.Fprintf(b, "  %s: a usage or rate limit ended its turn; resumed when it resets at %s (in %s), or sooner with supervise resume\n",
+			id, s.RetryAt.Format(time.RFC3339), s.RetryAt.Sub(now).Round(time.Second))
 	case s.Resume != nil && s.Resume.Held != "":
 		fmt.Fprintf(b, "  %s: resume attempt %d held (%s)\n", id, s.Resume.Attempt, s.Resume.Held)
 	case s.Resume != nil && s.Resume.DeliveredToRun > 0:
@@ -513,6 +519,7 @@ func writeSessionNotes(b *strings.Builder, s SessionStatus, now time.Time) {
 		fmt.Fprintf(b, "  %s: %s deadline (%s%s) in %s\n", id, d.Kind, d.Limit, ext, d.At.Sub(now).Round(time.Second))
 	}
 	switch {
+	case limit:
 	case s.Wait != "" && s.RetryAt != nil:
 		fmt.Fprintf(b, "  %s: waiting for %s: the model API's rate limit resets at %s (in %s); deadlines paused\n",
 			id, s.Wait, s.RetryAt.Format(time.RFC3339), s.RetryAt.Sub(now).Round(time.Second))
@@ -577,4 +584,18 @@ func writeHeader(b *strings.Builder, st Status, now time.Time, ago func(*time.Ti
 	if st.Guard.Open {
 		fmt.Fprintf(b, "crash-loop guard: OPEN after %d chained dirty deaths: automatic resumes are held\n", st.Guard.Chain)
 	}
+}
+
+// stateCell is a session's STATE in the table: with its wait and, for a
+// wait with a retry_at, the countdown to it ("waiting (limit, 4m10s)").
+func stateCell(s SessionStatus, now time.Time) string {
+	switch {
+	case s.Wait != "" && s.RetryAt != nil && s.RetryAt.After(now):
+		return s.State + " (" + s.Wait + ", " + s.RetryAt.Sub(now).Round(time.Second).String() + ")"
+	case s.Wait != "" && s.RetryAt != nil:
+		return s.State + " (" + s.Wait + ", due)"
+	case s.Wait != "":
+		return s.State + " (" + s.Wait + ")"
+	}
+	return s.State
 }

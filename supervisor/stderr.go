@@ -86,14 +86,14 @@ func (t *stderrTail) settle() {
 // a limit that ended the run, else the last that reads as an error, else
 // the last non-empty one; never a log record that is not an error, nor a
 // CLI's known chatter (agentsaid.TellingLine).
-func (t *stderrTail) said() string {
+func (t *stderrTail) said(cli agentsaid.CLI) string {
 	if t == nil {
 		return ""
 	}
 	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return tellingLine(t.buf)
+	return agentsaid.TellingLine(t.buf, cli, machine.LostConversation)
 }
 
 // limit waits (bounded) for the pipe to end and reports whether the tail
@@ -107,6 +107,35 @@ func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, b
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return agentsaid.LimitOf(t.buf, cli, now)
+}
+
+// lastLimit reads the limit a run ended on from its stdout and stderr
+// tails (task mode), nil when neither says one: the CLI is named by the
+// run's argv[0].
+func (s *Supervisor) lastLimit(now time.Time) *machine.Limit {
+	cli := s.agentCLI()
+	for _, t := range []*stderrTail{s.run.tail, s.run.outTail} {
+		if l, ok := t.limit(cli, now); ok {
+			return &machine.Limit{Reset: l.Reset, Line: l.Line, Usage: l.Usage}
+		}
+	}
+	return nil
+}
+
+// outputSigns is what the silence deadline reads of the run's kept output
+// at a flush: the bytes written so far, and until when the CLI's words say
+// it waits out a limit itself (zero: they do not), measured from when the
+// output last grew.
+func (s *Supervisor) outputSigns(now time.Time) (int64, time.Time) {
+	n := s.run.tail.written() + s.run.outTail.written()
+	if n != s.run.written || s.run.grew.IsZero() {
+		s.run.written, s.run.grew = n, now
+	}
+	until, ok := s.run.tail.retrying(s.agentCLI(), s.run.grew)
+	if !ok {
+		until = time.Time{}
+	}
+	return n, until
 }
 
 // retrying reports, without waiting, whether the agent's stderr so far
@@ -133,6 +162,15 @@ func (t *stderrTail) written() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.n
+}
+
+// agentCLI is the CLI the current run's argv[0] names (agentsaid.Unknown
+// for another agent): its words and chatter are read by its table.
+func (s *Supervisor) agentCLI() agentsaid.CLI {
+	if argv := s.m.Run.Argv; len(argv) > 0 {
+		return agentsaid.CLIOf(argv[0])
+	}
+	return agentsaid.Unknown
 }
 
 // tellingLine picks the line of an agent's stderr tail that says most,

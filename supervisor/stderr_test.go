@@ -53,7 +53,7 @@ func TestStderrTail(t *testing.T) {
 	}
 	w.Close()
 	cmd.Wait()
-	if got := tail.said(); got != "No conversation found with session ID: x" {
+	if got := tail.said(agentsaid.Unknown); got != "No conversation found with session ID: x" {
 		t.Errorf("said %q", got)
 	}
 	b, _ := os.ReadFile(out.Name())
@@ -91,7 +91,7 @@ func TestStderrTailFixtures(t *testing.T) {
 		}
 		w.Close()
 		cmd.Wait()
-		if got := tail.said(); !strings.HasPrefix(got, c.said) {
+		if got := tail.said(agentsaid.Unknown); !strings.HasPrefix(got, c.said) {
 			t.Errorf("%s: said %q, want it to begin %q", c.fixture, got, c.said)
 		}
 		now := time.Now()

@@ -126,6 +126,12 @@ type Config struct {
 	// it no model call is forwarded, and the session whose answer spent it
 	// is parked. Journaled; a person's `supervise resume` lifts it.
 	MaxTokensTotal int64
+	// Limit is how usage and rate limits are waited out (--limit-resumes,
+	// --limit-wait).
+	Limit machine.LimitConfig
+	// StartTimeout and SilenceTimeout are the hang deadlines
+	// (--start-timeout, --silence-timeout; 0: off).
+	StartTimeout, SilenceTimeout time.Duration
 	// KeepRuns bounds the run records kept in the journal.
 	KeepRuns int
 	// KeepSessions bounds the settled (idle, closed) sessions kept in the
@@ -220,9 +226,16 @@ type runState struct {
 	liveDelivered bool
 	quitSeen      bool
 	// tail keeps the end of the agent's stderr (task mode; nil otherwise).
-	tail  *stderrTail
-	end   *machine.End
-	reply *machine.Reply
+	tail *stderrTail
+	// outTail keeps the end of the agent's stdout (task mode): Claude Code
+	// prints its API errors, a limit's words among them, there.
+	outTail *stderrTail
+	// written and grew: the tails' size at the last flush and when it
+	// last changed (the silence deadline's output).
+	written int64
+	grew    time.Time
+	end     *machine.End
+	reply   *machine.Reply
 }
 
 // New returns a supervisor over an open journal and a reaper, with its
@@ -289,14 +302,15 @@ func machineConfig(cfg Config) machine.Config {
 		Watchdog: cfg.Watchdog, Deadlines: cfg.Deadlines, Foreground: cfg.Foreground,
 		LiveResume: cfg.ResumeSignal != 0, Argv: cfg.Argv, StateDir: cfg.StateDir, Fingerprint: len(cfg.Argv) > 0,
 		MaxOpenSessions: cfg.MaxOpenSessions, MaxTokens: cfg.MaxTokens,
-		MaxTokensTotal: cfg.MaxTokensTotal}
+		MaxTokensTotal: cfg.MaxTokensTotal, Limit: cfg.Limit,
+		StartTimeout: cfg.StartTimeout, SilenceTimeout: cfg.SilenceTimeout}
 	if cfg.ResumeExec != nil {
 		dir := cfg.Dir
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
 		mc.Task = machine.TaskConfig{On: true, ID: taskID(dir, cfg.Argv), Exec: cfg.ResumeExec,
-			Rerun: cfg.RerunTask, Command: cfg.Rerun}
+			Rerun: cfg.RerunTask, Command: cfg.Rerun, Interactive: machine.InteractiveArgv(cfg.Argv)}
 	}
 	return mc
 }

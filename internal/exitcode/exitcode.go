@@ -16,6 +16,10 @@ const (
 	Locked   = 3 // another supervise holds this state dir
 	GaveUp   = 4 // the give-up limit was reached; an outer manager takes over
 	Parked   = 5 // task mode: a session is parked (the resume command is printed)
+	// TempFail (EX_TEMPFAIL): task mode, a usage or rate limit ended the
+	// turn and supervise does not wait it out (--limit-wait); stderr and
+	// status give the reset.
+	TempFail = 75
 	// CannotExec and NotFound: the agent could not be started (not
 	// executable, not found), as shells, tini and runc report it.
 	CannotExec = 126
@@ -42,6 +46,7 @@ func Table() []Row {
 		{"3", "another supervise holds this state dir (the message names its pid)"},
 		{"4", "gave up: --give-up consecutive quick deaths (off by default)"},
 		{"5", "task mode (--resume-exec): a session is parked, or its resume is held; stderr names it, says why, and gives the command that resumes it"},
+		{"75", "task mode: a usage or rate limit ended the turn and --limit-wait says not to wait it out (off, or a reset further away than its maximum); stderr and status give the reset time (EX_TEMPFAIL)"},
 		{"126,127", "the agent could not be started (not executable, not found)"},
 		{"N", "with --restart never, or on-failure after a clean exit, or at the end of a task whose last turn did not complete: the agent's own exit status, 128+S when it was killed by signal S"},
 		{"128+S", "a second stop signal S forced the agent down during its grace period"},

@@ -226,6 +226,14 @@ func Map(raw []byte) (Marker, string, error) {
 	case "Stop", "AfterAgent", "post_llm_call", "agent-turn-complete":
 		turnEnd(notify.OutcomeCompleted)
 	case "StopFailure":
+		if p.str("error") == "rate_limit" {
+			// Claude Code's turn ended on a usage or rate limit (its words,
+			// with the reset when it names one, are in
+			// last_assistant_message and on its stdout): not a failed turn
+			// but a wait for the API; supervise waits the limit out.
+			m.Event, m.Wait = notify.EventWaiting, notify.WaitReconnect
+			break
+		}
 		turnEnd(notify.OutcomeFailed)
 	case "on_session_end":
 		switch {

@@ -22,6 +22,7 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // Flags are the flags of `supervise run`.
@@ -63,6 +64,10 @@ type Flags struct {
 	streamStall    time.Duration
 	maxTokens      int64
 	maxTokensTotal int64
+	limitResumes   int
+	startTimeout   time.Duration
+	silenceTimeout time.Duration
+	limitWait      string
 
 	// euid stands in for os.Geteuid in the --user check when set
 	// (SetEUID); cred is what --user resolved to in the last Config that
@@ -91,7 +96,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeMode, "resume", "auto", "auto: resume interrupted turns; off: decide and show, dispatch nothing automatically (SUPERVISE_RESUME=off for test suites)")
 	fs.IntVar(&f.resumeLimit, "resume-limit", 1, "consecutive dirty deaths mid-turn after which a session is parked instead of resumed")
 	durationVar(fs, &f.maxTurnAge, "max-turn-age", time.Hour, "a turn older than this at death is parked as stale, not resumed (0 = no limit)")
-	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply")
+	fs.StringVar(&f.resumeExec, "resume-exec", "", "task mode: AGENT is a task run once, and a pending session is resumed by launching this argv template, e.g. 'claude -p -r {session} {message}' (placeholders {session} {message} {turn}; no shell); ends when nothing is pending: 0 if the last turn completed, 5 if a session is parked, else the agent's status; --restart does not apply. With an AGENT that carries no prompt (only options after the program, e.g. -- claude) it is interactive: 'claude -r {session} {message}' continues an interrupted turn in the same terminal, /exit ends with 0")
 	fs.BoolVar(&f.rerunTask, "rerun-task", false, "task mode: start the task even though an earlier run of the same command left its session parked, stopped or owed a held resume (by default supervise exits 5 instead, so a rerun cannot repeat the task's side effects)")
 	fs.StringVar(&f.resumeMsg, "resume-message", "", "continuation message template (placeholders {session} {turn} {how} {phase} {tool} {detail} {prompt} {effects}); default: a built-in honest text")
 	fs.StringVar(&f.resumeSig, "resume-signal", "", "signal that tells a running agent the resume file changed (e.g. SIGUSR1); without it, resumes are delivered at the agent's next start")
@@ -107,6 +112,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	durationVar(fs, &f.streamStall, "stream-stall", 0, "with --api-proxy on: a model stream that sends no content for this long (keep-alive pings do not count) stops the agent, reason stream-stall, decided as a watchdog death (0 = off)")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "with --api-proxy on: a session whose input plus output tokens, across its resumes, exceed this is parked (reason names the budget, never resumed automatically) and the agent stopped; task mode exits 5 (0 = no budget)")
 	fs.Int64Var(&f.maxTokensTotal, "max-tokens-total", 0, "with --api-proxy on: the state dir's budget across all its sessions and runs, kept in the journal; once spent, every model call is answered by the proxy itself until a person runs supervise resume (0 = no budget)")
+	fs.IntVar(&f.limitResumes, "limit-resumes", 5, "resumes after a usage or rate limit per turn: a limit that ends the turn again after this many parks the session, naming the limit (a spent plan or spend cap ends clearly instead of looping); a limit is never counted as a crash")
+	fs.StringVar(&f.limitWait, "limit-wait", "on", "on: a turn a usage or rate limit ended waits until the limit's reset (waiting, wait limit, retry_at in status; journaled, so the wait survives a restart) and is resumed then; off: task mode exits 75 (EX_TEMPFAIL) with the reset time on stderr and in status; a duration such as 2h: waits longer than it end the task so")
+	durationVar(fs, &f.startTimeout, "start-timeout", 0, "a run that sends no marker and makes no model request this long after its launch is stopped as hung (stop signal, grace, SIGKILL), reason start-timeout, decided as a hang; a task that hung so before any session is started again once (0 = off)")
+	durationVar(fs, &f.silenceTimeout, "silence-timeout", 0, "an open turn (not waiting for a person or a limit) with no marker, no model traffic and no output for this long stops the agent as hung, reason silence-timeout, decided as a hang; a CLI that says it waits out a limit itself is not silent until then (0 = off)")
 	fs.StringVar(&f.foreground, "foreground", "auto", "keep the agent in supervise's process group so a terminal Ctrl-C reaches it once: auto (when stdin is the controlling terminal), always, never")
 }
 
@@ -163,6 +172,10 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		return cfg, nil, fmt.Errorf("%s %s: %w", Source("metrics-addr", set), f.MetricsAddr, err)
 	}
 	if err := f.checkProxy(set); err != nil {
+		return cfg, nil, err
+	}
+	limitWait, err := f.limitWaitConfig(set)
+	if err != nil {
 		return cfg, nil, err
 	}
 	if f.maxOpen < 1 {
@@ -258,6 +271,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		StreamStall:     f.streamStall,
 		MaxTokens:       f.maxTokens,
 		MaxTokensTotal:  f.maxTokensTotal,
+		Limit:           limitWait,
+		StartTimeout:    f.startTimeout,
+		SilenceTimeout:  f.silenceTimeout,
 		Rerun:           os.Args,
 		Report:          stderr,
 		Stdin:           stdin,
@@ -482,3 +498,26 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // its period in WATCHDOG_USEC, and libsystemd-style clients ping at half
 // of it.
 const minWatchdog = 100 * time.Millisecond
+
+// limitWaitConfig checks --limit-resumes and --limit-wait.
+func (f *Flags) limitWaitConfig(set map[string]bool) (machine.LimitConfig, error) {
+	lc := machine.LimitConfig{Resumes: f.limitResumes}
+	if f.startTimeout < 0 || f.silenceTimeout < 0 {
+		return lc, fmt.Errorf("%s and %s must not be negative", Source("start-timeout", set), Source("silence-timeout", set))
+	}
+	if f.limitResumes < 1 {
+		return lc, fmt.Errorf("%s must be at least 1, not %d", Source("limit-resumes", set), f.limitResumes)
+	}
+	switch f.limitWait {
+	case "on":
+	case "off":
+		lc.Off = true
+	default:
+		d, err := parseDuration(f.limitWait)
+		if err != nil || d <= 0 {
+			return lc, fmt.Errorf("%s must be on, off or a positive duration such as 2h, not %q", Source("limit-wait", set), f.limitWait)
+		}
+		lc.Max = d
+	}
+	return lc, nil
+}

@@ -182,7 +182,7 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	if wasParked {
 		return
 	}
-	o.add(Count{Metric: "park"})
+	o.add(Count{Metric: "park", Label: record.ParkedByBudget})
 	if m.Stop == nil && m.Abort == nil {
 		m.abort(o, record.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
 			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Spent(), "max_tokens", m.Config.MaxTokens,

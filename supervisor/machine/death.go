@@ -22,6 +22,10 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	r.PID, r.Ended, r.ExitCode, r.Signal = e.PID, e.Ended, e.Code, e.Signal
 	r.Reason, r.Dirty = m.classify(e)
 	r.Reason = m.namedOOM(o, r.Reason, r.Dirty, e.OOMKills)
+	limited := m.limitDeath(r, e)
+	if limited {
+		r.Reason, r.Dirty = record.ReasonLimit, false
+	}
 	last := r
 	m.Run, m.LastExit, m.Child, m.Abort = r, &last, "exited", nil
 	m.Grace.Armed, m.deadlineArmed = false, false
@@ -35,13 +39,24 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	requested := r.Reason == record.ReasonStopped && !r.Dirty
 	m.lostConversation(o, e, r)
 	var decs []resume.Decision
-	if !e.ExecFailed {
+	if limited {
+		decs = m.decideLimit(o, e, r, now)
+	} else if !e.ExecFailed {
 		decs = m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, now)
 	}
 	dec, st := m.Config.Policy.Next(m.Backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
 		Dirty: r.Dirty, ExecFailed: e.ExecFailed, Proven: m.TurnDone}, e.jitter())
-	m.Backoff = st
+	if limited {
+		// Not a crash: the backoff does not count it, and what follows is
+		// the wait for the reset (or, with --restart never, the end).
+		dec = crashloop.Decision{Action: crashloop.Relaunch}
+		if m.Policy.ByRestart && m.Config.Policy.Restart == crashloop.Never {
+			dec.Action = crashloop.Exit
+		}
+	} else {
+		m.Backoff = st
+	}
 	var reserve uint64
 	if m.Stop == nil && dec.Action != crashloop.GiveUp {
 		reserve = m.nextRun
@@ -59,6 +74,7 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	}
 	m.logDeath(o, e, r, dec)
 	m.logDecisions(o, decs)
+	m.betweenRuns(o, e, r, decs)
 	changed := make([]string, len(decs))
 	for i, d := range decs {
 		changed[i] = d.Session.ID
@@ -68,7 +84,17 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 		o.warn("crash-loop guard is open: automatic resumes are held until a run proves healthy", "chain", m.Guard.Chain)
 	}
 	o.add(Publish{})
-	m.next(o, e, dec)
+	m.next(o, e, dec, limited)
+}
+
+// limitDeath reports whether run r, which ended with e, ended on a usage
+// or rate limit: an exit by the agent itself (not 0, or 0 mid-turn) that
+// its words, its hooks or the proxy say a limit caused.
+func (m *Machine) limitDeath(r record.Run, e Exited) bool {
+	if e.ExecFailed || !r.Dirty || (r.Reason != record.ReasonExit && r.Reason != record.ReasonTurnOpen) {
+		return false
+	}
+	return m.limitSeen(e)
 }
 
 // jitter is the random number the backoff's jitter draws from.
@@ -103,7 +129,7 @@ func (m *Machine) logDeath(o *out, e Exited, r record.Run, dec crashloop.Decisio
 }
 
 // next decides what follows a death whose record is committed.
-func (m *Machine) next(o *out, e Exited, dec crashloop.Decision) {
+func (m *Machine) next(o *out, e Exited, dec crashloop.Decision, limited bool) {
 	switch {
 	case m.launches == 1 && e.ExecFailed:
 		// The very first launch failing is a configuration error: say so
@@ -119,6 +145,7 @@ func (m *Machine) next(o *out, e Exited, dec crashloop.Decision) {
 		m.taskNext(o, e, dec)
 	case dec.Action == crashloop.Exit:
 		o.add(End{Code: e.Code})
+	case limited && len(m.pending()) == 0 && m.waitLimit(o, e.Ended):
 	default:
 		m.backoff(o, m.waitForRetry(o, dec.Delay, e.Ended))
 	}
@@ -243,7 +270,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 		}
 		sess := dec.Session
 		if dec.Action == resume.Park {
-			o.add(Count{Metric: "park"})
+			o.add(Count{Metric: "park", Label: sess.ParkedBy})
 			sess.Fingerprint = nil
 			if sess.ParkedBy == record.ParkedByBreaker {
 				breaker = append(breaker, sess.ID)

@@ -74,8 +74,12 @@ type Exited struct {
 	// stderr (task mode; "" when unknown): the agent's own words, quoted
 	// in the log and in reasons, never trusted.
 	Said string
-	// Random, in [0,1), is drawn by the runner for the backoff's jitter.
+	// Random, in [0,1), is drawn by the runner for the backoff's jitter
+	// and a limit's.
 	Random float64
+	// Limit: the agent's last words or its hooks said a usage or rate
+	// limit ended the run (nil: not seen).
+	Limit *Limit
 }
 
 // Marker: a datagram from the child's tree, applied in arrival order.
@@ -122,7 +126,13 @@ const (
 // in state T), IgnoresSIGINT (the agent ignores or blocks SIGINT), RSS
 // (the tree's resident bytes, with MaxRSS set).
 type TimerFired struct {
-	Timer         Timer
+	Timer Timer
+	// Written is how many bytes the agent has written to its kept output
+	// tails in this run (TimerFlush; task mode): a change is a sign of
+	// life for --silence-timeout. RetryingUntil: the agent's words say it
+	// waits out a limit itself until then (agentsaid.Retrying).
+	Written       int64
+	RetryingUntil time.Time
 	SincePing     time.Duration
 	Queued        bool
 	JobStopped    bool

@@ -18,6 +18,11 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 		return
 	}
 	first := m.launches == 0
+	if first {
+		m.startNotice(o)
+	}
+	m.limitWaiting = false
+	m.limitsDue(o, now)
 	if first && m.Verifying && len(m.pendingIgnoringHold()) > 0 {
 		// Nothing is resumed from state not yet verified.
 		o.info("waiting for the journal check before the first launch: resumes are owed")
@@ -27,6 +32,9 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 	// A resume that may be dispatched now is delivered instead of the
 	// task (prepareDelivery); with none, a session of this task that is
 	// parked, stopped or owed a held resume keeps the task from starting.
+	if m.Policy.Task && len(m.pending()) == 0 && m.waitLimit(o, now) {
+		return // a session of the task waits out a limit: not the task again
+	}
 	if first && m.Policy.BlockRerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
 		o.add(End{Code: ExitParked})
 		return
@@ -267,6 +275,7 @@ func (m *Machine) started(o *out, e Started) {
 	m.Run = record.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
 		Reason: record.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}
+	m.hang = hangState{alive: e.At, startRetried: m.hang.startRetried}
 	if m.Watchdog.Period > 0 {
 		m.armWatchdog(o, m.Watchdog.Period, e.At)
 	}
@@ -432,5 +441,6 @@ func (m *Machine) manualResume(o *out, e ManualResume, now time.Time) {
 	o.add(Commit{Kind: CommitPending, Why: "recording a manual resume"})
 	o.info("session resumed by hand", "session", e.ID, "was", string(sess.State))
 	m.deliverLive(o)
+	m.limitResumedByHand(o)
 	o.add(Reply{})
 }

@@ -73,7 +73,7 @@ func (m *Machine) lostConversation(o *out, e Exited, r record.Run) bool {
 		sess.State, sess.ParkedBy = record.Parked, record.ParkedByLost
 		sess.Reason = lostWhy + "; " + why
 		o.save(sess.ID)
-		o.add(Count{Metric: "park"})
+		o.add(Count{Metric: "park", Label: record.ParkedByLost})
 		o.warn("session parked: the CLI cannot resume its conversation, and "+why, "session", sess.ID,
 			"turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode)
 		return true

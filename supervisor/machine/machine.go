@@ -68,6 +68,11 @@ type Config struct {
 	// journaled). Past it no model call is forwarded and the session whose
 	// answer crossed it is parked. 0: none (--max-tokens-total).
 	MaxTokensTotal int64
+	// Limit is how usage and rate limits are waited out (limit.go).
+	Limit LimitConfig
+	// StartTimeout and SilenceTimeout are the hang deadlines (hang.go);
+	// 0: off.
+	StartTimeout, SilenceTimeout time.Duration
 }
 
 // DefaultMaxOpenSessions is --max-open-sessions' default.
@@ -150,6 +155,8 @@ type State struct {
 	launching       uint64 // the run number of the launch under way
 	launches        int    // launches by this supervise
 	deadlineArmed   bool
+	limitWaiting    bool // the backoff is a wait for a limit's reset
+	hang            hangState
 	deadlineDue     time.Time
 }
 
@@ -221,6 +228,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 		if e.Msg.Session != "" && e.Msg.Event != marker.EventNone {
 			m.hooked = e.Msg.Session // the agent names its own session
 		}
+		m.lifeSign(now)
 		m.marker(&o, e, now)
 	case Beats:
 		m.beats(&o, e, now)
@@ -237,6 +245,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case Evict:
 		m.evict(e)
 	case Traffic:
+		m.lifeSign(now)
 		m.traffic(&o, e, now)
 	}
 	m.trackOpen(o.fx)

@@ -67,6 +67,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		o.save(sess.ID)
 		return
 	}
+	msg = m.interactiveTurnBegin(o, sess, msg, now)
 	if why, ignore := outOfSequence(sess, msg); why != "" {
 		m.outOfSequence(o, sess, msg, why, ignore, now)
 		if ignore {
@@ -340,7 +341,7 @@ func newAttempt(sess *record.Session, now time.Time) {
 // turnCompleted resets what a completed turn proves: the session's crash
 // count, and the process-level backoff and crash-loop guard.
 func (m *Machine) turnCompleted(o *out, sess *record.Session) {
-	sess.CrashCount = 0
+	sess.CrashCount, sess.Limits = 0, 0
 	m.TurnDone = true
 	m.Backoff = m.Backoff.Reset()
 	o.savePolicy()

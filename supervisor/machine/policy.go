@@ -36,12 +36,20 @@ type Policy struct {
 	// Tail: the runner keeps the agent's last words (its stderr's telling
 	// line), quoted in the death's reasons (Launch.Tail).
 	Tail bool
+	// Interactive: a task whose AGENT carries no task prompt (`supervise
+	// --resume-exec 'claude -r {session} {message}' -- claude`): a person
+	// drives it in the terminal. It is never refused as a rerun (it
+	// repeats nothing), its output is the person's terminal (no tails),
+	// and a turn-begin in a run handed a resume takes that resume (the CLI
+	// reports its continuation as a new turn; interactive.go).
+	Interactive bool
 }
 
 // policyFor resolves the policy of cfg: the one place TaskConfig.On is read.
 func policyFor(cfg Config) Policy {
 	task := cfg.Task.On
+	interactive := task && cfg.Task.Interactive
 	return Policy{Task: task, ByRestart: !task, Fold: !task, HoldLogs: !task, ExecDelivery: task,
-		LiveDelivery: cfg.LiveResume && !task, BlockRerun: task && !cfg.Task.Rerun, Remember: task,
-		LostConversations: task, Tail: task}
+		LiveDelivery: cfg.LiveResume && !task, BlockRerun: task && !cfg.Task.Rerun && !interactive, Remember: task,
+		LostConversations: task && !interactive, Tail: task && !interactive, Interactive: interactive}
 }

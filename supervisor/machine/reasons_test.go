@@ -33,7 +33,8 @@ func TestReasonsFromTheTable(t *testing.T) {
 		"ReasonWatchdog": record.ReasonWatchdog, "ReasonMemory": record.ReasonMemory,
 		"ReasonTurnOpen": record.ReasonTurnOpen, "ReasonTurnTimeout": record.ReasonTurnTimeout,
 		"ReasonOOM": record.ReasonOOM, "ReasonStreamStall": record.ReasonStreamStall,
-		"ReasonTokenBudget": record.ReasonTokenBudget, "ReasonRunning": record.ReasonRunning}
+		"ReasonTokenBudget": record.ReasonTokenBudget, "ReasonLimit": record.ReasonLimit,
+		"ReasonStartTimeout": record.ReasonStartTimeout, "ReasonSilence": record.ReasonSilence, "ReasonRunning": record.ReasonRunning}
 	for name := range used {
 		v, ok := values[name]
 		if !ok {

@@ -189,6 +189,15 @@ func (s *sim) universe() {
 	if r.IntN(3) == 0 {
 		cfg.Deadlines = Deadlines{Turn: 30 * time.Second, Model: 10 * time.Second, Tool: 20 * time.Second}
 	}
+	if r.IntN(3) == 0 {
+		cfg.StartTimeout = time.Duration(1+r.IntN(30)) * time.Second
+	}
+	if r.IntN(3) == 0 {
+		cfg.SilenceTimeout = time.Duration(1+r.IntN(30)) * time.Second
+	}
+	if r.IntN(3) == 0 {
+		cfg.Limit = LimitConfig{Resumes: 1 + r.IntN(3), Off: r.IntN(4) == 0, Max: time.Duration(r.IntN(2)) * 5 * time.Minute}
+	}
 	if r.IntN(5) < 2 {
 		cfg.Task = TaskConfig{On: true, ID: "task1", Exec: []string{"agent", "-r", "{session}", "{message}"},
 			Rerun: r.IntN(4) == 0}
@@ -298,7 +307,13 @@ func (s *sim) next() {
 			s.verifying = false
 			s.step(Verified{})
 		case r < 900:
-			s.step(TimerFired{Timer: TimerFlush})
+			// The flush, with the output the run wrote so far and, now and
+			// then, the CLI's word that it waits out a limit itself.
+			ev := TimerFired{Timer: TimerFlush, Written: int64(s.rng.IntN(3))}
+			if s.rng.IntN(8) == 0 {
+				ev.RetryingUntil = s.now.Add(time.Duration(s.rng.IntN(120)) * time.Second)
+			}
+			s.step(ev)
 		case r < 930:
 			s.evict()
 		case r < 945:
@@ -411,7 +426,7 @@ func (s *sim) crash() {
 
 func (s *sim) exit() {
 	e := Exited{PID: s.pid, Started: s.m.Run.Started, Ended: s.now, Random: s.rng.Float64()}
-	switch s.rng.IntN(6) {
+	switch s.rng.IntN(7) {
 	case 0:
 		e.Code = 0
 	case 1:
@@ -423,6 +438,13 @@ func (s *sim) exit() {
 		e.Code, e.Said = 1, "No conversation found with session ID: x"
 	case 4:
 		e.Signal, e.Code, e.OOMKills = 9, 137, 1
+	case 5:
+		// A usage or rate limit, in the agent's words, with a reset or none.
+		e.Code, e.Said = 1, "API Error: Request rejected (429)"
+		e.Limit = &Limit{Line: e.Said}
+		if s.rng.IntN(2) == 0 {
+			e.Limit.Reset = s.now.Add(time.Duration(s.rng.IntN(600)) * time.Second)
+		}
 	default:
 		e.Code = 1
 		e.Said = "Error: something"

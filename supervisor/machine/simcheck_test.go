@@ -61,8 +61,9 @@ func keyOf(s *record.Session) simKey {
 // simSnap is the sessions' keys before a step: a few sessions, so a
 // slice (a map of large values allocates each).
 type simSnap struct {
-	ids  []string
-	keys []simKey
+	ids   []string
+	keys  []simKey
+	abort *Abort
 }
 
 func (p *simSnap) get(id string) (simKey, bool) {
@@ -77,7 +78,11 @@ func (p *simSnap) get(id string) (simKey, bool) {
 func (s *sim) snapshot() *simSnap {
 	p := &s.snaps[s.depth%len(s.snaps)]
 	s.depth++
-	p.ids, p.keys = p.ids[:0], p.keys[:0]
+	p.ids, p.keys, p.abort = p.ids[:0], p.keys[:0], nil
+	if a := s.m.Abort; a != nil {
+		c := *a
+		p.abort = &c
+	}
 	for id, sess := range s.m.Sessions {
 		p.ids = append(p.ids, id)
 		p.keys = append(p.keys, keyOf(sess))
@@ -128,6 +133,21 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 		case Count:
 			if e.Metric == "refused" && e.Label == "parked" {
 				s.refusedParked++
+			}
+		}
+	}
+	// The hang deadlines: a start timeout only past --start-timeout of a
+	// launch that saw no marker nor model request; a silence only with a
+	// session in_turn, past --silence-timeout of the run's last life sign.
+	if a := m.Abort; a != nil && (before.abort == nil || *before.abort != *a) {
+		switch a.Reason {
+		case record.ReasonStartTimeout:
+			if m.Config.StartTimeout == 0 || s.now.Sub(m.Run.Started) < m.Config.StartTimeout || m.hang.spoke {
+				s.fail(ev, "a start timeout at %s for a run started %s (--start-timeout %s, spoke %v)", s.now, m.Run.Started, m.Config.StartTimeout, m.hang.spoke)
+			}
+		case record.ReasonSilence:
+			if m.Config.SilenceTimeout == 0 || s.now.Sub(m.hang.alive) < m.Config.SilenceTimeout || m.silentTurn() == "" {
+				s.fail(ev, "a silence timeout at %s, last life %s (--silence-timeout %s)", s.now, m.hang.alive, m.Config.SilenceTimeout)
 			}
 		}
 	}
@@ -194,8 +214,21 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 		if refused && !budgetParked && !m.TotalSpent() {
 			s.fail(ev, "session %s refused while under every budget: %+v", id, k)
 		}
+		// A limit's wait: never resumed before its retry_at but by a
+		// person, never past --limit-resumes, never counted as a crash.
+		if b.State == record.Waiting && b.Wait == record.WaitLimit && sess.State == record.ResumePending &&
+			(sess.Resume == nil || !sess.Resume.Manual) && s.now.Before(b.RetryAt) {
+			s.fail(ev, "session %s resumed before its limit's retry_at %s (now %s)", id, b.RetryAt, s.now)
+		}
+		if sess.Limits > s.m.limitResumes() && sess.State != record.Parked {
+			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.limitResumes())
+		}
+		if isExit && s.m.Run.Reason == record.ReasonLimit && sess.CrashCount > b.CrashCount {
+			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d", id, b.CrashCount, sess.CrashCount)
+		}
 		// The breaker's limit.
-		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason {
+		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason &&
+			sess.Resume.Reason != record.ReasonLimit {
 			limit := m.Config.Resume.Limit
 			if sess.Resume.Attempt > limit || sess.CrashCount > limit {
 				s.fail(ev, "session %s resumed at attempt %d, crash count %d, past --resume-limit %d", id,

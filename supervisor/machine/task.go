@@ -41,6 +41,9 @@ type TaskConfig struct {
 	// Rerun starts the task even when an earlier run of the same command
 	// left its session parked, stopped or owed a held resume (--rerun-task).
 	Rerun bool
+	// Interactive: the AGENT carries no task prompt (InteractiveArgv): a
+	// person drives it (Policy.Interactive).
+	Interactive bool
 	// Command is supervise's own command line, quoted into the message
 	// that ends a task with a parked session. nil: "supervise", the flags
 	// that matter and the agent argv.
@@ -67,7 +70,9 @@ type TaskState struct {
 	// which the rerun's new session takes at its first turn-begin, so the
 	// rerun counts toward the breaker like any resume.
 	reran, rerunDue bool
-	inherit         int
+	// noticed: the interactive start's StartNotice was given.
+	noticed bool
+	inherit int
 }
 
 // touch records that session id was seen in this invocation.
@@ -145,6 +150,10 @@ func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
 	switch {
 	case e.ExecFailed:
 		return "end of task"
+	case len(m.pending()) == 0 && len(m.limitWaiters()) > 0:
+		return m.limitWords()
+	case len(m.pending()) == 0 && m.Run.Reason == record.ReasonStartTimeout && !m.hang.startRetried && m.Policy.Task:
+		return "the task again (it hung at start)"
 	case len(m.pending()) == 0 && m.Task.rerunDue:
 		return "the task again as a new session"
 	case len(m.pending()) == 0:
@@ -177,9 +186,16 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 			return
 		}
 	}
+	if m.waitLimit(o, e.Ended) {
+		return
+	}
 	if m.Task.rerunDue {
 		m.Task.rerunDue = false
 		o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		m.backoff(o, dec.Delay)
+		return
+	}
+	if m.startHangRerun(o, m.Run) {
 		m.backoff(o, dec.Delay)
 		return
 	}

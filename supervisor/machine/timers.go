@@ -142,6 +142,10 @@ func (m *Machine) flush(o *out, e TimerFired, now time.Time) {
 			m.Config.StopSignal, now, "rss", e.RSS, "max_rss", e.MaxRSS)
 	}
 	m.rearmDeadlines(o)
+	m.watchHangs(o, e, now)
+	if m.Running() && m.limitsDue(o, now) {
+		m.deliverLive(o)
+	}
 	o.add(Publish{})
 	if m.Guard.Open && m.Running() && m.Config.Guard.Proven(m.Run.Started, now) {
 		m.clearGuard(o, "the run outlived --guard-gap")

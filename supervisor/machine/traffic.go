@@ -148,18 +148,23 @@ func (m *Machine) trafficMarker(e Traffic) (marker.Message, bool) {
 	return msg, true
 }
 
-// retryDelay stretches a relaunch's delay to the latest retry_at of the
-// sessions it would resume: a resume after a death during a limit wait is
-// not dispatched before the API said it may be called again.
+// retryDelay stretches a relaunch's delay to the soonest retry_at of the
+// sessions it would resume, when every one of them waits on one: a resume
+// after a death during a limit wait is not dispatched before the API said
+// it may be called again, and one session's long wait never holds another
+// session's resume (a session with no retry_at ahead relaunches at once).
 func (m *Machine) retryDelay(delay time.Duration, now time.Time) time.Duration {
+	soonest := time.Duration(-1)
 	for _, sess := range m.pending() {
-		if !sess.RetryAt.IsZero() {
-			if d := sess.RetryAt.Sub(now); d > delay {
-				delay = d
-			}
+		d := sess.RetryAt.Sub(now)
+		if sess.RetryAt.IsZero() || d <= 0 {
+			return delay
+		}
+		if soonest < 0 || d < soonest {
+			soonest = d
 		}
 	}
-	return delay
+	return max(delay, soonest)
 }
 
 func (Traffic) event() {}

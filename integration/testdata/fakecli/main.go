@@ -433,7 +433,13 @@ func (c *cli) tool(name string) {
 
 // thisRun reports whether the variable names this run (SUPERVISE_RUN).
 func thisRun(variable string) bool {
-	return os.Getenv(variable) != "" && os.Getenv(variable) == os.Getenv("SUPERVISE_RUN")
+	run := os.Getenv("SUPERVISE_RUN")
+	for _, v := range strings.Split(os.Getenv(variable), ",") {
+		if v != "" && v == run {
+			return true
+		}
+	}
+	return false
 }
 
 // hang waits until killed (an empty select would be a deadlock the runtime

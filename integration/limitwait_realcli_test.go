@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/integration/mockapi"
+)
+
+// TestRealLimitWaitedOut: each pinned CLI, set up as its example says and
+// run by supervise in task mode, meets its provider's usage-limit answer
+// (mockapi.Until: every agent request refused until the reset, then
+// answered). The CLI exits 1 at once (docs/limits.md); supervise shows the
+// session waiting with wait limit and a retry_at at the reset, launches
+// nothing before it, then resumes the same session by id with the
+// template, the CLI finishes the turn, and supervise exits 0.
+//
+// Claude Code with an API key names no reset in its words and waits out
+// a retry-after under about a minute itself, so its limit is 90 s away and
+// supervise runs with --api-proxy on, which reads the reset from the 429's
+// headers. Codex names the reset to the minute and Gemini in seconds; their
+// limits are 20 s away (SUPERVISE_LIMIT_RESET overrides all three, e.g.
+// 90s for the run by hand).
+//
+// Gemini CLI keeps no session whose first request was refused: its resume
+// says "No previous sessions found for this project", and supervise starts
+// the task again once as a new session (the lost-conversation rule: no tool
+// had run), at the reset, never before it.
+func TestRealLimitWaitedOut(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cli   realCLI
+		in    time.Duration
+		flags []string
+		lost  bool // the CLI kept no conversation to resume: the task runs again once
+	}{
+		{claudeCodeCLI(), 90 * time.Second, []string{"--api-proxy", "on"}, false},
+		{codexCLI(), 20 * time.Second, nil, false},
+		{geminiCLI(), 20 * time.Second, nil, true},
+	} {
+		t.Run(c.cli.bin, func(t *testing.T) {
+			t.Parallel()
+			r := newRealEnv(t, c.cli)
+			in := c.in
+			if d, err := time.ParseDuration(os.Getenv("SUPERVISE_LIMIT_RESET")); err == nil && d > 0 {
+				in = d
+			}
+			reset := time.Now().Add(in).Truncate(time.Second)
+			r.answer(mockapi.Until(reset, func(mockapi.Request) mockapi.Reply { return mockapi.Reply{Kind: mockapi.Text, Text: "Done."} }))
+			sv := r.run(c.flags...)
+			var session string
+			var retryAt time.Time
+			waitFor(t, 120*time.Second, "the session waiting for its limit", func() bool {
+				st, ok := limitStatusOf(t, r.stateDir, false)
+				for _, s := range st.Sessions {
+					if ok && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
+						session, retryAt = s.ID, *s.RetryAt
+						return true
+					}
+				}
+				return false
+			})
+			seen := time.Now()
+			if !seen.Before(reset) {
+				t.Fatalf("the wait was first seen at %s, after the reset %s", seen, reset)
+			}
+			if retryAt.Before(reset) || retryAt.After(reset.Add(90*time.Second)) {
+				t.Errorf("retry_at %s, want at or just after the reset %s", retryAt, reset)
+			}
+			if code := r.wait(sv, 300*time.Second); code != 0 {
+				t.Fatalf("supervise exited %d, want 0; stderr:\n%s", code, sv.stderr())
+			}
+			st, _ := limitStatusOf(t, r.stateDir, true)
+			runs, fresh := 2, 1
+			if c.lost {
+				runs, fresh = 3, 2
+			}
+			if len(st.Runs) != runs {
+				t.Errorf("%d runs, want %d (the task, and its resume at the reset)", len(st.Runs), runs)
+			}
+			for _, run := range st.Runs {
+				switch run.Run {
+				case 1:
+					if run.Reason != "limit" || run.Dirty {
+						t.Errorf("run 1: reason %q dirty %v, want limit, not dirty", run.Reason, run.Dirty)
+					}
+				case 2:
+					started, err := time.Parse(time.RFC3339Nano, run.Started)
+					if err != nil || started.Before(retryAt) {
+						t.Errorf("run 2 started %s (%v), before retry_at %s", run.Started, err, retryAt)
+					}
+				}
+			}
+			var resumed, continued bool
+			refused := 0
+			for _, q := range r.api.AgentRequests() {
+				if q.Time.Before(reset) {
+					refused++
+				}
+				if q.Session == session && !q.Time.Before(reset) {
+					resumed = true
+					continued = continued || strings.Contains(q.LastUser, "limit")
+				}
+			}
+			if refused != 1 {
+				t.Errorf("%d agent requests before the reset, want 1 (the refused one: nothing launched before the reset)", refused)
+			}
+			if !c.lost && (!resumed || !continued) {
+				t.Errorf("no request of session %s after the reset carrying the limit's continuation (resumed %v, continued %v)", session, resumed, continued)
+			}
+			if n := r.freshStarts(); n != fresh {
+				t.Errorf("the task opened %d conversations, want %d", n, fresh)
+			}
+			t.Logf("summary %s limit: exit 0, %d agent requests, retry_at %s for a reset at %s (%s after the limit was seen)",
+				c.cli.bin, len(r.api.AgentRequests()), retryAt.Format(time.TimeOnly), reset.Format(time.TimeOnly), retryAt.Sub(seen).Round(time.Second))
+		})
+	}
+}

@@ -1,0 +1,186 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
+)
+
+// limited ends the current run as a CLI does on a limit: exit 1, its words
+// on its tail, the reset in them (zero: none named).
+func (r *rig) limited(reset time.Time, rnd float64) []Effect {
+	r.advance(time.Second)
+	return r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Random: rnd,
+		Said:  "API Error: Request rejected (429)",
+		Limit: &Limit{Reset: reset, Line: "API Error: Request rejected (429)"}})
+}
+
+// A task's limit: the session waits until the reset (plus its jitter),
+// journaled before the wait; nothing launches before it; at it, the
+// session is resumed by id with a continuation that says a limit
+// interrupted it; the crash count, the backoff and the guard never move.
+func TestLimitWaitedOutInTaskMode(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("s1", "t1")
+	reset := r.now.Add(91 * time.Second) // 90 s after the death
+	fx := r.limited(reset, 0.5)
+	if r.m.Run.Reason != record.ReasonLimit || r.m.Run.Dirty {
+		t.Fatalf("run: reason %q dirty %v, want limit, not dirty", r.m.Run.Reason, r.m.Run.Dirty)
+	}
+	s := r.sess("s1")
+	jitter := 9 * time.Second / 2 // half of a tenth of the 90 s
+	if s.State != record.Waiting || s.Wait != record.WaitLimit || !s.RetryAt.Equal(reset.Add(jitter)) || s.CrashCount != 0 || s.Limits != 1 {
+		t.Fatalf("session: %+v, want waiting for the limit until %s", s, reset.Add(jitter))
+	}
+	if !strings.Contains(s.Resume.Message, "limit") || s.Resume.Reason != record.ReasonLimit {
+		t.Fatalf("continuation %q (%q) does not say a limit interrupted it", s.Resume.Message, s.Resume.Reason)
+	}
+	n := nextOf(t, fx)
+	if !n.relaunch || n.delay != s.RetryAt.Sub(r.now) {
+		t.Fatalf("next %+v, want the wait until retry_at (%s)", n, s.RetryAt.Sub(r.now))
+	}
+	if r.m.Guard.Chain != 0 || r.m.Backoff.Failures != 0 {
+		t.Fatalf("a limit counted: guard %+v backoff %+v", r.m.Guard, r.m.Backoff)
+	}
+	for _, c := range all[Count](fx) {
+		if c.Metric == "death" {
+			t.Fatalf("a limit counted as a dirty death: %+v", c)
+		}
+	}
+	// A LaunchDue before the reset (a restarted supervise) waits again.
+	r.advance(10 * time.Second)
+	fx = r.step(LaunchDue{})
+	if _, ok := find[Launch](fx); ok {
+		t.Fatalf("launched before retry_at: %#v", fx)
+	}
+	if b, ok := find[Backoff](fx); !ok || b.Delay != s.RetryAt.Sub(r.now) {
+		t.Fatalf("no wait until retry_at: %#v", fx)
+	}
+	r.now = s.RetryAt
+	l := r.launch()
+	if len(l.Argv) < 3 || l.Argv[2] != "s1" || !strings.Contains(l.Argv[3], "limit") {
+		t.Fatalf("resume launch %q: want agent -r s1 <a limit's continuation>", l.Argv)
+	}
+	if st := r.sess("s1").State; st != record.ResumePending {
+		t.Fatalf("at the reset the session is %s, want resume_pending", st)
+	}
+}
+
+// A limit that never lifts: after --limit-resumes resumes, a park that
+// names the limit, and the task ends 5.
+func TestLimitThatNeverLiftsParks(t *testing.T) {
+	cfg := taskConfig()
+	cfg.Limit.Resumes = 2
+	r := newRig(t, cfg)
+	r.launch()
+	r.begin("s1", "t1")
+	for i := 0; i < 3; i++ {
+		fx := r.limited(r.now.Add(time.Minute), 0)
+		s := r.sess("s1")
+		if i < 2 {
+			if s.State != record.Waiting {
+				t.Fatalf("limit %d: %s, want waiting", i+1, s.State)
+			}
+			r.now = s.RetryAt
+			r.launch()
+			r.marker(marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t1"})
+			continue
+		}
+		if s.State != record.Parked || s.ParkedBy != record.ParkedByLimit || !strings.Contains(s.Reason, "--limit-resumes") {
+			t.Fatalf("after %d limits: %+v, want parked by the limit", i+1, s)
+		}
+		if n := nextOf(t, fx); !n.end || n.code != ExitParked {
+			t.Fatalf("next %+v, want the end with %d", n, ExitParked)
+		}
+	}
+}
+
+// --limit-wait off, or a reset beyond --limit-wait D: the task ends 75
+// with the reset on stderr (Report).
+func TestLimitWaitOffExits75(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lim  LimitConfig
+		in   time.Duration
+		code int
+	}{
+		{"off", LimitConfig{Off: true}, time.Minute, ExitTempFail},
+		{"past the maximum", LimitConfig{Max: time.Hour}, 5 * time.Hour, ExitTempFail},
+		{"within the maximum", LimitConfig{Max: time.Hour}, 30 * time.Minute, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := taskConfig()
+			cfg.Limit = c.lim
+			r := newRig(t, cfg)
+			r.launch()
+			r.begin("s1", "t1")
+			fx := r.limited(r.now.Add(c.in), 0)
+			n := nextOf(t, fx)
+			if c.code < 0 {
+				if !n.relaunch {
+					t.Fatalf("next %+v, want the wait", n)
+				}
+				return
+			}
+			if !n.end || n.code != c.code {
+				t.Fatalf("next %+v, want the end with %d", n, c.code)
+			}
+			rep, ok := find[Report](fx)
+			if !ok || !strings.Contains(strings.Join(rep.Lines, "\n"), r.sess("s1").RetryAt.UTC().Format(time.RFC3339)) {
+				t.Fatalf("report %+v lacks the reset", rep)
+			}
+		})
+	}
+}
+
+// A person's `supervise resume` starts a limit's wait sooner.
+func TestLimitWaitResumedByHand(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("s1", "t1")
+	r.limited(r.now.Add(5*time.Hour), 0)
+	fx := r.step(ManualResume{ID: "s1"})
+	if _, ok := find[Reply](fx); !ok {
+		t.Fatalf("no reply: %#v", fx)
+	}
+	b, ok := find[Backoff](fx)
+	if !ok || b.Delay != 0 {
+		t.Fatalf("the wait is not cut short: %#v", fx)
+	}
+	l := r.launch()
+	if len(l.IDs) != 1 || l.IDs[0] != "s1" {
+		t.Fatalf("launch %+v, want s1's resume", l)
+	}
+}
+
+// Per session: one session's long wait does not hold another's resume.
+// The proxy saw each session's own reset; the CLI's words name none.
+func TestLimitWaitIsPerSession(t *testing.T) {
+	r := newRig(t, taskConfig())
+	r.launch()
+	r.begin("long", "t1")
+	r.begin("short", "t1")
+	r.step(Traffic{Kind: TrafficLimited, Session: "long", RetryAt: r.now.Add(24 * time.Hour)})
+	r.step(Traffic{Kind: TrafficLimited, Session: "short", RetryAt: r.now.Add(time.Minute)})
+	r.advance(time.Second)
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now})
+	if r.m.Run.Reason != record.ReasonLimit {
+		t.Fatalf("reason %q, want limit (the proxy saw the 429s)", r.m.Run.Reason)
+	}
+	want := r.sess("short").RetryAt.Sub(r.now)
+	if b, ok := find[Backoff](fx); !ok || b.Delay != want || want > time.Minute {
+		t.Fatalf("want the wait for the soonest reset (%s): %#v", want, fx)
+	}
+	r.now = r.sess("short").RetryAt
+	l := r.launch()
+	if len(l.IDs) != 1 || l.IDs[0] != "short" {
+		t.Fatalf("launch %+v, want short's resume alone", l)
+	}
+	if r.sess("long").State != record.Waiting {
+		t.Fatalf("long is %s, want still waiting", r.sess("long").State)
+	}
+}
