@@ -187,7 +187,6 @@ func TestInteractiveClaudeKillMidTool(t *testing.T) {
 // --resume-exec 'codex resume {session} {message}' -- codex`.
 func TestInteractiveCodexKillMidTool(t *testing.T) {
 	t.Parallel()
-	pendingTail(t)
 	r := newRealEnv(t, codexCLI())
 	// A person who let Codex run commands without asking (the TUI would
 	// otherwise ask before the shell tool runs).
@@ -302,19 +301,6 @@ func interactiveKill(t *testing.T, r *realEnv, template, agent, ready, tool, qui
 	t.Logf("interactive %s kill -9 mid-tool: %s", agent, r.summary())
 }
 
-// pendingTail skips a CLI whose TUI writes log records to its stderr
-// when that is not a terminal (Codex): in task mode supervise passes the
-// agent's stderr through a pipe to keep its last words, which an
-// interactive agent must not get (the records are drawn over its screen).
-// The machine change that hands an interactive agent the terminal itself
-// is pending (issue 30, SUPERVISE_PENDING_M2=1 runs it).
-func pendingTail(t *testing.T) {
-	t.Helper()
-	if os.Getenv("SUPERVISE_PENDING_M2") != "1" {
-		t.Skip("needs an interactive agent's stderr to be the terminal, not the last-words pipe (set SUPERVISE_PENDING_M2=1 to run)")
-	}
-}
-
 // TestInteractiveHangupNotice: closing the terminal mid-turn (SIGHUP) is
 // a person's own stop: the session is stopped, never resumed silently,
 // and the next interactive start names it with the command that
@@ -375,7 +361,6 @@ func TestInteractiveHangupNotice(t *testing.T) {
 // blank prompt, the session not resumed silently.
 func TestInteractiveHangupNoticeTemplate(t *testing.T) {
 	t.Parallel()
-	pendingRerun(t)
 	r := interactiveClaudeEnv(t)
 	r.answer(func(q mockapi.Request) mockapi.Reply {
 		switch {
@@ -420,16 +405,6 @@ func TestInteractiveHangupNoticeTemplate(t *testing.T) {
 	tt.typeLine(w, "/exit")
 	if code := tt.exitCode("supervise to exit after /exit"); code != "0" {
 		t.Errorf("supervise exit %s after /exit, want 0\n%s", code, readLog(r))
-	}
-}
-
-// pendingRerun skips a test of the interactive start in task mode until
-// the rerun rule lets it start (issue 30, the machine's side:
-// SUPERVISE_PENDING_M2=1 runs it).
-func pendingRerun(t *testing.T) {
-	t.Helper()
-	if os.Getenv("SUPERVISE_PENDING_M2") != "1" {
-		t.Skip("needs the rerun rule not to refuse an interactive start (set SUPERVISE_PENDING_M2=1 to run)")
 	}
 }
 

@@ -74,7 +74,6 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	}
 	m.logDeath(o, e, r, dec)
 	m.logDecisions(o, decs)
-	m.betweenRuns(o, e, r, decs)
 	changed := make([]string, len(decs))
 	for i, d := range decs {
 		changed[i] = d.Session.ID

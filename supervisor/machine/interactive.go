@@ -8,7 +8,6 @@ import (
 
 	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/record"
-	"github.com/supervise-dev/supervise/resume"
 )
 
 // Interactive resume: `supervise --resume-exec 'claude -r {session}
@@ -92,102 +91,4 @@ func (m *Machine) interactiveTurnBegin(o *out, sess *record.Session, msg marker.
 // handedTo reports whether sess is owed a resume that was handed to run.
 func handedTo(sess *record.Session, run uint64) bool {
 	return sess != nil && sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == run
-}
-
-// BetweenRuns tells the observer, in task mode, what a death decided, for
-// the one short line a person sees between two runs in the terminal
-// ("claude was killed (SIGKILL) mid-tool; continuing session 6fce..."):
-// Agent is the program's base name, How the death as the log says it
-// ("killed by SIGKILL", "exited with status 1"), Where the phase it found
-// the session in ("mid-tool", "mid-model", "mid-turn", "between turns"),
-// Session the session it is about ("" for none), Next what follows
-// (NextContinue, NextWait with RetryAt, NextPark, NextEnd) and Reason the
-// session's reason in words.
-type BetweenRuns struct {
-	Run     uint64
-	Agent   string
-	How     string
-	Where   string
-	Session string
-	Next    string
-	RetryAt time.Time
-	Reason  string
-}
-
-// What BetweenRuns.Next says follows.
-const (
-	NextContinue = "continue" // the session is resumed now (or after the backoff)
-	NextWait     = "wait"     // it waits out a limit until RetryAt
-	NextPark     = "park"     // it is parked: a person resumes it
-	NextEnd      = "end"      // nothing follows: supervise ends
-)
-
-// StartNotice tells the observer, at the start of an interactive task,
-// of the sessions a person should know of: stopped by a hangup or Ctrl-C
-// mid-turn, parked, or owed a resume that is held. They are never resumed
-// silently; each comes with the command that continues it. Emitted once,
-// before the first launch, only when there are some.
-type StartNotice struct {
-	Sessions []NoticeSession
-}
-
-// NoticeSession is one session of a StartNotice.
-type NoticeSession struct {
-	ID, State, Reason, Command string
-}
-
-func (BetweenRuns) effect() {}
-func (StartNotice) effect() {}
-
-// startNotice emits the StartNotice of an interactive task's first launch.
-func (m *Machine) startNotice(o *out) {
-	if !m.Policy.Interactive || m.launches != 0 || m.Task.noticed {
-		return
-	}
-	m.Task.noticed = true
-	var ns []NoticeSession
-	for _, id := range m.sessionIDs() {
-		sess := m.Sessions[id]
-		held := sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && m.Hold() != ""
-		if sess.State == record.Stopped || sess.State == record.Parked || held {
-			ns = append(ns, NoticeSession{ID: id, State: string(sess.State), Reason: sess.Reason, Command: m.rerunCommand(id)})
-		}
-	}
-	if len(ns) > 0 {
-		o.add(StartNotice{Sessions: ns})
-	}
-}
-
-// betweenRuns emits the BetweenRuns of a task's death, after its decisions.
-func (m *Machine) betweenRuns(o *out, e Exited, r record.Run, decs []resume.Decision) {
-	if !m.Policy.Task {
-		return
-	}
-	b := BetweenRuns{Run: r.Run, How: e.How, Where: "between turns", Next: NextEnd}
-	if len(r.Argv) > 0 {
-		b.Agent = filepath.Base(r.Argv[0])
-	} else if len(m.Config.Argv) > 0 {
-		b.Agent = filepath.Base(m.Config.Argv[0])
-	}
-	if len(decs) > 0 {
-		sess := decs[0].Session // the one a task's run had, or the first
-		b.Session, b.Reason = sess.ID, sess.Reason
-		switch {
-		case sess.Phase == "tool":
-			b.Where = "mid-tool"
-		case sess.Phase == "model":
-			b.Where = "mid-model"
-		default:
-			b.Where = "mid-turn"
-		}
-		switch sess.State {
-		case record.ResumePending:
-			b.Next = NextContinue
-		case record.Waiting:
-			b.Next, b.RetryAt = NextWait, sess.RetryAt
-		case record.Parked:
-			b.Next = NextPark
-		}
-	}
-	o.add(b)
 }

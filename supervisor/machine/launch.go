@@ -18,9 +18,6 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 		return
 	}
 	first := m.launches == 0
-	if first {
-		m.startNotice(o)
-	}
 	m.limitWaiting = false
 	m.limitsDue(o, now)
 	if first && m.Verifying && len(m.pendingIgnoringHold()) > 0 {

@@ -94,7 +94,9 @@ func (m *Machine) inheritRerun(o *out, sess *record.Session, msg marker.Message)
 	if m.Task.inherit == 0 || msg.Event != marker.EventTurnBegin || sess.State.Open() {
 		return
 	}
-	sess.CrashCount, m.Task.inherit = m.Task.inherit, 0
+	// Never lower: a session that already counts more consecutive dirty
+	// deaths keeps its own count (the breaker must not be reset by a rerun).
+	sess.CrashCount, m.Task.inherit = max(sess.CrashCount, m.Task.inherit), 0
 	o.info("the task's new session stands in for the lost one's resume: it takes its crash count",
 		"session", sess.ID, "crash_count", sess.CrashCount)
 }

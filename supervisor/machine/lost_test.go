@@ -179,3 +179,17 @@ func TestRuleResumedTurnAlias(t *testing.T) {
 		t.Error("a turn-end naming another turn was not recorded")
 	}
 }
+
+// The rerun's crash count never lowers a count the new turn's session
+// already has (found by the simulation, seed 1796173685536674076 at step
+// 943 511: a closed session with crash count 2 took the lost one's 1, and
+// was then resumed a third consecutive time past --resume-limit 2).
+func TestRuleLostConversationRerunNeverLowers(t *testing.T) {
+	r, _ := lostRig(t, false)
+	r.launch()
+	r.m.Sessions["s9"] = &record.Session{ID: "s9", State: record.Closed, CrashCount: 3, Turn: "t1"}
+	r.begin("s9", "")
+	if got := r.sess("s9").CrashCount; got != 3 {
+		t.Errorf("the rerun's session has crash count %d, want its own 3 (higher than the lost one's 1)", got)
+	}
+}

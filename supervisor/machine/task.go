@@ -70,9 +70,7 @@ type TaskState struct {
 	// which the rerun's new session takes at its first turn-begin, so the
 	// rerun counts toward the breaker like any resume.
 	reran, rerunDue bool
-	// noticed: the interactive start's StartNotice was given.
-	noticed bool
-	inherit int
+	inherit         int
 }
 
 // touch records that session id was seen in this invocation.
