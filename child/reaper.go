@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,6 +70,7 @@ type Reaper struct {
 	mu     sync.Mutex
 	procs  map[int]*Process
 	closed bool
+	trace  *trace.Recorder // bench-only trace points (SetTrace); nil: off
 
 	sigc  chan os.Signal
 	forkc chan forkReq
@@ -337,6 +339,14 @@ func (p *Process) Exit() Exit {
 }
 
 func (p *Process) finish() { close(p.done) }
+
+// SetTrace has the reaper mark trace.Reaped when it reaps a child (the
+// bench's restart breakdown); nil turns it off. Call it before Start.
+func (r *Reaper) SetTrace(t *trace.Recorder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.trace = t
+}
 
 // Signal sends sig to the child's process group (to the child alone when it
 // shares the supervisor's group). It does nothing once the child is reaped.

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,6 +46,7 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 		}
 		var ws unix.WaitStatus
 		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && wpid == pid {
+			r.trace.Mark(trace.Reaped)
 			ended = append(ended, r.ended(p, ws))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor/machine"
@@ -109,6 +110,9 @@ func (s *Supervisor) commit(e machine.Commit) error {
 		fn = func(tx *journal.Tx) error { return s.writeDeath(tx, e) }
 	}
 	err := s.commitSync(fn)
+	if e.Kind == machine.CommitDeath {
+		s.trace.Mark(trace.Committed)
+	}
 	if err != nil && e.Why != "" && e.Kind != machine.CommitBoot {
 		s.log.Error("journal: "+e.Why+" failed", "run", e.Run.Run, "err", err)
 	}
@@ -250,6 +254,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Tag:        s.tag(e.Run),
 		Credential: s.cfg.User,
 	}
+	s.trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
 	var tailW, outW *os.File
@@ -276,7 +281,9 @@ func (s *Supervisor) launch(e machine.Launch) {
 	// in accept, rather than being taken for a stranger's.
 	pending := &treeRoot{run: e.Run, tag: spec.Tag, ready: make(chan struct{})}
 	s.root.Store(pending)
+	s.trace.Mark(trace.ForkStart)
 	p, err := s.reaper.Start(spec)
+	s.trace.Mark(trace.Started)
 	if cerr := err; err != nil && spec.Cgroup != nil {
 		spec.Cgroup = nil
 		if p, err = s.reaper.Start(spec); err == nil {
@@ -488,12 +495,18 @@ func (s *Supervisor) flushTick() {
 		// Removed under supervise (the state dir, or the journal in it):
 		// what it journals now no start would find. Fail closed.
 		s.fatal(fmt.Errorf("the journal %s is gone: the state dir was removed or changed under supervise", StatePath(s.cfg.StateDir)))
+	} else if err := s.db.CheckName(); err != nil {
+		// Swapped under supervise (cp and mv over it, a symlinked state
+		// dir): noticed within a second even while nothing commits. The
+		// journal is poisoned, and the last resort ends the run.
+		s.fatal(fmt.Errorf("the journal %s: %w", StatePath(s.cfg.StateDir), err))
 	}
 }
 
 // reaped handles the death of the child: every datagram it sent is applied
 // first, then the machine decides.
 func (s *Supervisor) reaped() {
+	s.trace.Mark(trace.DeathSeen)
 	p := s.run.proc
 	s.drain()
 	s.signalsBefore()

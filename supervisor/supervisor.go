@@ -31,6 +31,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/statedir"
+	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
@@ -159,6 +160,7 @@ type Supervisor struct {
 	clock  Clock
 	db     *journal.DB
 	reaper *child.Reaper
+	trace  *trace.Recorder // bench-only restart trace points; nil (off) in production
 	log    *slog.Logger
 	notify *notify.Server
 	ch     channels
@@ -262,6 +264,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		m:      machine.New(machineConfig(cfg)),
 		db:     db,
 		reaper: reaper,
+		trace:  trace.FromEnv(),
 		in:     newIntake(now),
 		ch: channels{sigc: make(chan os.Signal, 8), reqc: make(chan request), msgc: make(chan inMsg, 1024),
 			quit: make(chan struct{}), done: make(chan struct{})},
@@ -347,6 +350,9 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
+	s.trace.Mark(trace.RunStart)
+	defer s.trace.Close()
+	s.reaper.SetTrace(s.trace)
 	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{},
 		ackLogs: rateLog{interval: time.Second}}
@@ -359,6 +365,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
+	s.trace.Mark(trace.BootDone)
 	if s.cfg.VerifyInBackground {
 		s.startVerify()
 		defer func() {
@@ -409,6 +416,9 @@ func (s *Supervisor) loop() (int, error) {
 // returns the first commit error among them.
 func (s *Supervisor) step(ev machine.Event) error {
 	fx := s.m.Step(ev, s.clock.Now())
+	if _, ok := ev.(machine.Exited); ok {
+		s.trace.Mark(trace.Decided)
+	}
 	s.publishRefusals() // before the effects: the proxy refuses as soon as the machine decided
 	return s.perform(fx)
 }
