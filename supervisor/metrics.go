@@ -50,34 +50,36 @@ type snapshot struct {
 	commitErrs uint64
 	// waitSince is when the longest wait on a rate or usage limit began
 	// (zero: none); acksUnsent and refusedOpen are counters of the loop.
-	waitSince   time.Time
-	acksUnsent  uint64
-	refusedOpen uint64
+	waitSince    time.Time
+	acksUnsent   uint64
+	refusedOpen  uint64
+	beatsDropped uint64
 }
 
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
-	"supervise_restarts_total":                  "Relaunches of the agent after a death.",
-	"supervise_dirty_deaths_total":              "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
-	"supervise_resumes_dispatched_total":        "Resumes handed to an agent (resume file, --resume-exec or live).",
-	"supervise_sessions_parked_total":           "Sessions parked, by the park's kind (by: " + strings.Join(parkKinds(), ", ") + ").",
-	"supervise_rate_limit_longest_wait_seconds": "Seconds the longest-waiting session has waited on a rate or usage limit (waiting with a retry_at), 0 when none is.",
-	"supervise_acks_unsent_total":               "Barriers answered with no byte: the fd the agent handed over would have blocked, or was not a pipe or socket.",
-	"supervise_open_sessions_refused_total":     "Turn-begins refused because they would open more than --max-open-sessions sessions.",
-	"supervise_api_proxy_upstream_errors_total": "Failures of the API proxy's upstream, by class: connect (unreachable: the agent got 502), 5xx, 429 (a rate or usage limit, 529 included).",
-	"supervise_watchdog_kills_total":            "Agents killed because no WATCHDOG=1 came within the period.",
-	"supervise_journal_commits_total":           "Journal transactions committed (fsync).",
-	"supervise_journal_commit_errors_total":     "Journal commits that failed; nothing in them was acknowledged.",
-	"supervise_sessions":                        "Sessions known to the running supervise, by state.",
-	"supervise_child_up":                        "1 while an agent process runs.",
-	"supervise_crashloop_guard_open":            "1 while the crash-loop guard holds automatic resumes.",
-	"supervise_heartbeat_age_seconds":           "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
-	"supervise_notify_accepted_total":           "Notify datagrams accepted.",
-	"supervise_notify_dropped_total":            "Notify datagrams dropped, by reason.",
-	"supervise_loop_last_tick_age_seconds":      "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
-	"supervise_model_tokens_total":              "Model-API tokens the agent's answers reported, by kind (input, output), through the API proxy.",
-	"supervise_api_proxy_events_dropped_total":  "What the API proxy saw but the loop could not take in time (its queue was full).",
-	"supervise_turns_refused_total":             "Markers refused, by why: parked (the session is parked: only a person lifts a park), open-sessions (--max-open-sessions).",
+	"supervise_restarts_total":                       "Relaunches of the agent after a death.",
+	"supervise_dirty_deaths_total":                   "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
+	"supervise_resumes_dispatched_total":             "Resumes handed to an agent (resume file, --resume-exec or live).",
+	"supervise_sessions_parked_total":                "Sessions parked, by the park's kind (by: " + strings.Join(parkKinds(), ", ") + ").",
+	"supervise_rate_limit_longest_wait_seconds":      "Seconds the longest-waiting session has waited on a rate or usage limit (waiting with a retry_at), 0 when none is.",
+	"supervise_acks_unsent_total":                    "Barriers answered with no byte: the fd the agent handed over would have blocked, or was not a pipe or socket.",
+	"supervise_open_sessions_refused_total":          "Turn-begins refused because they would open more than --max-open-sessions sessions.",
+	"supervise_heartbeats_new_session_dropped_total": "Heartbeats naming a session never seen, past --max-open-sessions new ones in one run: not kept (a flood of fresh ids).",
+	"supervise_api_proxy_upstream_errors_total":      "Failures of the API proxy's upstream, by class: connect (unreachable: the agent got 502), 5xx, 429 (a rate or usage limit, 529 included).",
+	"supervise_watchdog_kills_total":                 "Agents killed because no WATCHDOG=1 came within the period.",
+	"supervise_journal_commits_total":                "Journal transactions committed (fsync).",
+	"supervise_journal_commit_errors_total":          "Journal commits that failed; nothing in them was acknowledged.",
+	"supervise_sessions":                             "Sessions known to the running supervise, by state.",
+	"supervise_child_up":                             "1 while an agent process runs.",
+	"supervise_crashloop_guard_open":                 "1 while the crash-loop guard holds automatic resumes.",
+	"supervise_heartbeat_age_seconds":                "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
+	"supervise_notify_accepted_total":                "Notify datagrams accepted.",
+	"supervise_notify_dropped_total":                 "Notify datagrams dropped, by reason.",
+	"supervise_loop_last_tick_age_seconds":           "Seconds since the supervision loop last ran; /healthz fails when it is stale.",
+	"supervise_model_tokens_total":                   "Model-API tokens the agent's answers reported, by kind (input, output), through the API proxy.",
+	"supervise_api_proxy_events_dropped_total":       "What the API proxy saw but the loop could not take in time (its queue was full).",
+	"supervise_turns_refused_total":                  "Markers refused, by why: parked (the session is parked: only a person lifts a park), open-sessions (--max-open-sessions).",
 }
 
 func newMetrics(s *Supervisor) *metrics {
@@ -190,6 +192,7 @@ func writeLive(w io.Writer, s *Supervisor, snap *snapshot, now time.Time) {
 	vm.WriteGaugeFloat64(w, "supervise_rate_limit_longest_wait_seconds", wait)
 	vm.WriteCounterUint64(w, "supervise_acks_unsent_total", snap.acksUnsent)
 	vm.WriteCounterUint64(w, "supervise_open_sessions_refused_total", snap.refusedOpen)
+	vm.WriteCounterUint64(w, "supervise_heartbeats_new_session_dropped_total", snap.beatsDropped)
 }
 
 // parkKinds are the labels of supervise_sessions_parked_total: the park
@@ -221,7 +224,7 @@ func (s *Supervisor) publish() {
 			snap.waitSince = since
 		}
 	}
-	snap.acksUnsent, snap.refusedOpen = s.cs.acksUnsent, m.Refused
+	snap.acksUnsent, snap.refusedOpen, snap.beatsDropped = s.cs.acksUnsent, m.Refused, m.BeatsDropped
 	s.met.snap.Store(snap)
 	select {
 	case s.met.changed <- struct{}{}:

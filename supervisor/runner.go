@@ -111,7 +111,7 @@ func (s *Supervisor) commit(e machine.Commit) error {
 	}
 	err := s.commitSync(fn)
 	if e.Kind == machine.CommitDeath {
-		s.trace.Mark(trace.Committed)
+		s.cfg.Trace.Mark(trace.Committed)
 	}
 	if err != nil && e.Why != "" && e.Kind != machine.CommitBoot {
 		s.log.Error("journal: "+e.Why+" failed", "run", e.Run.Run, "err", err)
@@ -254,7 +254,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Tag:        s.tag(e.Run),
 		Credential: s.cfg.User,
 	}
-	s.trace.Mark(trace.CgroupReady)
+	s.cfg.Trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
 	var tailW, outW *os.File
@@ -281,9 +281,9 @@ func (s *Supervisor) launch(e machine.Launch) {
 	// in accept, rather than being taken for a stranger's.
 	pending := &treeRoot{run: e.Run, tag: spec.Tag, ready: make(chan struct{})}
 	s.root.Store(pending)
-	s.trace.Mark(trace.ForkStart)
+	s.cfg.Trace.Mark(trace.ForkStart)
 	p, err := s.reaper.Start(spec)
-	s.trace.Mark(trace.Started)
+	s.cfg.Trace.Mark(trace.Started)
 	if cerr := err; err != nil && spec.Cgroup != nil {
 		spec.Cgroup = nil
 		if p, err = s.reaper.Start(spec); err == nil {
@@ -506,7 +506,7 @@ func (s *Supervisor) flushTick() {
 // reaped handles the death of the child: every datagram it sent is applied
 // first, then the machine decides.
 func (s *Supervisor) reaped() {
-	s.trace.Mark(trace.DeathSeen)
+	s.cfg.Trace.Mark(trace.DeathSeen)
 	p := s.run.proc
 	s.drain()
 	s.signalsBefore()

@@ -146,6 +146,10 @@ type Config struct {
 	// Failpoints are the test failpoints, read once from the environment
 	// by the command; zero in production.
 	Failpoints failpoint.Points
+	// Trace records the restart path's bench-only trace points; nil (off,
+	// one nil check a mark) unless SUPERVISE_BENCH_TRACE names a file
+	// (internal/trace), which New reads when Trace is nil.
+	Trace *trace.Recorder
 	// Clock is the loop's time source and timers; nil: the real clock.
 	Clock                 Clock
 	Stdin, Stdout, Stderr *os.File
@@ -160,7 +164,6 @@ type Supervisor struct {
 	clock  Clock
 	db     *journal.DB
 	reaper *child.Reaper
-	trace  *trace.Recorder // bench-only restart trace points; nil (off) in production
 	log    *slog.Logger
 	notify *notify.Server
 	ch     channels
@@ -256,6 +259,9 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
+	if cfg.Trace == nil {
+		cfg.Trace = trace.FromEnv()
+	}
 	sum := sha256.Sum256([]byte(cfg.StateDir))
 	now := cfg.Clock.Now()
 	s := &Supervisor{
@@ -264,7 +270,6 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 		m:      machine.New(machineConfig(cfg)),
 		db:     db,
 		reaper: reaper,
-		trace:  trace.FromEnv(),
 		in:     newIntake(now),
 		ch: channels{sigc: make(chan os.Signal, 8), reqc: make(chan request), msgc: make(chan inMsg, 1024),
 			quit: make(chan struct{}), done: make(chan struct{})},
@@ -350,9 +355,9 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
-	s.trace.Mark(trace.RunStart)
-	defer s.trace.Close()
-	s.reaper.SetTrace(s.trace)
+	s.cfg.Trace.Mark(trace.RunStart)
+	defer s.cfg.Trace.Close()
+	s.reaper.SetTrace(s.cfg.Trace)
 	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{},
 		ackLogs: rateLog{interval: time.Second}}
@@ -365,7 +370,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	if err := s.boot(ctx); err != nil {
 		return ExitInternal, err
 	}
-	s.trace.Mark(trace.BootDone)
+	s.cfg.Trace.Mark(trace.BootDone)
 	if s.cfg.VerifyInBackground {
 		s.startVerify()
 		defer func() {
@@ -417,7 +422,7 @@ func (s *Supervisor) loop() (int, error) {
 func (s *Supervisor) step(ev machine.Event) error {
 	fx := s.m.Step(ev, s.clock.Now())
 	if _, ok := ev.(machine.Exited); ok {
-		s.trace.Mark(trace.Decided)
+		s.cfg.Trace.Mark(trace.Decided)
 	}
 	s.publishRefusals() // before the effects: the proxy refuses as soon as the machine decided
 	return s.perform(fx)

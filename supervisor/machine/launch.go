@@ -268,7 +268,7 @@ func (m *Machine) delivered(o *out, e Delivered) {
 func (m *Machine) started(o *out, e Started) {
 	relaunch := m.LastExit != nil
 	m.Child = "running"
-	m.Task.runMarkers, m.hooked = false, ""
+	m.Task.runMarkers, m.hooked, m.beatBorn = false, "", 0
 	m.Run = record.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
 		Reason: record.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}

@@ -134,6 +134,13 @@ type State struct {
 	hooked string
 	// Refused counts turn-begins refused at --max-open-sessions.
 	Refused uint64
+	// beatBorn counts the sessions a heartbeat brought into being in this
+	// run (a heartbeat naming an id never seen): at most beatCap, so a
+	// flood of fresh ids grows neither memory nor the journal; BeatsDropped
+	// counts those past it, beatLog rate-limits saying so.
+	beatBorn     int
+	BeatsDropped uint64
+	beatLog      rateLimit
 	// RefusedParked counts markers and model traffic refused because
 	// their session is parked; parkSaid holds the parked sessions whose
 	// refusal was logged (once per session and park).

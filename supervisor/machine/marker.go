@@ -163,12 +163,37 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
 		}
 		return nil
 	}
+	if e.Stored == nil && (e.Msg.Event == marker.EventNone || e.Msg.Event == marker.EventHeartbeat) && !m.beatBorn1(o, id, now) {
+		return nil
+	}
 	sess := record.Session{ID: id, State: record.Idle, Updated: now}
 	if e.Stored != nil {
 		sess = *e.Stored
 	}
 	m.Sessions[id] = &sess
 	return &sess
+}
+
+// beatCap is how many sessions heartbeats may bring into being in one run:
+// --max-open-sessions, as many as turn-begins may open.
+func (m *Machine) beatCap() int { return m.Config.MaxOpenSessions }
+
+// beatBorn1 counts a session a heartbeat brings into being, and reports
+// whether it may be: past beatCap in this run it is not (counted, and
+// logged at most once a second). A session begins with what it does; a
+// flood of heartbeats naming fresh ids, an agent's bug or its attack, must
+// not grow the sessions held nor the journal.
+func (m *Machine) beatBorn1(o *out, id string, now time.Time) bool {
+	if m.beatBorn < m.beatCap() {
+		m.beatBorn++
+		return true
+	}
+	m.BeatsDropped++
+	if n, ok := m.beatLog.allow(now); ok {
+		o.warn("heartbeats for new sessions past --max-open-sessions in this run: not kept",
+			"session", id, "limit", m.beatCap(), "suppressed", n)
+	}
+	return false
 }
 
 // transition moves sess by the marker's event.
@@ -359,11 +384,12 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 		}
 		sess, ok := m.Sessions[id]
 		if !ok {
-			if len(m.Sessions) >= MaxSessions {
+			st, found := e.Stored[id]
+			if len(m.Sessions) >= MaxSessions || (!found && !m.beatBorn1(o, id, now)) {
 				continue
 			}
 			sess = &record.Session{ID: id, State: record.Idle, Updated: now}
-			if st, found := e.Stored[id]; found {
+			if found {
 				*sess = st
 			}
 			m.Sessions[id] = sess

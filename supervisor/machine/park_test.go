@@ -188,3 +188,35 @@ func TestRuleParkRefusedInTask(t *testing.T) {
 		t.Errorf("report:\n%s", rep)
 	}
 }
+
+// A flood of heartbeats naming fresh ids keeps at most --max-open-sessions
+// sessions in one run, whether they come as datagrams or coalesced; past it
+// they are refused, counted and said once a second, and a new run may bring
+// as many again (pruned by --keep-sessions, as every settled session).
+func TestRuleHeartbeatFloodBounded(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxOpenSessions = 10
+	r := newRig(t, cfg)
+	r.launch()
+	refused := 0
+	for i := range 30 {
+		if fx := r.marker(marker.Message{Session: fmt.Sprintf("h%d", i), Event: marker.EventHeartbeat}); func() bool { _, ok := find[Refuse](fx); return ok }() {
+			refused++
+		}
+	}
+	beats := Beats{Sessions: map[string]time.Time{}}
+	for i := range 30 {
+		beats.Sessions[fmt.Sprintf("b%d", i)] = r.now
+	}
+	r.step(beats)
+	if n := len(r.m.Sessions); n != 10 {
+		t.Errorf("%d sessions held after 60 heartbeats for fresh ids, want 10 (--max-open-sessions)", n)
+	}
+	if refused != 20 || r.m.BeatsDropped != 50 {
+		t.Errorf("refused %d datagrams, dropped %d in all; want 20 and 50", refused, r.m.BeatsDropped)
+	}
+	// A known session's heartbeat is always taken.
+	if fx := r.marker(marker.Message{Session: "h0", Event: marker.EventHeartbeat}); func() bool { _, ok := find[Refuse](fx); return ok }() {
+		t.Error("a known session's heartbeat was refused")
+	}
+}

@@ -19,6 +19,8 @@ import (
 //     nothing is refused that is not over a budget;
 //   - no turn is resumed automatically more than --resume-limit
 //     consecutive times;
+//   - heartbeats bring at most --max-open-sessions sessions into being
+//     in one run (a flood of fresh ids is not kept);
 //   - every change of a session is in a Save of the step that made it (the
 //     runner commits saves before it acknowledges a barrier);
 //   - the same seed gives the same effects (TestSimulationDeterministic).
@@ -245,6 +247,9 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 		if sess.CrashCount == 0 || (sess.Resume != nil && (sess.Resume.Manual || sess.Resume.Reason == resume.LiftReason)) {
 			s.autoResumes[id] = 0
 		}
+	}
+	if m.beatBorn > m.beatCap() {
+		s.fail(ev, "heartbeats brought %d sessions into being in one run, past --max-open-sessions %d", m.beatBorn, m.beatCap())
 	}
 	if m.TotalSpent() {
 		if _, refused := m.Refusal("never-seen"); !refused {
