@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command innerkill reproduces what a wrapper CLI does with a signal death
 // of its inner process, and what its parent can learn of it: it runs the
 // pinned Gemini CLI headless (which re-spawns itself: an outer node that
