@@ -373,8 +373,15 @@ func scratchOnly(dir string) error {
 // "--" and the agent's argv. --rerun-task: each invocation after a park is
 // a fresh run of the task on purpose (a new session to kill), not a rerun
 // by mistake.
+//
+// The crash-loop guard is off unless flags set --guard-trip: chaos kills
+// the agent on purpose, run after run, and a guard tripped by its own kills
+// would hold the very resumes it checks (a held resume is supervise's
+// policy, not the agent's doing). With parks holding against the agent's
+// own turn-begins, an agent that moves to a new session after a park
+// otherwise trips it within three kills.
 func runArgs(stateDir string, flags []string) []string {
-	return append([]string{"--state-dir", stateDir, "--rerun-task"}, flags...)
+	return append([]string{"--state-dir", stateDir, "--rerun-task", "--guard-trip", "0"}, flags...)
 }
 
 // resumeLimit reads the run flags as the `supervise run` that Run starts

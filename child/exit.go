@@ -27,6 +27,10 @@ type Exit struct {
 	// Signal is the signal that killed the process, 0 if it exited.
 	Signal   syscall.Signal
 	CoreDump bool
+	// InnerSignal is the signal that killed a direct child of the process
+	// before the process exited by itself (a wrapper CLI whose inner
+	// process was killed: see WatchInner); 0 if none is known.
+	InnerSignal syscall.Signal
 	// ExecErr is set when the agent could not be started at all.
 	ExecErr        error
 	Started, Ended time.Time

@@ -310,6 +310,7 @@ type Process struct {
 
 	// Guarded by r.mu.
 	reaped bool
+	inner  inner // pidfds on the leader's direct children (WatchInner)
 
 	done chan struct{}
 	exit Exit // valid once done is closed

@@ -41,13 +41,16 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 		if err != nil || info.Signo == 0 {
 			continue
 		}
+		innerSig := p.inner.killedBy() // before the sweep's own SIGKILL
 		if p.pgid > 0 {
 			_ = unix.Kill(-p.pgid, unix.SIGKILL)
 		}
 		var ws unix.WaitStatus
 		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && wpid == pid {
 			r.trace.Mark(trace.Reaped)
-			ended = append(ended, r.ended(p, ws))
+			e := r.ended(p, ws)
+			e.exit.InnerSignal = innerSig
+			ended = append(ended, e)
 		}
 	}
 	for {
@@ -64,7 +67,10 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 			break
 		}
 		if p, ok := r.procs[pid]; ok {
-			ended = append(ended, r.ended(p, ws))
+			innerSig := p.inner.killedBy()
+			e := r.ended(p, ws)
+			e.exit.InnerSignal = innerSig
+			ended = append(ended, e)
 			continue
 		}
 		r.log.Debug("reaped orphaned descendant", "pid", pid)

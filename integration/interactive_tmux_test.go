@@ -65,7 +65,9 @@ func (tt *ttyRun) start(args ...string) string {
 		fmt.Fprintf(&b, "export %s=%s\n", k, shq(v))
 	}
 	// A terminal the CLI draws in, as a person's is.
-	b.WriteString("export TERM=xterm-256color\nunset NO_COLOR\n")
+	// A person's shell is no CI job: Gemini CLI (is-in-ci) takes CI=true,
+	// which .ci/run sets, for a headless run and will not draw its prompt.
+	b.WriteString("export TERM=xterm-256color\nunset NO_COLOR CI CONTINUOUS_INTEGRATION BUILD_NUMBER RUN_ID GITHUB_ACTIONS\n")
 	fmt.Fprintf(&b, "cd %s\n", shq(r.proj))
 	// supervise starts once everything written to the pane is recorded.
 	gate := filepath.Join(r.dir, fmt.Sprintf("go%d", tt.n))

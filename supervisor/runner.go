@@ -489,6 +489,9 @@ func (s *Supervisor) flushTick() {
 		ev.RSS = child.TreeRSS(p.PID())
 	}
 	s.step(ev)
+	if p := s.run.proc; p != nil {
+		p.WatchInner() // a wrapper's inner process: its death by a signal is the run's (child.Exit.InnerSignal)
+	}
 	s.evictSettled()
 	s.maybePrune(now)
 	if _, err := os.Lstat(StatePath(s.cfg.StateDir)); errors.Is(err, fs.ErrNotExist) {
@@ -533,8 +536,14 @@ func (s *Supervisor) reaped() {
 	}
 	s.run.tail, s.run.outTail = nil, nil
 	s.run.written, s.run.grew = 0, time.Time{}
-	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), Started: exit.Started,
-		Ended: exit.Ended, How: exit.String(), OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim})
+	how := exit.String()
+	if exit.InnerSignal != 0 && exit.Signal == 0 && exit.Code != 0 {
+		// A wrapper CLI (Gemini's) exited after its inner process was
+		// killed: the death is the kill, not the wrapper's own error.
+		how += " after its inner process was killed by " + signalName(exit.InnerSignal)
+	}
+	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), InnerSignal: int(exit.InnerSignal),
+		Started: exit.Started, Ended: exit.Ended, How: how, OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim})
 }
 
 // signalsBefore applies the stop signals that reached supervise before it

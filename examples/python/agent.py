@@ -48,6 +48,11 @@ class NotifyError(Exception):
     """The message could not be sent or acknowledged."""
 
 
+class Refused(NotifyError):
+    """The barrier answered 0: supervise refused a message sent before it
+    (a turn-begin in a parked session, one session too many, a bad id)."""
+
+
 def _address():
     addr = os.environ.get("NOTIFY_SOCKET", "")
     if not addr:
@@ -138,7 +143,7 @@ def barrier(timeout=BARRIER_TIMEOUT):
             # why). Without a byte it died (or is a plain sd_notify manager):
             # nothing is known journaled.
             if refused:
-                raise NotifyError("barrier answered 0: supervise refused a message sent before it")
+                raise Refused("barrier answered 0: supervise refused a message sent before it")
             if not acked:
                 raise NotifyError("barrier closed without confirmation")
             return
@@ -282,11 +287,21 @@ def loop(session="loop", turns="0", out="agent-loop.out", think_time=0.05, tool_
         turn_end(sess, turn or None, "completed")
         barrier()
     done = 0
+    base = session
     while turns == 0 or done < turns:
         turn = "t%d" % _next_turn(out)
         prompt = "append line %s" % turn
         turn_begin(session, turn, prompt)
-        barrier()
+        try:
+            barrier()
+        except Refused:
+            # supervise refused the turn: the session is parked (only a
+            # person lifts a park: `supervise resume`) or too many are open.
+            # Never work in it behind supervise's back: take a new session.
+            session = "%s-%s" % (base, turn)
+            print("turn-begin refused (the session is parked?): continuing in a new session %s" % session, flush=True)
+            turn_begin(session, turn, prompt)
+            barrier()
         phase(session, "model")
         time.sleep(think_time)
         _tool(session, turn, prompt, out, tool_time)

@@ -42,7 +42,7 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	if limited {
 		decs = m.decideLimit(o, e, r, now)
 	} else if !e.ExecFailed {
-		decs = m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode, Requested: requested,
+		decs = m.decide(o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, now)
 	}
 	dec, st := m.Config.Policy.Next(m.Backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
@@ -226,7 +226,7 @@ func (m *Machine) reasonOf(e Exited) string {
 		return record.ReasonStopped
 	case e.ExecFailed:
 		return record.ReasonExecFailed
-	case e.Signal != 0:
+	case e.Signal != 0, e.Code != 0 && e.InnerSignal != 0:
 		return record.ReasonSignal
 	case e.Code != 0:
 		return record.ReasonExit

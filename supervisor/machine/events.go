@@ -60,16 +60,20 @@ type Started struct {
 // Exited: the child of the current run ended (or could not be started:
 // ExecFailed). OOMKills is the run cgroup's oom_kill count.
 type Exited struct {
-	PID        int
-	Code       int
-	Signal     int
-	Started    time.Time
-	Ended      time.Time
-	ExecFailed bool
-	ExecErr    string
-	How        string // "exited with status 1", "killed by SIGKILL", for the log
-	Argv       []string
-	OOMKills   uint64
+	PID    int
+	Code   int
+	Signal int
+	// InnerSignal killed the agent's inner process (a direct child)
+	// before the agent exited by itself with an error status: a wrapper
+	// CLI's exit 1 after a kill -9 of what it wraps. 0: none known.
+	InnerSignal int
+	Started     time.Time
+	Ended       time.Time
+	ExecFailed  bool
+	ExecErr     string
+	How         string // "exited with status 1", "killed by SIGKILL", for the log
+	Argv        []string
+	OOMKills    uint64
 	// Said is the telling line of what the agent last wrote to its
 	// stderr (task mode; "" when unknown): the agent's own words, quoted
 	// in the log and in reasons, never trusted.
@@ -167,10 +171,20 @@ type Evict struct {
 	Busy func(id string) bool
 }
 
-func (Booted) event()        {}
-func (LaunchDue) event()     {}
-func (Delivered) event()     {}
-func (Started) event()       {}
+func (Booted) event()    {}
+func (LaunchDue) event() {}
+func (Delivered) event() {}
+func (Started) event()   {}
+
+// signal is the signal that ended the run's work: the agent's own, else
+// its inner process's.
+func (e Exited) signal() int {
+	if e.Signal != 0 {
+		return e.Signal
+	}
+	return e.InnerSignal
+}
+
 func (Exited) event()        {}
 func (Marker) event()        {}
 func (Beats) event()         {}

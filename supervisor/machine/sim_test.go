@@ -431,6 +431,9 @@ func (s *sim) exit() {
 		e.Code = 0
 	case 1:
 		e.Code = 1 + s.rng.IntN(3)
+		if s.rng.IntN(3) == 0 {
+			e.InnerSignal = 9 // a wrapper's exit after its inner process was killed
+		}
 	case 2:
 		e.Signal = []int{9, 15, 11, 6, 2, 1}[s.rng.IntN(6)]
 		e.Code = 128 + e.Signal
