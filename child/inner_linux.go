@@ -128,3 +128,16 @@ func (in inner) killedBy() syscall.Signal {
 	}
 	return sig
 }
+
+// InnerDeathsSeen reports whether this kernel lets WatchInner see a
+// wrapper's inner death: PIDFD_GET_INFO (Linux 6.15).
+func InnerDeathsSeen() bool {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var info pidfdInfo
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), pidfdGetInfo, uintptr(unsafe.Pointer(&info)))
+	return errno == 0
+}

@@ -10,24 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
-
-// pidfdInfoWorks reports whether this kernel answers PIDFD_GET_INFO with a
-// dead process's exit (Linux 6.15 and later).
-func pidfdInfoWorks(t *testing.T) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(os.Getpid(), 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	var info pidfdInfo
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), pidfdGetInfo, uintptr(unsafe.Pointer(&info)))
-	return errno == 0
-}
 
 // wrapper starts a shell that runs an inner process, prints its pid, waits
 // for it and then exits 1 whatever became of it: what Gemini CLI's outer
@@ -80,7 +63,7 @@ func wrapper(t *testing.T, r *Reaper) (*Process, int, *os.File) {
 // A wrapper whose inner process was killed by SIGKILL exits 1; the exit
 // says the inner was killed. One whose inner ended by itself says nothing.
 func TestInnerSignal(t *testing.T) {
-	if !pidfdInfoWorks(t) {
+	if !InnerDeathsSeen() {
 		t.Skip("this kernel has no PIDFD_GET_INFO (Linux 6.15): an inner death is not seen, and nothing is claimed")
 	}
 	r := newReaper(t)

@@ -12,3 +12,7 @@ type inner map[int]int
 func (p *Process) WatchInner() {}
 
 func (in inner) killedBy() syscall.Signal { return 0 }
+
+// InnerDeathsSeen reports whether WatchInner sees a wrapper's inner death:
+// never on this platform.
+func InnerDeathsSeen() bool { return false }
