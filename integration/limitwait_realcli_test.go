@@ -118,3 +118,39 @@ func TestRealLimitWaitedOut(t *testing.T) {
 		})
 	}
 }
+
+// TestRealLimitWaitOff: a CI job that reschedules itself runs supervise
+// with --limit-wait off. Each pinned CLI that names its reset (Codex to the
+// minute, Gemini in seconds) meets its provider's usage limit an hour
+// away: supervise exits 75 (EX_TEMPFAIL) at once, with the reset on stderr
+// and in status, and launches nothing after the one run.
+func TestRealLimitWaitOff(t *testing.T) {
+	t.Parallel()
+	for _, cli := range []realCLI{codexCLI(), geminiCLI()} {
+		t.Run(cli.bin, func(t *testing.T) {
+			t.Parallel()
+			r := newRealEnv(t, cli)
+			reset := time.Now().Add(time.Hour).Truncate(time.Second)
+			r.answer(mockapi.Until(reset, func(mockapi.Request) mockapi.Reply { return mockapi.Reply{Kind: mockapi.Text, Text: "Done."} }))
+			sv := r.run("--limit-wait", "off")
+			if code := r.wait(sv, 120*time.Second); code != 75 {
+				t.Fatalf("supervise exited %d, want 75; stderr:\n%s", code, sv.stderr())
+			}
+			if !strings.Contains(sv.stderr(), "reset") {
+				t.Errorf("stderr does not say when the limit resets:\n%s", sv.stderr())
+			}
+			st, _ := limitStatusOf(t, r.stateDir, true)
+			if len(st.Runs) != 1 || st.Runs[0].Reason != "limit" {
+				t.Errorf("runs %+v, want the one run, ended by the limit", st.Runs)
+			}
+			var waiting bool
+			for _, s := range st.Sessions {
+				waiting = waiting || (s.Wait == "limit" && s.RetryAt != nil && !s.RetryAt.Before(reset))
+			}
+			if !waiting {
+				t.Errorf("status shows no session waiting for the limit with its reset: %+v", st.Sessions)
+			}
+			t.Logf("summary %s --limit-wait off: exit 75, %d agent requests", cli.bin, len(r.api.AgentRequests()))
+		})
+	}
+}
