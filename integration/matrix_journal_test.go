@@ -280,6 +280,11 @@ func TestFault10ReadOnlyFilesystem(t *testing.T) {
 // process sees them: supervise is killed (SIGKILL injected by strace) at
 // its Nth fdatasync while markers stream, N random with a recorded seed,
 // so the kill lands before a commit's data sync or before its meta sync.
+// strace counts a syscall's invocations per thread, and the journal's writer
+// moves between Go's threads: the agent keeps committing (up to 400 markers)
+// until some thread reaches its Nth sync. With "fill 8" (16 syncs) spread
+// over enough threads, none reached N, and supervise never died (a CI run,
+// seed 1796178229626131233).
 // The in-flight transaction is then all there or not at all, the journal
 // is clean, and every acknowledged marker is present.
 func TestFault02KillAtSync(t *testing.T) {
@@ -296,7 +301,7 @@ func TestFault02KillAtSync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.WriteString("fill 8\n")
+		f.WriteString("fill 400\n")
 		f.Close()
 		if code := sv.wait(30 * time.Second); code != 128+9 {
 			t.Fatalf("iteration %d (sync %d): supervise exit %d, want killed at the sync", i, n, code)

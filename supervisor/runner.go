@@ -512,7 +512,7 @@ func (s *Supervisor) reaped() {
 	s.cfg.Trace.Mark(trace.DeathSeen)
 	p := s.run.proc
 	s.drain()
-	s.signalsBefore()
+	s.signalsBefore(p.Exit().Signal)
 	s.root.Store(nil)
 	for _, k := range []machine.Timer{machine.TimerWatchdog, machine.TimerDeadline, machine.TimerGrace} {
 		s.timers.clear(int(k))
@@ -549,17 +549,44 @@ func (s *Supervisor) reaped() {
 // signalsBefore applies the stop signals that reached supervise before it
 // saw the death: a terminal's Ctrl-C reaches the agent and supervise at
 // once, and an agent that dies of it was stopped by the user, not crashed,
-// whichever of the two supervise hears first.
-func (s *Supervisor) signalsBefore() {
+// whichever of the two supervise hears first. The kernel signals the whole
+// foreground group at once, but supervise's copy reaches the loop through
+// two goroutines (os/signal's and Watch), and the agent's death can be seen
+// first: so when the agent died of a signal a terminal sends (SIGINT,
+// SIGQUIT, SIGHUP) while it holds supervise's terminal, and supervise has
+// no stop of its own yet, the loop waits up to terminalSignalWait for its
+// own copy. Only an agent killed so from outside the terminal pays the wait.
+func (s *Supervisor) signalsBefore(died syscall.Signal) {
+	var wait <-chan time.Time
+	if s.cfg.Foreground && s.m.Stop == nil && (died == syscall.SIGINT || died == syscall.SIGQUIT || died == syscall.SIGHUP) {
+		t := time.NewTimer(terminalSignalWait)
+		defer t.Stop()
+		wait = t.C
+	}
 	for {
 		select {
 		case sig := <-s.ch.sigc:
 			s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
+			wait = nil // heard: the rest, if any, are already queued
 		default:
-			return
+			if wait == nil {
+				return
+			}
+			select {
+			case sig := <-s.ch.sigc:
+				s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
+				wait = nil
+			case <-wait:
+				return
+			}
 		}
 	}
 }
+
+// terminalSignalWait bounds how long a death by a terminal's signal waits
+// for supervise's own copy of it (see signalsBefore): far above the
+// microseconds the hand-off takes, even on a loaded machine.
+const terminalSignalWait = 500 * time.Millisecond
 
 // signalNumber is sig's number, 0 for a signal that has none.
 func signalNumber(sig os.Signal) int {
