@@ -185,6 +185,9 @@ func (b *bench) startupBreakdown(sv svBin, starts []map[trace.Step]time.Duration
 		name     string
 		from, to trace.Step
 	}{
+		{"start → run command entered (exec, runtime and package init)", begin, trace.MainStart},
+		{"run command → journal open (flags, state dir, journal open)", trace.MainStart, trace.JournalOpened},
+		{"journal open → Run entered (reaper, New, sockets)", trace.JournalOpened, trace.RunStart},
 		{"start → Run entered (exec, package init, flags, journal open, New)", begin, trace.RunStart},
 		{"Run entered → boot done (journal taken over, boot committed)", trace.RunStart, trace.BootDone},
 		{"boot done → cgroup ready (first launch prepared)", trace.BootDone, trace.CgroupReady},

@@ -22,12 +22,15 @@ import (
 	"github.com/supervise-dev/supervise/internal/observe"
 	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/internal/statedir"
+	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
 // runCmd is `supervise run`: flags, the agent's argv, then supervise.
 func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	tr := trace.FromEnv() // bench-only trace points: nil, and free, unless $SUPERVISE_BENCH_TRACE is set
+	tr.Mark(trace.MainStart)
 	fs := flag.NewFlagSet("supervise run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f runflags.Flags
@@ -52,6 +55,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		return exitUsage
 	}
 	cfg.Report = stderr // the lines a person must read at a task's end: never only in the log file
+	cfg.Trace = tr
 	// Under `supervise chaos`: report each step to the harness.
 	obs, closeObs, err := observe.FromEnv(log)
 	if err != nil {
@@ -166,6 +170,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 	}
 	cfg.StateDir = dir
 	db, verifyLater, err := journalopen.Open(cfg.StateDir, fp, log)
+	cfg.Trace.Mark(trace.JournalOpened)
 	cfg.VerifyInBackground, cfg.Failpoints = verifyLater, fp
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)

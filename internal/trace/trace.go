@@ -58,10 +58,16 @@ const (
 	// BootDone: Run's boot (the journal taken over, the boot committed)
 	// returned; the first launch follows.
 	BootDone
+	// MainStart: cmd/supervise's run command was entered (after the
+	// process start and package init, before the flags).
+	MainStart
+	// JournalOpened: cmd/supervise has the state dir prepared and the
+	// journal open (flock, the owner file, the page walk).
+	JournalOpened
 	numSteps
 )
 
-var names = [numSteps]string{"reaped", "death_seen", "decided", "committed", "cgroup_ready", "fork_start", "started", "run_start", "boot_done"}
+var names = [numSteps]string{"reaped", "death_seen", "decided", "committed", "cgroup_ready", "fork_start", "started", "run_start", "boot_done", "main_start", "journal_opened"}
 
 // String is the step's name in the trace file.
 func (s Step) String() string {
