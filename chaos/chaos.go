@@ -9,9 +9,12 @@
 //     before anything else in that session;
 //   - completed: the resumed turn ended `completed`;
 //   - parked: a second kill in the same turn parked the session;
-//   - survivors: no process of the killed tree outlived it, and none had
-//     left the agent's process group (setsid), where a process-group kill
-//     cannot reach it (hooks in flight, `supervise notify`, excepted);
+//   - survivors: no process of the killed tree outlived it. A process
+//     that had left the agent's process group (setsid), where a
+//     process-group kill cannot reach it, is a warning, not a failure:
+//     supervise's sweep ends it (Codex runs its shell snapshot so; hooks
+//     in flight, `supervise notify` and `supervise-notify`, are not
+//     counted at all);
 //   - one-tree: no process of an earlier run was alive when a run started;
 //   - turn-once: the interrupted turn was not started a second time (a
 //     fresh turn-begin with the same turn id instead of `resumed`);
@@ -192,9 +195,13 @@ type Kill struct {
 	// before it could complete (so Completed is not expected).
 	KilledAgain bool `json:"killed_again"`
 	Parked      bool `json:"parked"`
-	// Survivors counts processes of the killed tree that outlived it or
-	// had left its process group.
+	// Survivors counts processes of the killed tree that outlived it.
 	Survivors int `json:"survivors"`
+	// Escaped counts processes of the tree outside the agent's process
+	// group when it was killed (setsid, setpgid): a process-group kill
+	// misses them; supervise's sweep ended them (Report.Warnings names
+	// them).
+	Escaped int `json:"escaped"`
 	// Failed names the checks this kill failed; empty when it passed.
 	Failed []string `json:"failed"`
 }
@@ -223,6 +230,10 @@ type Report struct {
 	FailedChecks []string `json:"failed_checks"`
 	// Notes say what was not exercised, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings say what the agent does that supervise covers for and
+	// another supervisor might not: processes that left the agent's
+	// process group. They do not fail the run.
+	Warnings []string `json:"warnings,omitempty"`
 	// Runs, Supervisors, TurnsCompleted and Misses count what happened:
 	// agent launches, supervise invocations, turns that ended completed,
 	// and random kills that landed after their turn had ended.
@@ -1175,14 +1186,7 @@ func (h *harness) survivors(k *killState, row *Kill) {
 	for _, p := range scanTree(tag, true) {
 		left[p.pid] = p
 	}
-	escaped := k.escaped
-	n := len(left)
-	for _, p := range escaped {
-		if _, ok := left[p.pid]; !ok {
-			n++
-		}
-	}
-	row.Survivors = n
+	row.Survivors = len(left)
 	if len(left) > 0 {
 		var names []string
 		for _, p := range left {
@@ -1192,21 +1196,26 @@ func (h *harness) survivors(k *killState, row *Kill) {
 		h.fail(CheckSurvivors, who, "%d process(es) of run %d's tree were alive after its death was recorded: %s",
 			len(left), k.run, strings.Join(names, ", "))
 	}
-	if len(escaped) > 0 {
+	if escaped := k.escaped; len(escaped) > 0 {
+		row.Escaped = len(escaped)
 		var names []string
 		for _, p := range escaped {
 			names = append(names, p.String())
 		}
-		h.fail(CheckSurvivors, who, "%d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
-			"a process-group kill does not reach them, so they outlive the agent unless a supervisor sweeps its re-parented descendants",
-			len(escaped), k.run, strings.Join(names, ", "))
+		what := "a kill that missed its turn"
+		if who != nil {
+			what = fmt.Sprintf("kill %d", row.Kill)
+		}
+		h.rep.Warnings = append(h.rep.Warnings, fmt.Sprintf("%s: %d process(es) of run %d's tree had left the agent's process group (setsid or setpgid): %s; "+
+			"a process-group kill does not reach them: supervise's sweep of re-parented descendants ended them, "+
+			"a supervisor without one would leave them running", what, len(escaped), k.run, strings.Join(names, ", ")))
 	}
 }
 
 // escapees lists the processes of a tree snapshot outside the leader's
-// process group, except agent hooks in flight: a `supervise notify` client
-// (agents such as Claude Code run hooks in a process group of their own),
-// and a process whose only children in the snapshot are such hooks (the
+// process group, except agent hooks in flight: a `supervise notify` or
+// `supervise-notify` client (agents such as Claude Code run hooks in a
+// process group of their own), and a process whose only children in the snapshot are such hooks (the
 // shell that runs one). Those end by themselves once their marker is
 // journaled.
 func escapees(snap []proc, leader int) []proc {

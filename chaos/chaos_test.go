@@ -213,7 +213,6 @@ func TestBrokenAgentsFailTheRightCheck(t *testing.T) {
 		{"ignore-resume", chaos.CheckResumed},
 		{"no-resumed", chaos.CheckResumed},
 		{"twice", chaos.CheckTurnOnce},
-		{"setsid", chaos.CheckSurvivors},
 		// Judged when the run handed the resume opens a new session, not
 		// at the timeout.
 		{"new-session", chaos.CheckResumed},
@@ -226,6 +225,25 @@ func TestBrokenAgentsFailTheRightCheck(t *testing.T) {
 				t.Errorf("the kill row does not carry the failure: %+v", rep.Kills)
 			}
 		})
+	}
+}
+
+// An agent whose helpers leave its process group (setsid) is correct under
+// supervise, whose sweep ends them: the run passes, no survivor is
+// counted, and a warning names the escaped helper (a process-group kill
+// alone would have left it running). Codex's shell snapshot is such a
+// helper, and a kill that found it running once failed the real Codex.
+func TestSetsidHelperIsAWarning(t *testing.T) {
+	py := python(t)
+	rep := run(t, chaos.Config{Argv: []string{py, repo("chaos/testdata/broken_agent.py"), "setsid"}, Kills: 1, Seed: 4})
+	if !rep.OK {
+		t.Fatalf("an agent with a setsid helper failed: %v", rep.Failures)
+	}
+	if len(rep.Kills) != 1 || rep.Kills[0].Survivors != 0 || rep.Kills[0].Escaped == 0 {
+		t.Errorf("kills = %+v, want one with no survivor and the helper counted as escaped", rep.Kills)
+	}
+	if w := strings.Join(rep.Warnings, "; "); !strings.Contains(w, "had left the agent's process group") || !strings.Contains(w, "sleep") {
+		t.Errorf("warnings = %q, want the escaped sleep named", w)
 	}
 }
 

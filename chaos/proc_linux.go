@@ -89,7 +89,16 @@ func (p proc) notifyClient() bool {
 		return false
 	}
 	args := strings.Split(string(b), "\x00")
-	return len(args) > 1 && (args[0] == "supervise" || strings.HasSuffix(args[0], "/supervise")) && args[1] == "notify"
+	if len(args) < 2 {
+		return false
+	}
+	switch args[0][strings.LastIndexByte(args[0], '/')+1:] {
+	case "supervise":
+		return args[1] == "notify"
+	case "supervise-notify":
+		return true
+	}
+	return false
 }
 
 // alive reports whether p is still the same live process.

@@ -36,6 +36,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	for _, n := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", n)
+	}
 	if r.OK {
 		_, err := fmt.Fprintf(w, "PASS: %d kills at %s, every check held (seed %d)\n", len(r.Kills), r.At, r.Seed)
 		return err

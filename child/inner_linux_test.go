@@ -27,7 +27,13 @@ func wrapper(t *testing.T, r *Reaper) (*Process, int, *os.File) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inW.Close(); outR.Close() })
-	p, err := r.Start(Spec{Args: []string{"sh", "-c", "cat >/dev/null & echo $!; wait $!; exit 1"}, Stdin: inR, Stdout: outW, Stderr: outW})
+	// The shell gives an asynchronous list /dev/null as its stdin unless
+	// the list redirects it (POSIX, without job control): cat reads the
+	// pipe through fd 3, so it lives until the test closes the pipe. With
+	// a bare `cat &` it read /dev/null and exited at once, and only a
+	// WatchInner quicker than that exit found it (a loaded CI machine
+	// was not).
+	p, err := r.Start(Spec{Args: []string{"sh", "-c", "exec 3<&0; cat <&3 >/dev/null 3<&- & echo $!; exec 3<&-; wait $!; exit 1"}, Stdin: inR, Stdout: outW, Stderr: outW})
 	inR.Close()
 	outW.Close()
 	if err != nil {
