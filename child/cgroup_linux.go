@@ -233,7 +233,7 @@ func (r *RunCgroup) Close() {
 func (r *RunCgroup) remove() {
 	deadline := time.Now().Add(sweepTimeout)
 	for {
-		err := os.Remove(r.dir)
+		err := unix.Rmdir(r.dir) // not os.Remove: it tries unlink(2) first, a wasted system call on the restart path
 		if err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
 			return
 		}
