@@ -11,7 +11,8 @@
 //   - parked: a second kill in the same turn parked the session;
 //   - survivors: no process of the killed tree outlived it, and none had
 //     left the agent's process group (setsid), where a process-group kill
-//     cannot reach it (hooks in flight, `supervise notify`, excepted);
+//     cannot reach it (hooks in flight, `supervise notify` or
+//     `supervise-notify`, excepted);
 //   - one-tree: no process of an earlier run was alive when a run started;
 //   - turn-once: the interrupted turn was not started a second time (a
 //     fresh turn-begin with the same turn id instead of `resumed`);
@@ -1204,11 +1205,11 @@ func (h *harness) survivors(k *killState, row *Kill) {
 }
 
 // escapees lists the processes of a tree snapshot outside the leader's
-// process group, except agent hooks in flight: a `supervise notify` client
-// (agents such as Claude Code run hooks in a process group of their own),
-// and a process whose only children in the snapshot are such hooks (the
-// shell that runs one). Those end by themselves once their marker is
-// journaled.
+// process group, except agent hooks in flight: a `supervise notify` or
+// `supervise-notify` client (agents such as Claude Code run hooks in a
+// process group of their own), and a process whose only children in the
+// snapshot are such hooks (the shell that runs one). Those end by
+// themselves once their marker is journaled.
 func escapees(snap []proc, leader int) []proc {
 	kids := map[int][]proc{}
 	for _, p := range snap {
