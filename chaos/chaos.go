@@ -1215,9 +1215,9 @@ func (h *harness) survivors(k *killState, row *Kill) {
 // escapees lists the processes of a tree snapshot outside the leader's
 // process group, except agent hooks in flight: a `supervise notify` or
 // `supervise-notify` client (agents such as Claude Code run hooks in a
-// process group of their own), and a process whose only children in the snapshot are such hooks (the
-// shell that runs one). Those end by themselves once their marker is
-// journaled.
+// process group of their own), and a process whose only children in the
+// snapshot are such hooks (the shell that runs one). Those end by
+// themselves once their marker is journaled.
 func escapees(snap []proc, leader int) []proc {
 	kids := map[int][]proc{}
 	for _, p := range snap {

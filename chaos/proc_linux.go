@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,20 +82,26 @@ func scanTree(prefix string, exact bool) []proc {
 	return out
 }
 
-// notifyClient reports whether p is `supervise notify ...`: an agent hook
-// sending a marker, which ends by itself once supervise answers.
+// notifyClient reports whether p is `supervise notify ...` or
+// `supervise-notify ...` (the same client, the shipped hooks' command): an
+// agent hook sending a marker, which ends by itself once supervise
+// answers.
 func (p proc) notifyClient() bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
 	if err != nil {
 		return false
 	}
-	args := strings.Split(string(b), "\x00")
-	if len(args) < 2 {
+	return isNotifyClient(strings.Split(string(b), "\x00"))
+}
+
+// isNotifyClient reports whether the argv args runs the notify client.
+func isNotifyClient(args []string) bool {
+	if len(args) == 0 {
 		return false
 	}
-	switch args[0][strings.LastIndexByte(args[0], '/')+1:] {
+	switch path.Base(args[0]) {
 	case "supervise":
-		return args[1] == "notify"
+		return len(args) > 1 && args[1] == "notify"
 	case "supervise-notify":
 		return true
 	}

@@ -139,7 +139,7 @@ type adapterCase struct {
 	resumed func(session, message string) []string
 }
 
-// check runs the case: the stand-in runs its hooks (supervise notify hook
+// check runs the case: the stand-in runs its hooks (supervise-notify hook
 // from the shipped config) and is killed -9 inside its tool call; supervise
 // must relaunch it through the template with the session id the hooks
 // reported and an honest continuation; the resumed run's own hooks must
@@ -298,13 +298,25 @@ func TestAdapterGoAgent(t *testing.T) {
 	}
 }
 
-// supervise notify hook, as the real binary: it reads the payload on stdin
-// and the resume file from the environment, prints the marker with --print
-// (which sends nothing), and never exits 2, which every one of these agents
-// reads as "block". The whole mapping table, payload by payload, is
+// supervise notify hook and supervise-notify hook (what the shipped configs
+// run), as the real binaries: each reads the payload on stdin and the
+// resume file from the environment, prints the marker with --print (which
+// sends nothing), and never exits 2, which every one of these agents reads
+// as "block". The whole mapping table, payload by payload, is
 // internal/hook's TestMap.
 func TestAdapterHookMapping(t *testing.T) {
 	t.Parallel()
+	for _, client := range [][]string{{superviseBin, "notify", "hook"}, {notifyBin, "hook"}} {
+		t.Run(filepath.Base(client[0]), func(t *testing.T) { hookMapping(t, client) })
+	}
+}
+
+// hookMapping is TestAdapterHookMapping for one client, the argv before
+// the hook's own arguments.
+func hookMapping(t *testing.T, client []string) {
+	hook := func(args ...string) *exec.Cmd {
+		return exec.Command(client[0], slices.Concat(client[1:], args)...)
+	}
 	dir := t.TempDir()
 	resumeFile := filepath.Join(dir, "resume.json")
 	if err := os.WriteFile(resumeFile, []byte(`[{"session":"r1","turn":"t0","attempt":1,
@@ -324,7 +336,7 @@ func TestAdapterHookMapping(t *testing.T) {
 			`turn-end --session "h1" --turn "t9" --outcome "cancelled"`},
 		{"unknown event", `{"hook_event_name":"PreCompact","session_id":"s1"}`, ``},
 	} {
-		cmd := exec.Command(superviseBin, "notify", "hook", "--print")
+		cmd := hook("--print")
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "SUPERVISE_RESUME_FILE=" + resumeFile}
 		cmd.Stdin = strings.NewReader(c.payload)
 		out, err := cmd.CombinedOutput()
@@ -334,7 +346,7 @@ func TestAdapterHookMapping(t *testing.T) {
 	}
 
 	// Codex's notify passes the payload as the last argument.
-	out, err := exec.Command(superviseBin, "notify", "hook", "--print", `{"type":"agent-turn-complete","thread-id":"c9"}`).CombinedOutput()
+	out, err := hook("--print", `{"type":"agent-turn-complete","thread-id":"c9"}`).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != `turn-end --session "c9" --outcome "completed"` {
 		t.Errorf("codex notify argument: %q %v", out, err)
 	}
@@ -356,7 +368,7 @@ func TestAdapterHookMapping(t *testing.T) {
 			[]string{"NOTIFY_SOCKET=/nonexistent/sock"}, 0, true},
 		{"supervise gone", `{"hook_event_name":"Stop","session_id":"s1"}`, nil, []string{"NOTIFY_SOCKET=/nonexistent/sock"}, 1, false},
 	} {
-		cmd := exec.Command(superviseBin, append([]string{"notify", "hook"}, c.args...)...)
+		cmd := hook(c.args...)
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, c.env...)
 		cmd.Stdin = strings.NewReader(c.payload)
 		out, _ := cmd.CombinedOutput()

@@ -1,6 +1,7 @@
-// Package integration builds the real supervise binary and a scriptable test
-// agent once per test run, and drives them from outside: real processes,
-// real signals, real journals.
+// Package integration builds the real supervise binary, supervise-notify
+// (which the shipped hook configurations run) and a scriptable test agent
+// once per test run, and drives them from outside: real processes, real
+// signals, real journals.
 package integration
 
 import (
@@ -24,6 +25,7 @@ import (
 
 var (
 	superviseBin string
+	notifyBin    string // supervise-notify, beside supervise: the shipped hooks run it from PATH
 	agentBin     string
 )
 
@@ -41,8 +43,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	superviseBin = filepath.Join(dir, "supervise")
+	notifyBin = filepath.Join(dir, "supervise-notify")
 	agentBin = filepath.Join(dir, "testagent")
-	for bin, pkg := range map[string]string{superviseBin: "../cmd/supervise", agentBin: "./testagent"} {
+	for bin, pkg := range map[string]string{superviseBin: "../cmd/supervise", notifyBin: "../cmd/supervise-notify",
+		agentBin: "./testagent"} {
 		args := []string{"build", "-o", bin}
 		if raceEnabled {
 			args = append(args, "-race")

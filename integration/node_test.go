@@ -16,7 +16,8 @@ import (
 // The Node.js example agent (examples/node/agent.js) speaks the protocol
 // through `supervise notify`: Node's standard library has no unix datagram
 // socket and cannot pass the barrier's fd, so each marker is a `supervise
-// notify` process whose exit status is the barrier's answer.
+// notify` (or supervise-notify) process whose exit status is the barrier's
+// answer.
 
 func nodeExe(t *testing.T) string {
 	t.Helper()
@@ -48,41 +49,60 @@ func TestNodeAgentTurnJournaled(t *testing.T) {
 	for _, v := range nodeVariants {
 		t.Run(v, func(t *testing.T) {
 			e := newEnv(t)
-			out := filepath.Join(t.TempDir(), "node.out")
 			e.set("SUPERVISE_BIN=" + superviseBin)
-			p := e.start("run", "--state-dir", e.stateDir, "--", node, nodeAgent(t), "--out", out, v)
-			if code := p.wait(2 * time.Minute); code != 0 {
-				t.Fatalf("supervise run exited %d:\n%s", code, p.stderr())
-			}
-			cmd := exec.Command(superviseBin, "status", "--json", "--state-dir", e.stateDir)
-			b, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("status: %v", err)
-			}
-			var st struct {
-				Sessions []struct {
-					ID          string   `json:"id"`
-					State       string   `json:"state"`
-					Turn        string   `json:"turn"`
-					LastOutcome string   `json:"last_outcome"`
-					Effects     []string `json:"effects"`
-				} `json:"sessions"`
-			}
-			if err := json.Unmarshal(b, &st); err != nil {
-				t.Fatalf("status --json: %v\n%s", err, b)
-			}
-			if len(st.Sessions) != 1 {
-				t.Fatalf("sessions %+v, want one", st.Sessions)
-			}
-			s := st.Sessions[0]
-			if s.ID != "node" || s.State != "idle" || s.Turn != "t1" || s.LastOutcome != "completed" ||
-				len(s.Effects) != 1 || s.Effects[0] != "append:node/t1" {
-				t.Errorf("session %+v, want node idle after turn t1 completed with effect append:node/t1", s)
-			}
-			if got, err := os.ReadFile(out); err != nil || string(got) != "append:node/t1 append line t1\n" {
-				t.Errorf("the side effect: %q, %v", got, err)
-			}
+			nodeTurnJournaled(t, e, node, v)
 		})
+	}
+	// Without --supervise or $SUPERVISE_BIN it runs supervise-notify from
+	// PATH: here the only notify client on its PATH, so the turn is
+	// journaled only if the agent found it.
+	t.Run("supervise-notify on PATH", func(t *testing.T) {
+		e := newEnv(t)
+		bin := t.TempDir()
+		if err := os.Symlink(notifyBin, filepath.Join(bin, "supervise-notify")); err != nil {
+			t.Fatal(err)
+		}
+		e.set("SUPERVISE_BIN=", "PATH="+bin+":/usr/bin:/bin")
+		nodeTurnJournaled(t, e, node, nodeVariants[0])
+	})
+}
+
+// nodeTurnJournaled runs the agent in variant v for one turn under
+// supervise in e and checks what was journaled and done.
+func nodeTurnJournaled(t *testing.T, e *env, node, v string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "node.out")
+	p := e.start("run", "--state-dir", e.stateDir, "--", node, nodeAgent(t), "--out", out, v)
+	if code := p.wait(2 * time.Minute); code != 0 {
+		t.Fatalf("supervise run exited %d:\n%s", code, p.stderr())
+	}
+	cmd := exec.Command(superviseBin, "status", "--json", "--state-dir", e.stateDir)
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	var st struct {
+		Sessions []struct {
+			ID          string   `json:"id"`
+			State       string   `json:"state"`
+			Turn        string   `json:"turn"`
+			LastOutcome string   `json:"last_outcome"`
+			Effects     []string `json:"effects"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, b)
+	}
+	if len(st.Sessions) != 1 {
+		t.Fatalf("sessions %+v, want one", st.Sessions)
+	}
+	s := st.Sessions[0]
+	if s.ID != "node" || s.State != "idle" || s.Turn != "t1" || s.LastOutcome != "completed" ||
+		len(s.Effects) != 1 || s.Effects[0] != "append:node/t1" {
+		t.Errorf("session %+v, want node idle after turn t1 completed with effect append:node/t1", s)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != "append:node/t1 append line t1\n" {
+		t.Errorf("the side effect: %q, %v", got, err)
 	}
 }
 

@@ -735,9 +735,14 @@ func codexCLI() realCLI {
 				r.t.Fatal(err)
 			}
 			if sum := fmt.Sprintf("%x", sha256.Sum256(hooks)); sum != codexTrustedHooks {
-				r.t.Fatalf("examples/codex/hooks.json changed (sha256 %s): Codex makes changed hooks untrusted; "+
-					"trust them again (run codex, /hooks, Trust all) and copy the trusted_hash values it writes "+
-					"into codexHookTrust, and the file's sha256 into codexTrustedHooks", sum)
+				r.t.Fatalf("examples/codex/hooks.json changed (sha256 %s): Codex makes changed hooks untrusted. "+
+					"Ask the pinned codex for the new hashes: with HOME a temporary directory whose .codex/hooks.json "+
+					"is the new file, run `codex app-server` and send it, one line each on stdin, "+
+					`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}, `+
+					`{"jsonrpc":"2.0","method":"initialized"} and `+
+					`{"jsonrpc":"2.0","id":2,"method":"hooks/list","params":{"cwd":"/tmp/somedir"}}; `+
+					"the answer with id 2 gives each hook's key (<path>:<event>:0:0) and currentHash. "+
+					"Copy the hashes into codexHookTrust and the file's sha256 into codexTrustedHooks", sum)
 			}
 			example, err := os.ReadFile(filepath.Join("..", "examples", "codex", "config.toml"))
 			if err != nil {
@@ -816,18 +821,19 @@ func geminiCLI() realCLI {
 }
 
 // codexTrustedHooks is the sha256 of the examples/codex/hooks.json that
-// codexHookTrust trusts: what Codex 0.171.0 wrote to config.toml after
-// "Trust all and continue" for it (keys "<path>:<event>:<group>:<handler>";
-// the hash does not depend on the path).
-const codexTrustedHooks = "4086a1e4d518a05052d1d6dc1ddba1f793c4175c1fe2697c4f6af779b7dbab72"
+// codexHookTrust trusts: the currentHash values Codex 0.171.0 gives its
+// hooks (what it writes to config.toml as trusted_hash after "Trust all
+// and continue"; keys "<path>:<event>:<group>:<handler>"; the hash does not
+// depend on the path).
+const codexTrustedHooks = "484680504ca675fbe1848280be63b528370f7c7fa4e31681a628f9a1196113f0"
 
 var codexHookTrust = [][2]string{
-	{"session_start", "sha256:ecbe4f11049b64074a607a393cf5670ae7ee12676d31fcf2f6681a672b62722d"},
-	{"user_prompt_submit", "sha256:69a0801bd419769dabdd07df7ec357acc1bd6138ff544b53ffd4cb45d42e0fc7"},
-	{"pre_tool_use", "sha256:59af796b817a5f6dfc6d2e8b2afce50a0ff0851493a56b6b8cac2bc555d96b64"},
-	{"post_tool_use", "sha256:97431c1b4463b3cfc24bec0a1c2b983d464fda2a779bd25617c347e69ea4004e"},
-	{"permission_request", "sha256:dab24cab532739d353b6a406561c69997cc058f249a2df8a7d7710184ec2b346"},
-	{"stop", "sha256:38427714e72daed937aca47c2e56d2c1790e9881bd37ea520f8ee868a3085221"},
+	{"session_start", "sha256:e8b3b2a94e0886baa06b61166453763ffac8cf31fd2cff676509528908c60f66"},
+	{"user_prompt_submit", "sha256:ad4b3e671db6a8a85f493f701cc94eb5a7672e797f8d3a1535fa10ac21dc8f72"},
+	{"pre_tool_use", "sha256:182f630874f084e169f10d97b38fd7fa77bf88868a3ab2c9c3a858e2a0c27c1f"},
+	{"post_tool_use", "sha256:8a7dce3fca0b4caeb3bc626318db82a863e948bf371f586b1c55e9dc5c66cfc6"},
+	{"permission_request", "sha256:f2ad744a5352bb92565c886425e1b328b54ce87ef12b2a4f7b7085ae3f336ccf"},
+	{"stop", "sha256:349835dc7b2b48ae0581ed5381ddd455e7d35aa1759a47f89d189bc294c0bac9"},
 }
 
 func writeFile(t testing.TB, path, content string) {

@@ -4,8 +4,10 @@
 // (internal/notifycmd is both). It links only the notify client and the
 // hook mapping, not the run loop, net/http, the model-API proxy or the
 // metrics library, whose package initialisation every `supervise`
-// process pays before main: a hook that runs it per call starts in about
-// half the time (docs/performance.md, the hook rows).
+// process pays before main: a hook that runs it per call takes about three
+// quarters of the time `supervise notify` takes (docs/performance.md, the
+// hook rows). The shipped hook configurations in examples/ run
+// `supervise-notify hook`.
 //
 // Install it beside supervise:
 //

@@ -3,9 +3,9 @@
 //
 // Node's standard library has no unix datagram socket and cannot pass the
 // barrier's file descriptor, so this agent does not speak the socket
-// itself: it runs `supervise notify EVENT ...` for each marker
-// (child_process.spawnSync), the route for any language. By default
-// `supervise notify` waits until supervise has journaled the marker (a
+// itself: it runs `supervise-notify EVENT ...` (or `supervise notify
+// EVENT ...`, the same client) for each marker (child_process.spawnSync),
+// the route for any language. By default the client waits until supervise has journaled the marker (a
 // barrier) and its exit status is the answer: 0 journaled, 1 not
 // delivered or not confirmed (supervise refused it, or went away), 2 a
 // usage error. --timeout bounds the wait, so a stopped supervise never
@@ -28,7 +28,9 @@
 //                       model) without waiting for them to be journaled (--barrier=false);
 //                       the default waits for each. The markers before a side effect
 //                       (turn-begin, phase tool, resumed) and turn-end always wait.
-//   --supervise PATH    the supervise binary (default $SUPERVISE_BIN, else "supervise" on PATH)
+//   --supervise PATH    run `PATH notify EVENT ...`: the supervise binary (default
+//                       $SUPERVISE_BIN; with neither, `supervise-notify EVENT ...` when
+//                       supervise-notify is on PATH, else `supervise notify EVENT ...`)
 //   --timeout DUR       `supervise notify --timeout` (default 5s)
 //
 // Each fresh turn tN (numbered by a counter file next to --out, persisted
@@ -53,7 +55,7 @@ class NotifyError extends Error {}
 function parseArgs(argv) {
   const o = {
     session: 'node', turns: 1, out: 'node-agent.out', toolTime: 20, thinkTime: 10,
-    phaseBarrier: true, supervise: process.env.SUPERVISE_BIN || 'supervise', timeout: '5s',
+    phaseBarrier: true, supervise: process.env.SUPERVISE_BIN || '', timeout: '5s',
   };
   const num = (name, v) => {
     if (!/^[0-9]+$/.test(v || '')) throw new Error(`${name}: want a whole number, got ${JSON.stringify(v)}`);
@@ -85,6 +87,25 @@ function parseArgs(argv) {
   return o;
 }
 
+// client is the program and the words before EVENT that send a marker:
+// `SUPERVISE notify` when a supervise binary was named, else
+// supervise-notify when it is on PATH (the same client as `supervise
+// notify` in a binary that starts faster, docs/performance.md), else
+// `supervise notify`.
+function client(supervise) {
+  if (supervise) return { bin: supervise, words: ['notify'] };
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    const p = path.join(dir || '.', 'supervise-notify');
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      if (fs.statSync(p).isFile()) return { bin: p, words: [] };
+    } catch (e) {
+      // not here
+    }
+  }
+  return { bin: 'supervise', words: ['notify'] };
+}
+
 function sleep(ms) {
   if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
@@ -92,10 +113,12 @@ function sleep(ms) {
 class Agent {
   constructor(o) {
     this.o = o;
+    this.client = client(o.supervise);
   }
 
-  // notify runs `supervise notify EVENT FLAGS...`. With barrier (the
-  // default of supervise notify) it returns once supervise has journaled
+  // notify runs `supervise-notify EVENT FLAGS...` or `supervise notify
+  // EVENT FLAGS...` (this.client). With barrier (the default of the
+  // client) it returns once supervise has journaled
   // the marker; exit status 1 means it was not (do not go on to a side
   // effect a resume could not account for). Without, it only waits (at
   // most a second) until supervise has read it.
@@ -103,13 +126,15 @@ class Agent {
     // Not under supervise: `supervise notify` would send nothing and exit
     // 0; skip the process start.
     if (!process.env.NOTIFY_SOCKET) return;
-    const args = ['notify', event, ...flags, '--timeout', this.o.timeout];
+    const { bin, words } = this.client;
+    const args = [...words, event, ...flags, '--timeout', this.o.timeout];
     if (!barrier) args.push('--barrier=false');
-    const r = childProcess.spawnSync(this.o.supervise, args, { stdio: ['ignore', 'inherit', 'inherit'] });
-    if (r.error) throw new NotifyError(`running ${this.o.supervise} notify ${event}: ${r.error.message}`);
+    const what = [bin, ...words, event].join(' ');
+    const r = childProcess.spawnSync(bin, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.error) throw new NotifyError(`running ${what}: ${r.error.message}`);
     if (r.status !== 0) {
       const how = r.status === null ? `signal ${r.signal}` : `exit status ${r.status}`;
-      throw new NotifyError(`supervise notify ${event} did not confirm (${how})`);
+      throw new NotifyError(`${what} did not confirm (${how})`);
     }
   }
 
