@@ -1,7 +1,6 @@
 package agentsaid
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +59,7 @@ var limitWords = map[CLI][]struct {
 
 // inProgress: the CLI is waiting out the limit itself, not giving up
 // (Gemini CLI: "Suggested retry after 82.3s.. Retrying after 82726ms...").
-var inProgressRe = regexp.MustCompile(`(?i)\bretrying\b|\breconnecting\b|attempt \d+ failed`)
+var inProgressRe = lazy(`(?i)\bretrying\b|\breconnecting\b|attempt \d+ failed`)
 
 // limitOf matches l against cli's words (Unknown: every CLI's).
 func limitOf(l string, cli CLI) (hit, usage bool) {
@@ -123,7 +122,7 @@ func limitIn(ls []string, cli CLI) (Limit, int, bool) {
 		if record(l) == recordOther {
 			// A warning or info record says no limit ended the run; one
 			// that says the CLI retries means a limit before it did not.
-			if inProgressRe.MatchString(l) {
+			if inProgressRe().MatchString(l) {
 				at = -1
 			}
 			continue
@@ -136,7 +135,7 @@ func limitIn(ls []string, cli CLI) (Limit, int, bool) {
 			lim.Usage = lim.Usage || usage
 			continue
 		}
-		if at >= 0 && (inProgressRe.MatchString(l) || otherError(l)) {
+		if at >= 0 && (inProgressRe().MatchString(l) || otherError(l)) {
 			at = -1 // a later error, or the CLI retried: not how it ended
 		}
 	}
@@ -165,29 +164,29 @@ var (
 	// Relative: Gemini's "Please retry in 83.5s." and "Suggested retry
 	// after 17992.6s.", a RetryInfo "retryDelay": "37s", a
 	// "resets_in_seconds": 90, a "retry-after: 90", "try again in 2 hours".
-	retryInRe   = regexp.MustCompile(`(?i)(?:please retry in|suggested retry after|"?retrydelay"?\s*[:=]\s*"?)\s*([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
-	resetsInRe  = regexp.MustCompile(`(?i)"?resets_in_seconds"?\s*[:=]\s*([0-9]{1,10})\b`)
-	retryAftRe  = regexp.MustCompile(`(?i)\bretry-after\s*[:=]\s*([0-9]{1,10})\b`)
-	tryInRe     = regexp.MustCompile(`(?i)\btry again in\s+((?:\d{1,6}\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
-	durPartRe   = regexp.MustCompile(`(?i)(\d{1,6})\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
-	unixRe      = regexp.MustCompile(`(?i)(?:"?resets_at"?\s*[:=]\s*|anthropic-ratelimit-unified-reset\s*[:=]\s*|usage limit reached\|)([0-9]{9,11})\b`)
-	tryAtRe     = regexp.MustCompile(`(?i)\btry again at\s+(?:([A-Z][a-z]{2})\s+(\d{1,2})(?:st|nd|rd|th)?,\s+(\d{4})\s+)?(\d{1,2}):(\d\d)\s*([AP]M)\b`)
-	resetsClkRe = regexp.MustCompile(`(?i)\bresets\s+(?:at\s+)?(?:([A-Z][a-z]{2})\s+(\d{1,2}),\s+(?:(\d{4}),\s+)?)?(\d{1,2})(?::(\d\d))?\s*([ap]m)\b(?:\s*\(([^)]{1,40})\))?`)
+	retryInRe   = lazy(`(?i)(?:please retry in|suggested retry after|"?retrydelay"?\s*[:=]\s*"?)\s*([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
+	resetsInRe  = lazy(`(?i)"?resets_in_seconds"?\s*[:=]\s*([0-9]{1,10})\b`)
+	retryAftRe  = lazy(`(?i)\bretry-after\s*[:=]\s*([0-9]{1,10})\b`)
+	tryInRe     = lazy(`(?i)\btry again in\s+((?:\d{1,6}\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	durPartRe   = lazy(`(?i)(\d{1,6})\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	unixRe      = lazy(`(?i)(?:"?resets_at"?\s*[:=]\s*|anthropic-ratelimit-unified-reset\s*[:=]\s*|usage limit reached\|)([0-9]{9,11})\b`)
+	tryAtRe     = lazy(`(?i)\btry again at\s+(?:([A-Z][a-z]{2})\s+(\d{1,2})(?:st|nd|rd|th)?,\s+(\d{4})\s+)?(\d{1,2}):(\d\d)\s*([AP]M)\b`)
+	resetsClkRe = lazy(`(?i)\bresets\s+(?:at\s+)?(?:([A-Z][a-z]{2})\s+(\d{1,2}),\s+(?:(\d{4}),\s+)?)?(\d{1,2})(?::(\d\d))?\s*([ap]m)\b(?:\s*\(([^)]{1,40})\))?`)
 )
 
 var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 
 // resetOf reads a reset time from one line.
 func resetOf(l string, now time.Time) (time.Time, bool) {
-	if m := unixRe.FindStringSubmatch(l); m != nil {
+	if m := unixRe().FindStringSubmatch(l); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		return time.Unix(n, 0).In(now.Location()), true
 	}
-	if m := resetsInRe.FindStringSubmatch(l); m != nil {
+	if m := resetsInRe().FindStringSubmatch(l); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		return now.Add(time.Duration(n) * time.Second), true
 	}
-	if m := retryInRe.FindStringSubmatch(l); m != nil {
+	if m := retryInRe().FindStringSubmatch(l); m != nil {
 		f, err := strconv.ParseFloat(m[1], 64)
 		if err == nil && f < 1e9 {
 			unit := time.Second
@@ -197,13 +196,13 @@ func resetOf(l string, now time.Time) (time.Time, bool) {
 			return now.Add(time.Duration(f * float64(unit))), true
 		}
 	}
-	if m := retryAftRe.FindStringSubmatch(l); m != nil {
+	if m := retryAftRe().FindStringSubmatch(l); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		return now.Add(time.Duration(n) * time.Second), true
 	}
-	if m := tryInRe.FindStringSubmatch(l); m != nil {
+	if m := tryInRe().FindStringSubmatch(l); m != nil {
 		var d time.Duration
-		for _, p := range durPartRe.FindAllStringSubmatch(m[1], -1) {
+		for _, p := range durPartRe().FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(p[1])
 			switch u := strings.ToLower(p[2]); {
 			case strings.HasPrefix(u, "d"):
@@ -220,10 +219,10 @@ func resetOf(l string, now time.Time) (time.Time, bool) {
 			return now.Add(d), true
 		}
 	}
-	if m := tryAtRe.FindStringSubmatch(l); m != nil {
+	if m := tryAtRe().FindStringSubmatch(l); m != nil {
 		return clock(now, m[1], m[2], m[3], m[4], m[5], m[6])
 	}
-	if m := resetsClkRe.FindStringSubmatch(l); m != nil {
+	if m := resetsClkRe().FindStringSubmatch(l); m != nil {
 		loc := now.Location()
 		if strings.EqualFold(m[7], "UTC") {
 			loc = time.UTC

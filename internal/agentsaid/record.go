@@ -1,7 +1,6 @@
 package agentsaid
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -25,11 +24,11 @@ const (
 //   - an upper-case level and a target: "WARN codex_core::x: ...";
 //   - logfmt or JSON with a level: "level=warn msg=...", {"level":"info",...}.
 var (
-	stampRe  = regexp.MustCompile(`^(?:\d{4}[-/]\d\d[-/]\d\d[T ])?\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\s+`)
-	tagRe    = regexp.MustCompile(`^\[([A-Za-z][A-Za-z0-9 _./-]{0,30})\]:?\s*`)
-	wordRe   = regexp.MustCompile(`^([A-Za-z]+):\s`)
-	targetRe = regexp.MustCompile(`^([A-Z]+)\s+[A-Za-z_][\w:.-]*:\s`)
-	fieldRe  = regexp.MustCompile(`(?i)(?:^|[\s,{])"?(?:level|lvl|severity)"?\s*[=:]\s*"?([a-z]+)`)
+	stampRe  = lazy(`^(?:\d{4}[-/]\d\d[-/]\d\d[T ])?\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\s+`)
+	tagRe    = lazy(`^\[([A-Za-z][A-Za-z0-9 _./-]{0,30})\]:?\s*`)
+	wordRe   = lazy(`^([A-Za-z]+):\s`)
+	targetRe = lazy(`^([A-Z]+)\s+[A-Za-z_][\w:.-]*:\s`)
+	fieldRe  = lazy(`(?i)(?:^|[\s,{])"?(?:level|lvl|severity)"?\s*[=:]\s*"?([a-z]+)`)
 )
 
 // levels maps a level word (lower case) to whether it is an error.
@@ -40,16 +39,16 @@ var levels = map[string]bool{
 
 // record says whether l is a log record and whether one of error level.
 func record(l string) recordKind {
-	if m := fieldRe.FindStringSubmatch(l); m != nil && (strings.HasPrefix(l, "{") || strings.Contains(l, "=")) {
+	if m := fieldRe().FindStringSubmatch(l); m != nil && (strings.HasPrefix(l, "{") || strings.Contains(l, "=")) {
 		if e, ok := levels[strings.ToLower(m[1])]; ok {
 			return kind(e)
 		}
 	}
 	rest, stamped := l, false
-	if m := stampRe.FindString(l); m != "" {
+	if m := stampRe().FindString(l); m != "" {
 		rest, stamped = l[len(m):], true
 	}
-	if m := tagRe.FindStringSubmatch(rest); m != nil {
+	if m := tagRe().FindStringSubmatch(rest); m != nil {
 		if e, ok := levels[strings.ToLower(m[1])]; ok {
 			return kind(e)
 		}
@@ -57,12 +56,12 @@ func record(l string) recordKind {
 		// chatter, unless the record itself says error.
 		return kind(saysError(rest[len(m[0]):]))
 	}
-	if m := wordRe.FindStringSubmatch(rest); m != nil {
+	if m := wordRe().FindStringSubmatch(rest); m != nil {
 		if e, ok := levels[strings.ToLower(m[1])]; ok {
 			return kind(e)
 		}
 	}
-	if m := targetRe.FindStringSubmatch(rest); m != nil {
+	if m := targetRe().FindStringSubmatch(rest); m != nil {
 		if e, ok := levels[strings.ToLower(m[1])]; ok {
 			return kind(e)
 		}

@@ -1,7 +1,6 @@
 package agentsaid
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,9 +20,9 @@ import (
 //
 // Claude Code 2.1 waits a retry-after under a minute without a word.
 var (
-	codexRetryRe  = regexp.MustCompile(`(?i)\bretrying sampling request \((\d+)/(\d+) in ([0-9]{1,12}(?:\.[0-9]+)?)(ms|s)\)`)
-	geminiRetryRe = regexp.MustCompile(`(?i)\bretrying after ([0-9]{1,12}(?:\.[0-9]+)?)(ms|s)\b`)
-	rfc3339Re     = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
+	codexRetryRe  = lazy(`(?i)\bretrying sampling request \((\d+)/(\d+) in ([0-9]{1,12}(?:\.[0-9]+)?)(ms|s)\)`)
+	geminiRetryRe = lazy(`(?i)\bretrying after ([0-9]{1,12}(?:\.[0-9]+)?)(ms|s)\b`)
+	rfc3339Re     = lazy(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
 )
 
 // Retrying reports whether the CLI's output so far ends with it waiting to
@@ -44,9 +43,9 @@ func Retrying(tail []byte, cli CLI, since time.Time) (time.Time, bool) {
 			continue // Codex's line after its retry record
 		}
 		var n, unit string
-		if m := codexRetryRe.FindStringSubmatch(l); m != nil && (cli == Unknown || cli == Codex) {
+		if m := codexRetryRe().FindStringSubmatch(l); m != nil && (cli == Unknown || cli == Codex) {
 			n, unit = m[3], m[4]
-		} else if m := geminiRetryRe.FindStringSubmatch(l); m != nil && (cli == Unknown || cli == Gemini) {
+		} else if m := geminiRetryRe().FindStringSubmatch(l); m != nil && (cli == Unknown || cli == Gemini) {
 			n, unit = m[1], m[2]
 		} else {
 			return time.Time{}, false // the last thing said is something else
@@ -60,7 +59,7 @@ func Retrying(tail []byte, cli CLI, since time.Time) (time.Time, bool) {
 			d = time.Duration(f * float64(time.Millisecond))
 		}
 		from := since
-		if s := rfc3339Re.FindString(l); s != "" {
+		if s := rfc3339Re().FindString(l); s != "" {
 			if t, err := time.Parse(time.RFC3339Nano, s); err == nil && !t.After(since.Add(time.Minute)) {
 				from = t
 			}
