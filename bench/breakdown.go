@@ -99,6 +99,8 @@ func (b *bench) restartBreakdown(s *subject, fs *fsyncProbe) {
 		{"decided → committed (death's commit returned)", fsyncFloor, at(trace.Decided), at(trace.Committed)},
 		{"committed → cgroup ready (next run's cgroup made, fd open)", "a cgroupfs mkdir and open: tens of µs", at(trace.Committed), at(trace.CgroupReady)},
 		{"cgroup ready → fork start", "nothing: hand-offs only", at(trace.CgroupReady), at(trace.ForkStart)},
+		{"fork start → fork call (the spawn thread took the start, child/)", "a goroutine hand-off to a locked thread: tens of µs", at(trace.ForkStart), at(trace.ForkCall)},
+		{"fork call → child exec'd (reporter's stamp)", "Go's ForkExec (vfork, the child's signal resets, exec) of a static binary", at(trace.ForkCall), execAt},
 		{"fork start → child exec'd (reporter's stamp)", "clone and exec of a static binary: the C floor's fork/exec part", at(trace.ForkStart), execAt},
 		{"fork start → start returned in supervise (StartProcess)", "Go's StartProcess returns once the exec succeeded (its CLOEXEC pipe), about when the child runs: the C floor's fork/exec part", at(trace.ForkStart), at(trace.Started)},
 		{"kill → child exec'd (the whole restart)", "the C floor row", killAt, execAt},

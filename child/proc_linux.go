@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // BootID returns the kernel's boot id, which changes at every boot: a pid
 // and start time recorded under another boot id name no living process.
-func BootID() string {
+func BootID() string { return bootID() }
+
+// bootID reads the id once: it cannot change while this process lives (a
+// reboot ends it), and every launch's commit records it.
+var bootID = sync.OnceValue(func() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return string(bytes.TrimSpace(b))
-}
+})
 
 // readStat parses /proc/<pid>/stat. The command name may contain spaces and
 // parentheses, so fields are counted from the last ')'.

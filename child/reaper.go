@@ -257,6 +257,7 @@ func (r *Reaper) fork(req forkReq) forkReply {
 		return forkReply{err: ErrClosed}
 	}
 	started := time.Now()
+	r.trace.Mark(trace.ForkCall)
 	pid, err := syscall.ForkExec(req.path, req.args, req.attr)
 	if err != nil {
 		// ForkExec reaps a child whose exec failed itself; nothing is left.

@@ -64,10 +64,13 @@ const (
 	// JournalOpened: cmd/supervise has the state dir prepared and the
 	// journal open (flock, the owner file, the page walk).
 	JournalOpened
+	// ForkCall: the reaper's spawn thread took the start and calls
+	// ForkExec (child/): ForkStart to here is the hand-off to that thread.
+	ForkCall
 	numSteps
 )
 
-var names = [numSteps]string{"reaped", "death_seen", "decided", "committed", "cgroup_ready", "fork_start", "started", "run_start", "boot_done", "main_start", "journal_opened"}
+var names = [numSteps]string{"reaped", "death_seen", "decided", "committed", "cgroup_ready", "fork_start", "started", "run_start", "boot_done", "main_start", "journal_opened", "fork_call"}
 
 // String is the step's name in the trace file.
 func (s Step) String() string {

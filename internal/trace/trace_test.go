@@ -36,6 +36,7 @@ func TestMarksWrittenAtStarted(t *testing.T) {
 	r.Mark(BootDone)
 	r.Mark(MainStart)
 	r.Mark(JournalOpened)
+	r.Mark(ForkCall)
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
 		t.Fatalf("trace file before Started: %v, %v; want it empty (marks are buffered)", fi, err)
 	}
@@ -64,7 +65,7 @@ func TestMarksWrittenAtStarted(t *testing.T) {
 		last = v
 		steps = append(steps, s)
 	}
-	if len(steps) != int(numSteps)+1 || steps[0] != Reaped || steps[numSteps-2] != JournalOpened || steps[numSteps-1] != Started || steps[numSteps] != DeathSeen {
+	if len(steps) != int(numSteps)+1 || steps[0] != Reaped || steps[numSteps-2] != ForkCall || steps[numSteps-1] != Started || steps[numSteps] != DeathSeen {
 		t.Fatalf("steps %v, want every step in order and the mark after Started", steps)
 	}
 }
