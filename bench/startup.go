@@ -56,7 +56,9 @@ func (b *bench) startup() error {
 	b.note("start-up: the large journal took %s to build with journal.Update (batches of 10 000 records); its pages are in the page cache (warm), as after any recent use", built.Round(time.Millisecond))
 	for _, sv := range b.svs {
 		if err := b.startupRow(sv, stamps, large, what+", clean", b.cfg.starts, nil); err != nil {
-			return err
+			if err := b.largeFailed(sv, err); err != nil {
+				return err
+			}
 		}
 	}
 	dirty := func() error {
@@ -70,7 +72,9 @@ func (b *bench) startup() error {
 	n := min(b.cfg.starts, 3)
 	for _, sv := range b.svs {
 		if err := b.startupRow(sv, stamps, large, what+", after supervise died (clean flag cleared: Verify runs)", n, dirty); err != nil {
-			return err
+			if err := b.largeFailed(sv, err); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -89,9 +93,28 @@ func (b *bench) startup() error {
 	path = keptPath
 	for _, sv := range b.svs {
 		if err := b.startupRow(sv, stamps, kept, what+", after supervise died (Verify runs)", n, dirty); err != nil {
-			return err
+			if err := b.largeFailed(sv, err); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// largeFailed notes a large-journal row that an -alt binary could not
+// run and lets the others go on: the journals are built by this tree's
+// journal package, whose schema an older build may refuse ("journal schema
+// is newer than this supervise"). A failure of the binary under test ends
+// the section.
+func (b *bench) largeFailed(sv svBin, err error) error {
+	if sv == b.svs[0] {
+		return err
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "supervise: "); i >= 0 {
+		msg = msg[i:] // its own words, after the log lines before them
+	}
+	b.note("start-up: %s cannot start on the large journals (built by this tree's journal package): %s", sv.name, firstLines(msg, 1))
 	return nil
 }
 
