@@ -426,7 +426,7 @@ func (s *Supervisor) wait() {
 		s.timers.clear(int(machine.TimerBackoff))
 		s.run.launchNow = true
 	case sig := <-s.ch.sigc:
-		s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
+		s.stopSignal(sig)
 	case <-quit:
 		s.run.quitSeen = true
 		s.step(machine.StopRequested{})
@@ -564,23 +564,28 @@ func (s *Supervisor) signalsBefore(died syscall.Signal) {
 		wait = t.C
 	}
 	for {
-		select {
-		case sig := <-s.ch.sigc:
-			s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
-			wait = nil // heard: the rest, if any, are already queued
-		default:
-			if wait == nil {
-				return
-			}
+		if wait == nil { // nothing to wait for: what is queued, then return
 			select {
 			case sig := <-s.ch.sigc:
-				s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
-				wait = nil
-			case <-wait:
+				s.stopSignal(sig)
+				continue
+			default:
 				return
 			}
 		}
+		select {
+		case sig := <-s.ch.sigc:
+			s.stopSignal(sig)
+			wait = nil // heard: the rest, if any, are already queued
+		case <-wait:
+			return
+		}
 	}
+}
+
+// stopSignal hands a stop signal that reached supervise to the machine.
+func (s *Supervisor) stopSignal(sig os.Signal) {
+	s.step(machine.StopRequested{Signal: signalNumber(sig), Name: sig.String()})
 }
 
 // terminalSignalWait bounds how long a death by a terminal's signal waits
