@@ -511,6 +511,10 @@ func (s *Supervisor) flushTick() {
 func (s *Supervisor) reaped() {
 	s.cfg.Trace.Mark(trace.DeathSeen)
 	p := s.run.proc
+	// What the drain and the heartbeats save goes into the death's commit:
+	// a batch started now would be one more commit (two fdatasyncs) that
+	// the death's would wait for, before the next fork.
+	s.cs.held = true
 	s.drain()
 	s.signalsBefore(p.Exit().Signal)
 	s.root.Store(nil)
@@ -544,6 +548,8 @@ func (s *Supervisor) reaped() {
 	}
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), InnerSignal: int(exit.InnerSignal),
 		Started: exit.Started, Ended: exit.Ended, How: how, OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim})
+	s.cs.held = false
+	s.flushAsync() // whatever the death's commit did not take
 }
 
 // signalsBefore applies the stop signals that reached supervise before it

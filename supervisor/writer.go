@@ -142,6 +142,11 @@ type commitState struct {
 	failing error
 	// policyDirty: the backoff or guard changed since last committed.
 	policyDirty bool
+	// held: a death is being handled, and its own commit (synchronous,
+	// before the next fork) takes what the last datagrams and heartbeats
+	// saved; no batch starts before it, which the death's commit would
+	// first have to wait for.
+	held bool
 	// acksUnsent counts barriers whose fd got no byte (it would have
 	// blocked, or was not a pipe or socket); ackLogs rate-limits saying so.
 	acksUnsent uint64
@@ -200,10 +205,11 @@ func (s *Supervisor) pendingWork() bool {
 }
 
 // flushAsync starts a commit of what is pending, unless one is in flight
-// (the next starts when it returns) or a retry is scheduled.
+// (the next starts when it returns), a retry is scheduled, or a death's
+// commit is about to take it (held).
 func (s *Supervisor) flushAsync() {
 	cs := &s.cs
-	if cs.inflight != nil || cs.retry != nil || cs.failed != nil || !s.pendingWork() {
+	if cs.inflight != nil || cs.retry != nil || cs.failed != nil || cs.held || !s.pendingWork() {
 		return
 	}
 	cs.inflight = s.takeBatch()
