@@ -86,7 +86,10 @@ func (b *bench) restart() error {
 	}
 	add(b.startFloor("floor: fork/exec/wait loop (Go)", b.respawnGo))
 	for _, sv := range b.svs {
-		add(b.startSupervise(sv))
+		add(b.startSupervise(sv, 0))
+	}
+	for _, sv := range b.svs {
+		add(b.startSupervise(sv, pingEvery))
 	}
 	if !b.cfg.noPeers {
 		for _, start := range []func() (*subject, error){b.startRunsv, b.startS6, b.startSupervisord} {
@@ -238,10 +241,23 @@ func (b *bench) startFloor(name, bin string) (*subject, error) {
 	return s, nil
 }
 
-func (b *bench) startSupervise(sv svBin) (*subject, error) {
-	s, err := b.newSubject(sv.name, sv.name)
+// pingEvery is how often the pinging agent of the second supervise rows
+// sends WATCHDOG=1: a heartbeat is waiting in supervise at every kill, as
+// with an agent whose hooks or heartbeat thread talk to it.
+const pingEvery = 100 * time.Millisecond
+
+// startSupervise starts sv over the reporter; with ping > 0 the reporter
+// sends WATCHDOG=1 that often (a row of its own).
+func (b *bench) startSupervise(sv svBin, ping time.Duration) (*subject, error) {
+	name, kind, env := sv.name, sv.name, []string(nil)
+	if ping > 0 {
+		name = fmt.Sprintf("%s, agent pinging every %v", sv.name, ping)
+		kind += "-ping"
+		env = append(env, fmt.Sprintf("REPORTER_PING_MS=%d", ping.Milliseconds()))
+	}
+	s, err := b.newSubject(name, kind)
 	if err != nil {
-		return &subject{name: sv.name}, err
+		return &subject{name: name}, err
 	}
 	s.supervise = true
 	state := filepath.Join(s.dir, "state")
@@ -250,7 +266,7 @@ func (b *bench) startSupervise(sv svBin) (*subject, error) {
 	// which every kill here would be a quick death and back off).
 	// Its trace points (internal/trace) go to dir/trace: the breakdown.
 	s.p, err = b.start([]string{sv.path, "run", "--healthy-after", "1s", "--state-dir", state, "--", b.reporter},
-		baseEnv("REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo"), trace.EnvVar+"="+filepath.Join(s.dir, "trace")), s.dir, s.log)
+		baseEnv(append(env, "REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo"), trace.EnvVar+"="+filepath.Join(s.dir, "trace"))...), s.dir, s.log)
 	if err != nil {
 		return s, err
 	}
