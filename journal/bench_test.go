@@ -242,3 +242,16 @@ func BenchmarkLargeJournal(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkView is the cost of one call into the journal, a read that
+// does nothing: the hand-off to the journal's worker and back, and bbolt's
+// begin and rollback.
+func BenchmarkView(b *testing.B) {
+	db := benchOpen(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := db.View(func(*Tx) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
