@@ -91,10 +91,14 @@ type call struct {
 // stays blocked; the caller is not. fn itself runs only if the journal had
 // not faulted when its transaction began, and a caller whose fn is running
 // waits for fn to return (fn takes no bbolt lock), so fn never touches the
-// caller's variables after the call returned.
+// caller's variables after the call returned. With Options.Inline the
+// transaction runs on the caller's goroutine instead (runHere).
 func (db *DB) run(writable bool, fn func(*bolt.Tx) error) error {
 	if err := db.Fault(); err != nil {
 		return err
+	}
+	if db.inline {
+		return db.runHere(writable, fn)
 	}
 	c := &call{done: make(chan error, 1), fnDone: make(chan struct{})}
 	go db.exec(c, writable, fn)
@@ -119,6 +123,23 @@ func (db *DB) run(writable bool, fn func(*bolt.Tx) error) error {
 		runtime.Goexit()
 	}
 	return err
+}
+
+// runHere runs fn's transaction on the caller's goroutine (Options.Inline),
+// with the same recovery as exec: a panic in bbolt or a memory fault
+// poisons the journal and is returned. A Goexit in fn ends the caller's
+// goroutine, as it would have anyway.
+func (db *DB) runHere(writable bool, fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = db.poison(r)
+		}
+	}()
+	if writable {
+		return db.b.Update(fn)
+	}
+	return db.b.View(fn)
 }
 
 // exec is the goroutine of one call. A panic in bbolt (an assertion on a

@@ -37,8 +37,14 @@ func within(t *testing.T, what string, fn func() error) error {
 // point); a test that faults nothing gets the usual full check.
 func faultable(t *testing.T) (*DB, string) {
 	t.Helper()
+	return faultableWith(t, Options{})
+}
+
+// faultableWith is faultable with opt.
+func faultableWith(t *testing.T, opt Options) (*DB, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	db, err := Open(path, Options{})
+	db, err := Open(path, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +90,15 @@ func cut(t *testing.T, path string) {
 // and every later call, from any goroutine, returns ErrFault at once
 // instead of waiting on the lock the fault left held inside bbolt.
 func TestFaultPoisons(t *testing.T) {
-	db, path := faultable(t)
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) { testFaultPoisons(t, inline) })
+	}
+}
+
+// testFaultPoisons is TestFaultPoisons, the transactions on the journal's
+// goroutines or (Options.Inline) on the caller's.
+func testFaultPoisons(t *testing.T, inline bool) {
+	db, path := faultableWith(t, Options{Inline: inline})
 	select {
 	case <-db.Faulted():
 		t.Fatal("Faulted closed before any fault")
@@ -180,7 +194,17 @@ func TestFaultReleasesCallInFlight(t *testing.T) {
 // caller's goroutine too, as it did when it ran there, and is no fault:
 // bbolt's rollback ran and the journal goes on.
 func TestGoexitIsNoFault(t *testing.T) {
-	db := open(t, filepath.Join(t.TempDir(), "journal.db"))
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) { testGoexitIsNoFault(t, inline) })
+	}
+}
+
+func testGoexitIsNoFault(t *testing.T, inline bool) {
+	db, err := Open(filepath.Join(t.TempDir(), "journal.db"), Options{Inline: inline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
 	returned := false
 	exited := make(chan struct{})
 	go func() {
@@ -196,5 +220,36 @@ func TestGoexitIsNoFault(t *testing.T) {
 		return db.Update(func(tx *Tx) error { return tx.SetClean(true) })
 	}); err != nil || db.Fault() != nil {
 		t.Errorf("Update after a Goexit: %v (fault %v)", err, db.Fault())
+	}
+}
+
+// goroutineID is the id of the goroutine that calls it.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// With Options.Inline a transaction runs on its caller's goroutine, and
+// without it on another (the journal's).
+func TestInlineRunsOnCaller(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		db, err := Open(filepath.Join(t.TempDir(), "journal.db"), Options{Inline: inline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		caller := goroutineID()
+		var view, update string
+		if err := db.View(func(*Tx) error { view = goroutineID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *Tx) error { update = goroutineID(); return tx.SetClean(true) }); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if on := view == caller && update == caller; on != inline {
+			t.Errorf("Inline %v: caller goroutine %s, View ran on %s, Update on %s", inline, caller, view, update)
+		}
 	}
 }

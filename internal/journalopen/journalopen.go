@@ -44,7 +44,7 @@ func inlineLimit(fp failpoint.Points) int64 {
 func Open(stateDir string, fp failpoint.Points, log *slog.Logger) (db *journal.DB, verifyLater bool, err error) {
 	path := statedir.JournalPath(stateDir)
 	failed := statedir.VerifyFailedPath(stateDir)
-	db, err = journal.Open(path, journal.Options{Log: log})
+	db, err = journal.Open(path, journal.Options{Log: log, Inline: true})
 	if err == nil {
 		var clean bool
 		db.View(func(tx *journal.Tx) error { clean = tx.Clean(); return nil })
@@ -80,6 +80,6 @@ func Open(stateDir string, fp failpoint.Points, log *slog.Logger) (db *journal.D
 	os.Remove(failed)
 	log.Error("journal is damaged: moved it aside and started a fresh one; no session will be resumed automatically from it",
 		"err", err, "moved_to", moved)
-	db, err = journal.Open(path, journal.Options{Log: log})
+	db, err = journal.Open(path, journal.Options{Log: log, Inline: true})
 	return db, false, err
 }
