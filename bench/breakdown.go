@@ -55,7 +55,7 @@ type breakdownStep struct {
 // from its trace points: each kill's marks are those between its kill and
 // the next kill. A kill missing a mark is left out of the steps that need
 // it; a binary without trace points gets a note.
-func (b *bench) restartBreakdown(s *subject, fs *fsyncProbe) {
+func (b *bench) restartBreakdown(s *subject, fs *fsyncProbe, cold sample) {
 	marks, err := readTrace(filepath.Join(s.dir, "trace"))
 	if err != nil {
 		b.note("restart breakdown: %s: %v", s.name, err)
@@ -91,6 +91,9 @@ func (b *bench) restartBreakdown(s *subject, fs *fsyncProbe) {
 	fsyncFloor := "2 fdatasyncs (bbolt's commit)"
 	if fs != nil && len(fs.lat) > 0 {
 		fsyncFloor = fmt.Sprintf("2 fdatasyncs: 2 x %s (raw pwrite+fdatasync median, probed beside this row)", ms(fs.lat.sorted().q(0.5)))
+	}
+	if len(cold) > 0 {
+		fsyncFloor += fmt.Sprintf("; %s for the two after idle, as a restart's are (the cold commit probe)", ms(cold.sorted().q(0.5)))
 	}
 	steps := []breakdownStep{
 		{"kill → reaped (the reaper's wait4 returned, child/)", "the kernel's SIGKILL, exit and the waiter's wake-up: a part of the C floor's whole restart", killAt, at(trace.Reaped)},

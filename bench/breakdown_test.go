@@ -25,7 +25,7 @@ func TestRestartBreakdown(t *testing.T) {
 	}
 	b := &bench{}
 	s := &subject{name: "supervise", dir: dir, kills: []kill{{t0: 1_000_000, exec: 3_600_000}, {t0: 10_000_000, exec: 12_600_000}}}
-	b.restartBreakdown(s, nil)
+	b.restartBreakdown(s, nil, nil)
 	want := map[string]string{
 		"kill → reaped":              "0.400 ms median",
 		"death seen → decided":       "0.150 ms median",

@@ -142,9 +142,17 @@ func (b *bench) restart() error {
 	if err := fs.run(500 * time.Millisecond); err != nil {
 		fs = nil
 	}
+	cold, err := coldCommits(b.work, 20, b.cfg.settle)
+	if err != nil {
+		b.note("restart: the cold commit probe failed: %v", err)
+	} else {
+		l := cold.sorted()
+		b.add(row{"commit floor after idle (3 pages + fdatasync, 1 page + fdatasync, each after " + b.cfg.settle.String() + " without I/O)",
+			"raw pwrite + fdatasync, same filesystem", ms(l.q(0.5)) + " median", fmt.Sprintf("p10 %s, p90 %s, n=%d", ms(l.q(0.1)), ms(l.q(0.9)), len(l)), "", ""})
+	}
 	for _, s := range subs {
 		if s.supervise && s.err == nil {
-			b.restartBreakdown(s, fs)
+			b.restartBreakdown(s, fs, cold)
 		}
 	}
 	return nil
