@@ -398,7 +398,8 @@ func (db *DB) closeBolt() error {
 // error from fn rolls everything back and is returned. A damaged page met
 // on the way (bbolt panics, or the mapping faults) returns ErrFault instead
 // of crashing the process, and poisons the journal: see Faulted. fn runs on
-// a goroutine of the journal's, never after Update returned.
+// a goroutine of the journal's (the caller's with Options.Inline), never
+// after Update returned.
 func (db *DB) Update(fn func(*Tx) error) error {
 	if db.readOnly {
 		return ErrReadOnly
