@@ -86,11 +86,14 @@ func (b *bench) restart() error {
 	}
 	add(b.startFloor("floor: fork/exec/wait loop (Go)", b.respawnGo))
 	for _, sv := range b.svs {
-		add(b.startSupervise(sv, 0))
+		add(b.startSupervise(sv, variant{}))
 	}
 	for _, sv := range b.svs {
-		add(b.startSupervise(sv, pingEvery))
+		add(b.startSupervise(sv, variant{ping: pingEvery}))
 	}
+	// What a run's own cgroup costs a restart (mkdir, the clone into it,
+	// the rmdir): the binary under test only.
+	add(b.startSupervise(b.svs[0], variant{args: []string{"--cgroup", "off"}}))
 	if !b.cfg.noPeers {
 		for _, start := range []func() (*subject, error){b.startRunsv, b.startS6, b.startSupervisord} {
 			s, err := start()
@@ -254,14 +257,24 @@ func (b *bench) startFloor(name, bin string) (*subject, error) {
 // with an agent whose hooks or heartbeat thread talk to it.
 const pingEvery = 100 * time.Millisecond
 
-// startSupervise starts sv over the reporter; with ping > 0 the reporter
-// sends WATCHDOG=1 that often (a row of its own).
-func (b *bench) startSupervise(sv svBin, ping time.Duration) (*subject, error) {
+// variant is a supervise restart row's difference from the plain one: the
+// reporter pings every ping (> 0), supervise gets args.
+type variant struct {
+	ping time.Duration
+	args []string
+}
+
+// startSupervise starts sv over the reporter, as v says (a row of its own).
+func (b *bench) startSupervise(sv svBin, v variant) (*subject, error) {
 	name, kind, env := sv.name, sv.name, []string(nil)
-	if ping > 0 {
-		name = fmt.Sprintf("%s, agent pinging every %v", sv.name, ping)
+	if v.ping > 0 {
+		name = fmt.Sprintf("%s, agent pinging every %v", sv.name, v.ping)
 		kind += "-ping"
-		env = append(env, fmt.Sprintf("REPORTER_PING_MS=%d", ping.Milliseconds()))
+		env = append(env, fmt.Sprintf("REPORTER_PING_MS=%d", v.ping.Milliseconds()))
+	}
+	if len(v.args) > 0 {
+		name += ", " + strings.Join(v.args, " ")
+		kind += "-" + strings.Join(strings.Fields(strings.ReplaceAll(strings.Join(v.args, " "), "-", " ")), "-")
 	}
 	s, err := b.newSubject(name, kind)
 	if err != nil {
@@ -273,7 +286,8 @@ func (b *bench) startSupervise(sv svBin, ping time.Duration) (*subject, error) {
 	// healthy run, so the relaunch is immediate (the default is 10 s, under
 	// which every kill here would be a quick death and back off).
 	// Its trace points (internal/trace) go to dir/trace: the breakdown.
-	s.p, err = b.start([]string{sv.path, "run", "--healthy-after", "1s", "--state-dir", state, "--", b.reporter},
+	argv := append([]string{sv.path, "run", "--healthy-after", "1s", "--state-dir", state}, v.args...)
+	s.p, err = b.start(append(argv, "--", b.reporter),
 		baseEnv(append(env, "REPORTER_OUT="+filepath.Join(s.dir, "stamps.fifo"), trace.EnvVar+"="+filepath.Join(s.dir, "trace"))...), s.dir, s.log)
 	if err != nil {
 		return s, err
