@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,19 +46,48 @@ func unixSocket(fd int) bool {
 // agent's own open file description, which fd shares; reopening it through
 // /proc/self/fd would run open(2)'s checks on the FIFO's file system
 // (permission, revalidation), which a FUSE daemon or an NFS server answers
-// at its own pace, and needs /proc.
+// at its own pace, and needs /proc. The pipe of our own is kept for the
+// next answer (making one and closing it was 3 of the 5 system calls of an
+// answer, and a pipe inode each time): it is empty between answers, and a
+// byte that could not be moved is read back out of it.
 func writePipe(fd int, b byte) error {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	if !relay.open {
+		if err := unix.Pipe2(relay.p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+			return err
+		}
+		relay.open = true
+	}
+	if err := retry(func() error { _, err := unix.Write(relay.p[1], []byte{b}); return err }); err != nil {
+		relay.drop()
 		return err
 	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	if err := retry(func() error { _, err := unix.Write(p[1], []byte{b}); return err }); err != nil {
-		return err
-	}
-	return retry(func() error {
-		_, err := unix.Splice(p[0], nil, fd, nil, 1, unix.SPLICE_F_NONBLOCK)
+	err := retry(func() error {
+		_, err := unix.Splice(relay.p[0], nil, fd, nil, 1, unix.SPLICE_F_NONBLOCK)
 		return err
 	})
+	if err != nil {
+		var left [1]byte
+		if _, rerr := unix.Read(relay.p[0], left[:]); rerr != nil {
+			relay.drop() // not known empty
+		}
+	}
+	return err
+}
+
+// relayPipe is writePipe's pipe of its own, empty between answers.
+type relayPipe struct {
+	mu   sync.Mutex
+	p    [2]int
+	open bool
+}
+
+var relay relayPipe
+
+// drop closes the pipe; the next answer makes a new one.
+func (r *relayPipe) drop() {
+	unix.Close(r.p[0])
+	unix.Close(r.p[1])
+	r.open = false
 }

@@ -227,6 +227,16 @@ func TestAnswerFullPipe(t *testing.T) {
 		blocking(t, w)
 		w.Close()
 		onlyFiller(t, readToEOF(t, r), n)
+		// The byte that found no room is not left in the answer's own
+		// pipe (kept for the next answer): the next barrier reads one.
+		r2, w2 := agentPipe(t)
+		if err := answerWithin(t, Ack, dup(t, w2)); err != nil {
+			t.Fatalf("answer after one to a full pipe: %v", err)
+		}
+		w2.Close()
+		if got := readToEOF(t, r2); string(got) != "1" {
+			t.Errorf("the answer after one to a full pipe read %q, want \"1\" then EOF", got)
+		}
 	}
 }
 
