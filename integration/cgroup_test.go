@@ -53,8 +53,9 @@ func procCgroup(pid int) string {
 }
 
 // Where cgroup v2 is writable, each launch runs in a cgroup of its own
-// (supervise-NAME-ID/run-N), escapees included, and the cgroup of a dead
-// run is removed; --cgroup off keeps the agent in supervise's cgroup.
+// (supervise-NAME-ID/run-N), escapees included, the cgroup of a dead
+// run is removed and the next run's is made ahead; a clean stop leaves
+// none; --cgroup off keeps the agent in supervise's cgroup.
 func TestCgroupPerRun(t *testing.T) {
 	e := newEnv(t)
 	e.set("TESTAGENT_SCRIPT_1=grandchild; log up; hang", "TESTAGENT_SCRIPT_2=log up2; hang")
@@ -92,8 +93,14 @@ func TestCgroupPerRun(t *testing.T) {
 	if escapee != 0 && alive(escapee) {
 		t.Errorf("setsid grandchild %d outlived its run", escapee)
 	}
+	// Status was answered from the loop's wait: by then the dead run's
+	// cgroup is removed, and the next run's is made ahead, off the path of
+	// the next restart.
 	if _, err := os.Stat(c.Cgroup); !os.IsNotExist(err) {
 		t.Errorf("run 1's cgroup %s is still there: %v", c.Cgroup, err)
+	}
+	if fi, err := os.Stat(filepath.Join(filepath.Dir(c.Cgroup), "run-3")); err != nil || !fi.IsDir() {
+		t.Errorf("run 3's cgroup is not made ahead while run 2 is up: %v", err)
 	}
 	e.stop(sv)
 	if _, err := os.Stat(filepath.Dir(c.Cgroup)); !os.IsNotExist(err) {

@@ -418,6 +418,7 @@ func (s *Supervisor) wait() {
 		s.timers.flush = s.clock.NewTimer(time.Second)
 	}
 	s.logHold.release()
+	s.betweenRuns()
 	s.tick(s.clock.Now())
 	select {
 	case <-done:

@@ -301,3 +301,6 @@ func (m *Machine) OpenSessions() int { return len(m.open) }
 
 // Running reports whether a child runs.
 func (m *Machine) Running() bool { return m.Child == "running" || m.Child == "stopping" }
+
+// NextRun is the number the next launch will have.
+func (m *Machine) NextRun() uint64 { return m.nextRun }
