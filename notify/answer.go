@@ -40,11 +40,38 @@ var (
 // of a file on a FUSE file system flushes it through the daemon, and a
 // pipe's lock may be held by a writer faulting on a page such a file
 // backs. Only an agent that can mount a FUSE file system can do either.
-func Ack(f *os.File) error { return answer(f, AckByte) }
+func Ack(f *os.File) error {
+	var a Answerer
+	defer a.Close()
+	return a.Ack(f)
+}
 
 // Nack answers a barrier with NackByte and closes its fd. Like Ack it never
 // blocks and returns the same errors.
-func Nack(f *os.File) error { return answer(f, NackByte) }
+func Nack(f *os.File) error {
+	var a Answerer
+	defer a.Close()
+	return a.Nack(f)
+}
+
+// Answerer answers barriers as Ack and Nack do, keeping what one answer
+// sets up for the next: on Linux the pipe that carries the byte (see
+// writePipe), which Ack and Nack make and close on every call. A
+// supervisor that answers many barriers holds one and closes it at the
+// end. The zero Answerer is ready; it is safe for concurrent use and must
+// not be copied after its first answer.
+type Answerer struct {
+	relay relayPipe
+}
+
+// Ack is the package's Ack.
+func (a *Answerer) Ack(f *os.File) error { return a.answer(f, AckByte) }
+
+// Nack is the package's Nack.
+func (a *Answerer) Nack(f *os.File) error { return a.answer(f, NackByte) }
+
+// Close releases what a kept; a later answer sets it up again.
+func (a *Answerer) Close() error { return a.relay.close() }
 
 // Release closes a barrier's fd without an answer byte, which the agent
 // reads as ErrBarrierUnconfirmed, never as an ack: for a barrier dropped
@@ -65,7 +92,7 @@ func Release(f *os.File) error {
 
 // answer writes b to the barrier fd f without blocking, if f is a pipe or
 // a unix socket with room for it, and closes f.
-func answer(f *os.File, b byte) error {
+func (a *Answerer) answer(f *os.File, b byte) error {
 	if f == nil {
 		return fmt.Errorf("notify: barrier answer: %w", os.ErrInvalid)
 	}
@@ -78,7 +105,7 @@ func answer(f *os.File, b byte) error {
 	}
 	var werr error
 	if err := raw.Control(func(fd uintptr) {
-		werr = answerFD(int(fd), b)
+		werr = a.answerFD(int(fd), b)
 		unlinger(int(fd))
 	}); err != nil && werr == nil {
 		werr = fmt.Errorf("notify: barrier answer: %w", err)
@@ -91,14 +118,14 @@ func answer(f *os.File, b byte) error {
 
 // answerFD writes b to fd if it is a pipe, a FIFO or a unix socket and the
 // byte fits without waiting.
-func answerFD(fd int, b byte) error {
+func (a *Answerer) answerFD(fd int, b byte) error {
 	mode, err := fileType(fd)
 	if err != nil {
 		return fmt.Errorf("notify: barrier answer: %w", err)
 	}
 	switch mode {
 	case unix.S_IFIFO:
-		err = writePipe(fd, b)
+		err = a.relay.writePipe(fd, b)
 	case unix.S_IFSOCK:
 		if !unixSocket(fd) {
 			return fmt.Errorf("%w: a socket of another family", ErrBarrierNotPipe)

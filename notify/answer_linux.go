@@ -38,6 +38,14 @@ func unixSocket(fd int) bool {
 	return err == nil && d == unix.AF_UNIX
 }
 
+// relayPipe is the pipe writePipe moves an answer's byte through, kept
+// for the next answer: empty between answers.
+type relayPipe struct {
+	mu   sync.Mutex
+	p    [2]int
+	open bool
+}
+
 // writePipe writes b to the pipe or FIFO fd, or fails with EAGAIN if it is
 // full, without changing fd's flags and without opening anything: the byte
 // goes into a pipe of our own, and splice(2) moves it into fd with
@@ -46,48 +54,48 @@ func unixSocket(fd int) bool {
 // agent's own open file description, which fd shares; reopening it through
 // /proc/self/fd would run open(2)'s checks on the FIFO's file system
 // (permission, revalidation), which a FUSE daemon or an NFS server answers
-// at its own pace, and needs /proc. The pipe of our own is kept for the
-// next answer (making one and closing it was 3 of the 5 system calls of an
-// answer, and a pipe inode each time): it is empty between answers, and a
-// byte that could not be moved is read back out of it.
-func writePipe(fd int, b byte) error {
-	relay.mu.Lock()
-	defer relay.mu.Unlock()
-	if !relay.open {
-		if err := unix.Pipe2(relay.p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+// at its own pace, and needs /proc. The pipe of our own is kept (making one
+// and closing it was 3 of the 5 system calls of an answer, and a pipe inode
+// each time), and a byte that could not be moved is read back out of it.
+func (r *relayPipe) writePipe(fd int, b byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.open {
+		if err := unix.Pipe2(r.p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 			return err
 		}
-		relay.open = true
+		r.open = true
 	}
-	if err := retry(func() error { _, err := unix.Write(relay.p[1], []byte{b}); return err }); err != nil {
-		relay.drop()
+	if err := retry(func() error { _, err := unix.Write(r.p[1], []byte{b}); return err }); err != nil {
+		r.drop()
 		return err
 	}
 	err := retry(func() error {
-		_, err := unix.Splice(relay.p[0], nil, fd, nil, 1, unix.SPLICE_F_NONBLOCK)
+		_, err := unix.Splice(r.p[0], nil, fd, nil, 1, unix.SPLICE_F_NONBLOCK)
 		return err
 	})
 	if err != nil {
 		var left [1]byte
-		if _, rerr := unix.Read(relay.p[0], left[:]); rerr != nil {
-			relay.drop() // not known empty
+		if _, rerr := unix.Read(r.p[0], left[:]); rerr != nil {
+			r.drop() // not known empty
 		}
 	}
 	return err
 }
 
-// relayPipe is writePipe's pipe of its own, empty between answers.
-type relayPipe struct {
-	mu   sync.Mutex
-	p    [2]int
-	open bool
+// drop closes the pipe (r.mu held); the next answer makes a new one.
+func (r *relayPipe) drop() {
+	if r.open {
+		unix.Close(r.p[0])
+		unix.Close(r.p[1])
+		r.open = false
+	}
 }
 
-var relay relayPipe
-
-// drop closes the pipe; the next answer makes a new one.
-func (r *relayPipe) drop() {
-	unix.Close(r.p[0])
-	unix.Close(r.p[1])
-	r.open = false
+// close closes the pipe.
+func (r *relayPipe) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drop()
+	return nil
 }

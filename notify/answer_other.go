@@ -25,6 +25,11 @@ func unixSocket(fd int) bool {
 	return err == nil && ok
 }
 
+// relayPipe keeps nothing here: writePipe needs no pipe of its own.
+type relayPipe struct{}
+
+func (relayPipe) close() error { return nil }
+
 // writePipe writes b to the pipe or FIFO fd, or fails with EAGAIN if it is
 // full. Without splice(2) or /proc (macOS has neither; /dev/fd/N there
 // duplicates the fd, same open file description), the write is made
@@ -33,7 +38,7 @@ func unixSocket(fd int) bool {
 // the barrier fd is the agent's to give (Client.Barrier closes its copy as
 // soon as it is sent), and an agent that kept a copy sees O_NONBLOCK for
 // the length of one write.
-func writePipe(fd int, b byte) error {
+func (relayPipe) writePipe(fd int, b byte) error {
 	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	if err != nil {
 		return err

@@ -218,7 +218,9 @@ func TestAnswerNonBlockingPipe(t *testing.T) {
 // the byte, and the agent's description is still blocking (Ack did not
 // set O_NONBLOCK on it).
 func TestAnswerFullPipe(t *testing.T) {
-	for _, answer := range []func(*os.File) error{Ack, Nack} {
+	var a Answerer // one for every answer here, as a supervisor keeps one
+	defer a.Close()
+	for _, answer := range []func(*os.File) error{Ack, Nack, a.Ack, a.Nack} {
 		r, w := agentPipe(t)
 		n := fill(t, w)
 		if err := answerWithin(t, answer, dup(t, w)); !errors.Is(err, ErrBarrierWouldBlock) {
@@ -227,10 +229,10 @@ func TestAnswerFullPipe(t *testing.T) {
 		blocking(t, w)
 		w.Close()
 		onlyFiller(t, readToEOF(t, r), n)
-		// The byte that found no room is not left in the answer's own
+		// The byte that found no room is not left in the Answerer's own
 		// pipe (kept for the next answer): the next barrier reads one.
 		r2, w2 := agentPipe(t)
-		if err := answerWithin(t, Ack, dup(t, w2)); err != nil {
+		if err := answerWithin(t, a.Ack, dup(t, w2)); err != nil {
 			t.Fatalf("answer after one to a full pipe: %v", err)
 		}
 		w2.Close()

@@ -67,6 +67,7 @@ func newTestSupervisorWith(t *testing.T, cfg Config) *Supervisor {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.CloseNotify)
+	t.Cleanup(func() { s.cs.answers.Close() })
 	s.cs = commitState{w: startWriter(db, 0), dirty: map[string]bool{}}
 	t.Cleanup(s.stopWriter)
 	s.step(machine.Booted{NextRun: 1})

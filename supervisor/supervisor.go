@@ -364,6 +364,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer s.stopWriter()
 	s.openCgroups()
 	defer s.closeCgroups()
+	defer s.cs.answers.Close()
 	if s.fprint != nil {
 		defer s.fprint.wait() // a warm-up hash started by the loop
 	}

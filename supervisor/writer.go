@@ -21,7 +21,7 @@ import (
 // whatever arrived meanwhile goes into the next batch, so 64 sessions
 // marking at once cost a handful of fsyncs, not 64. A barrier's fd rides
 // with the batch that holds every marker received before it and is acked
-// (notify.Ack) only after that batch committed. A failed commit acks
+// (notify.Answerer.Ack) only after that batch committed. A failed commit acks
 // nothing. A write the kernel refused for want of space (ENOSPC, EDQUOT
 // from write) landed nowhere: its changes and fds go back to pending and
 // are retried. Any other error from the disk (EIO, EROFS, a failed fsync)
@@ -48,11 +48,12 @@ type answer struct {
 	refused bool
 }
 
-func (a answer) send() error {
+// send answers the barrier through ans.
+func (a answer) send(ans *notify.Answerer) error {
 	if a.refused {
-		return notify.Nack(a.fd)
+		return ans.Nack(a.fd)
 	}
-	return notify.Ack(a.fd)
+	return ans.Ack(a.fd)
 }
 
 // sent counts and logs, rate-limited, a barrier whose fd got no byte
@@ -151,6 +152,9 @@ type commitState struct {
 	// blocked, or was not a pipe or socket); ackLogs rate-limits saying so.
 	acksUnsent uint64
 	ackLogs    rateLog
+	// answers answers the barriers, keeping its pipe from one answer to
+	// the next; closed when Run returns.
+	answers notify.Answerer
 }
 
 // barrier handles a BARRIER=1: its fd is acked once everything received
@@ -162,16 +166,16 @@ func (s *Supervisor) barrier(m notify.Message) {
 	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {
 	case cs.failed != nil:
-		s.sent(notify.Nack(a.fd)) // '0': the journal takes nothing more
+		s.sent(s.cs.answers.Nack(a.fd)) // '0': the journal takes nothing more
 	case a.refused && cs.failing != nil:
-		s.sent(a.send()) // '0' now: the refusal is certain, the disk may stay full
+		s.sent(a.send(&s.cs.answers)) // '0' now: the refusal is certain, the disk may stay full
 	case s.pendingWork():
 		cs.fds = append(cs.fds, a)
 		s.flushAsync()
 	case cs.inflight != nil:
 		cs.inflight.fds = append(cs.inflight.fds, a)
 	default:
-		s.sent(a.send()) // nothing outstanding: everything earlier is durable
+		s.sent(a.send(&s.cs.answers)) // nothing outstanding: everything earlier is durable
 	}
 }
 
@@ -235,7 +239,7 @@ func (s *Supervisor) acked(b *batch) {
 	s.cs.failing = nil
 	s.observeBatch(b)
 	for _, a := range b.fds {
-		s.sent(a.send())
+		s.sent(a.send(&s.cs.answers))
 	}
 }
 
@@ -301,7 +305,7 @@ func storageFailure(err error) bool {
 func (s *Supervisor) failClosed(b *batch, err error) {
 	cs := &s.cs
 	for _, a := range append(b.fds, cs.fds...) {
-		s.sent(notify.Nack(a.fd)) // '0': not journaled, and never will be
+		s.sent(s.cs.answers.Nack(a.fd)) // '0': not journaled, and never will be
 	}
 	cs.fds = nil
 	if cs.retry != nil {
@@ -347,7 +351,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 	}
 	if cs.failed != nil {
 		for _, a := range cs.fds {
-			s.sent(notify.Nack(a.fd))
+			s.sent(s.cs.answers.Nack(a.fd))
 		}
 		cs.fds = nil
 		return fmt.Errorf("journal failed closed earlier: %w", cs.failed)
