@@ -52,15 +52,15 @@ var checkLen = len(checkKey) + 8 + 2
 // the CPU's CRC32 instruction, but making its Castagnoli table (at first
 // use) also builds the tables of its three-way parallel loop, running the
 // instruction over about 3 MB: 0.2 ms of every supervise start (perf, 60
-// starts), for records of a few hundred bytes. So the check starts in
-// software, a table of 256 words made at first use in microseconds, and
-// moves to hash/crc32 once the process has checked hwAfter bytes, where
-// the parallel loop pays for itself (a large journal's check at open).
-// Both give the same sums (TestCRC32C).
+// starts), for records of a few hundred bytes. So a journal's checks start
+// in software, a table of 256 words made at first use in microseconds, and
+// move to hash/crc32 once that journal has checked hwAfter bytes, where the
+// parallel loop pays for itself (a large journal's check at open, a long
+// listing). Both give the same sums (TestCRC32C).
 const hwAfter = 1 << 20
 
+// Both tables are made once, at first use, and never change.
 var (
-	crcBytes   atomic.Int64
 	castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 	crcTable   = sync.OnceValue(func() *[256]uint32 {
 		var t [256]uint32
@@ -79,10 +79,15 @@ var (
 	})
 )
 
+// crcMeter counts the bytes a journal has checked, which decide how the
+// next check is computed (hwAfter). A nil *crcMeter always computes in
+// software.
+type crcMeter struct{ n atomic.Int64 }
+
 // crc32c returns the CRC-32C of p continued from crc, as crc32.Update with
 // the Castagnoli table does.
-func crc32c(crc uint32, p []byte) uint32 {
-	if crcBytes.Add(int64(len(p))) > hwAfter {
+func (m *crcMeter) crc32c(crc uint32, p []byte) uint32 {
+	if m != nil && m.n.Add(int64(len(p))) > hwAfter {
 		return crc32.Update(crc, castagnoli(), p)
 	}
 	t := crcTable()
@@ -95,11 +100,11 @@ func crc32c(crc uint32, p []byte) uint32 {
 
 // seal returns raw, json.Marshal's encoding of a struct (an object with
 // at least one member), with its check.
-func seal(raw []byte) []byte {
+func (m *crcMeter) seal(raw []byte) []byte {
 	if len(raw) < 3 || raw[len(raw)-1] != '}' {
 		return raw // no struct's encoding: never written (putRecord marshals structs)
 	}
-	sum := crc32c(0, raw)
+	sum := m.crc32c(0, raw)
 	out := make([]byte, 0, len(raw)+checkLen)
 	out = append(out, raw[:len(raw)-1]...)
 	out = append(out, checkKey...)
@@ -109,7 +114,7 @@ func seal(raw []byte) []byte {
 
 // unseal checks the record v: sealed reports whether it ends with a check
 // member at all, ok whether that check passes.
-func unseal(v []byte) (ok, sealed bool) {
+func (m *crcMeter) unseal(v []byte) (ok, sealed bool) {
 	n := len(v)
 	if n < checkLen+2 || v[n-2] != '"' || v[n-1] != '}' {
 		return false, false
@@ -118,8 +123,8 @@ func unseal(v []byte) (ok, sealed bool) {
 	if !bytes.Equal(v[i:i+len(checkKey)], checkKey) {
 		return false, false
 	}
-	sum := crc32c(0, v[:i])
-	sum = crc32c(sum, []byte{'}'})
+	sum := m.crc32c(0, v[:i])
+	sum = m.crc32c(sum, []byte{'}'})
 	// Compared as text, lower-case as seal writes it: hex.Decode would take
 	// an upper-case digit (one flipped bit) for the same value.
 	var want [8]byte
@@ -127,10 +132,22 @@ func unseal(v []byte) (ok, sealed bool) {
 	return bytes.Equal(v[i+len(checkKey):n-2], want[:]), true
 }
 
+// seal and unseal outside a journal: in software.
+func seal(raw []byte) []byte            { return (*crcMeter)(nil).seal(raw) }
+func unseal(v []byte) (ok, sealed bool) { return (*crcMeter)(nil).unseal(v) }
+
+// crc is the meter of t's journal, nil (software) for a Tx of none.
+func (t *Tx) crc() *crcMeter {
+	if t.db == nil {
+		return nil
+	}
+	return &t.db.crc
+}
+
 // verified reports whether the record v may be believed: its check passes,
 // or it has none and the journal is of schema 1 (read-only, not migrated).
 func (t *Tx) verified(v []byte) bool {
-	ok, sealed := unseal(v)
+	ok, sealed := t.crc().unseal(v)
 	return ok || (!sealed && t.legacy)
 }
 
@@ -140,7 +157,7 @@ func (t *Tx) putRecord(b *bolt.Bucket, key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(key, seal(raw))
+	return b.Put(key, t.crc().seal(raw))
 }
 
 // DamagedSession is what a session record that failed its own check (or
@@ -236,10 +253,10 @@ func (db *DB) migrate() error {
 				var batch []record
 				for ; k != nil && len(batch) < migrateBatch; k, v = c.Next() {
 					after = bytes.Clone(k)
-					if _, sealed := unseal(v); sealed || v == nil {
+					if _, sealed := db.crc.unseal(v); sealed || v == nil {
 						continue // checked already (or a nested bucket: none are)
 					}
-					batch = append(batch, record{after, seal(v)})
+					batch = append(batch, record{after, db.crc.seal(v)})
 				}
 				done = k == nil
 				for _, r := range batch { // not while the cursor walks
