@@ -16,7 +16,7 @@ type cgroupState struct {
 	// the rmdir nor the mkdir of a cgroup on it (about 0.15 ms).
 	ended   *child.RunCgroup
 	next    *child.RunCgroup
-	nextRun uint64
+	nextRun uint64 // the run next was made for, or tried for (once)
 }
 
 // openCgroups gives the agent a cgroup of its own where supervise can (cgroup
@@ -53,6 +53,7 @@ func (s *Supervisor) runCgroup(n uint64) *child.RunCgroup {
 		}
 		rc.Close() // made for another number
 	}
+	s.cg.nextRun = 0
 	rc, err := s.cg.all.Run(n)
 	if err != nil {
 		s.log.Warn("cannot create the run's cgroup: this run goes without", "run", n, "err", err)
@@ -97,15 +98,14 @@ func (s *Supervisor) removeEnded() {
 // run is up the next one's is made.
 func (s *Supervisor) betweenRuns() {
 	s.removeEnded()
-	if s.cg.all == nil || s.cg.next != nil || s.run.proc == nil || s.m.Stop != nil {
+	n := s.m.NextRun()
+	if s.cg.all == nil || s.cg.nextRun == n || s.run.proc == nil || s.m.Stop != nil {
 		return
 	}
-	n := s.m.NextRun()
-	rc, err := s.cg.all.Run(n)
-	if err != nil {
-		return // the launch tries again, and says why
-	}
-	s.cg.next, s.cg.nextRun = rc, n
+	s.cg.nextRun = n // tried once per run: a failure is not retried at every event
+	if rc, err := s.cg.all.Run(n); err == nil {
+		s.cg.next = rc
+	} // else the launch tries again, and says why
 }
 
 // removeRunCgroups removes every run cgroup: the current run's (its OOM
