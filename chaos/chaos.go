@@ -1050,16 +1050,21 @@ func (h *harness) trigger(m supervisor.Marker, s *sessState) *candidate {
 
 // kill kills the agent of c.run, now.
 func (h *harness) kill(c *candidate) {
-	// SIGKILL first, the snapshot after: every step between the marker
-	// and the kill is time the agent runs on. Nothing of the tree is gone
-	// yet: supervise reaps and sweeps it only once this event returns.
+	// The full snapshot after SIGKILL: every step between the marker and
+	// the kill is time the agent runs on. The loop records the death only
+	// once this event returns, but supervise's reaper does not wait for it:
+	// it reaps the leader and kills the descendants re-parented to it at
+	// once. So the leader's descendants are walked (a few /proc files)
+	// just before the kill too, and a helper outside its process group is
+	// named even if the reaper ended it before the scan reached it.
+	before := walkTree(c.run.t.pid)
 	if err := c.run.t.kill(); err != nil {
 		h.rep.Misses++
 		return
 	}
 	snap := scanTree(c.run.tag, true)
 	k := &killState{idx: len(h.rep.Kills), run: c.run.n, session: c.session, turn: c.turn, repeat: 1,
-		snapshot: snap, escaped: escapees(snap, c.run.t.pid), leader: c.run.t.pid}
+		snapshot: snap, escaped: escapees(union(snap, before), c.run.t.pid), leader: c.run.t.pid}
 	if c.repeat {
 		k.prev = h.open
 		k.repeat = h.open.repeat + 1
@@ -1210,6 +1215,26 @@ func (h *harness) survivors(k *killState, row *Kill) {
 			"a process-group kill does not reach them: supervise's sweep of re-parented descendants ended them, "+
 			"a supervisor without one would leave them running", what, len(escaped), k.run, strings.Join(names, ", ")))
 	}
+}
+
+// union is a and the processes of b not in a (a process is its pid and
+// start time).
+func union(a, b []proc) []proc {
+	type id struct {
+		pid   int
+		start uint64
+	}
+	in := map[id]bool{}
+	for _, p := range a {
+		in[id{p.pid, p.start}] = true
+	}
+	out := slices.Clone(a)
+	for _, p := range b {
+		if !in[id{p.pid, p.start}] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // escapees lists the processes of a tree snapshot outside the leader's

@@ -48,6 +48,37 @@ func statOf(pid int) (p proc, ok bool) {
 	return p, true
 }
 
+// walkTree lists leader's live descendants (leader not among them), read
+// through /proc/PID/task/TID/children: a few files, fast enough to take
+// just before a kill. Taken after it, a scan races supervise's reaper,
+// which kills the dead leader's re-parented descendants as soon as it
+// reaps the leader.
+func walkTree(leader int) []proc {
+	var out []proc
+	seen := map[int]bool{leader: true}
+	queue := []int{leader}
+	for len(queue) > 0 && len(seen) < 4096 {
+		pid := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, task := range tasks {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(f)
+				if err != nil || seen[c] {
+					continue
+				}
+				seen[c] = true
+				if p, ok := statOf(c); ok {
+					out = append(out, p)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // scanTree lists the live processes whose environment holds an entry that
 // starts with prefix (SUPERVISE_TREE=<tree>. for every run of a state dir,
 // or the exact entry of one run when exact is set).

@@ -25,6 +25,8 @@ func (p proc) notifyClient() bool { return false }
 
 func scanTree(prefix string, exact bool) []proc { return nil }
 
+func walkTree(leader int) []proc { return nil }
+
 type target struct{ pid int }
 
 var errPlatform = errors.New("supervise chaos needs Linux (pidfd and /proc)")
