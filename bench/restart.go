@@ -93,7 +93,7 @@ func (b *bench) restart() error {
 	}
 	// What a run's own cgroup costs a restart (mkdir, the clone into it,
 	// the rmdir): the binary under test only.
-	add(b.startSupervise(b.svs[0], variant{args: []string{"--cgroup", "off"}}))
+	add(b.startSupervise(b.svs[0], variant{args: []string{"--cgroup", "off"}, kind: "nocgroup"}))
 	if !b.cfg.noPeers {
 		for _, start := range []func() (*subject, error){b.startRunsv, b.startS6, b.startSupervisord} {
 			s, err := start()
@@ -258,10 +258,12 @@ func (b *bench) startFloor(name, bin string) (*subject, error) {
 const pingEvery = 100 * time.Millisecond
 
 // variant is a supervise restart row's difference from the plain one: the
-// reporter pings every ping (> 0), supervise gets args.
+// reporter pings every ping (> 0), supervise gets args (and the row's
+// work directory the suffix kind).
 type variant struct {
 	ping time.Duration
 	args []string
+	kind string
 }
 
 // startSupervise starts sv over the reporter, as v says (a row of its own).
@@ -274,7 +276,7 @@ func (b *bench) startSupervise(sv svBin, v variant) (*subject, error) {
 	}
 	if len(v.args) > 0 {
 		name += ", " + strings.Join(v.args, " ")
-		kind += "-" + strings.Join(strings.Fields(strings.ReplaceAll(strings.Join(v.args, " "), "-", " ")), "-")
+		kind += "-" + v.kind
 	}
 	s, err := b.newSubject(name, kind)
 	if err != nil {
