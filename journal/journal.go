@@ -520,9 +520,11 @@ func ownerPath(path string) string { return path + ".owner" }
 
 // writeOwnerPID records our pid beside the journal so that a second
 // supervisor can name the holder. Best effort: the lock itself is bbolt's.
-// It never writes through a symbolic link (statedir.WriteFile).
+// It never writes through a symbolic link, and is not synced: a pid lost
+// to a power failure names no holder, and the holder is gone with it
+// (statedir.WriteHint).
 func writeOwnerPID(path string) {
-	_ = statedir.WriteFile(filepath.Dir(path), filepath.Base(ownerPath(path)), []byte(strconv.Itoa(os.Getpid())+"\n"))
+	_ = statedir.WriteHint(filepath.Dir(path), filepath.Base(ownerPath(path)), []byte(strconv.Itoa(os.Getpid())+"\n"))
 }
 
 func readOwnerPID(path string) int {
