@@ -7,21 +7,27 @@ import (
 	"testing"
 )
 
-// WriteFile replaces a link planted at the name or at its temporary name,
-// and never writes through either.
+// WriteFile and WriteHint (the same without the sync) replace a link
+// planted at the name or at its temporary name, and never write through
+// either.
 func TestWriteFileNeverFollowsLinks(t *testing.T) {
 	dir := t.TempDir()
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("victim\n"), 0o644)
-	for _, name := range []string{"journal.db.verify-failed", "resume.json"} {
+	write := map[string]func(dir, name string, data []byte) error{
+		"journal.db.verify-failed": WriteFile, "resume.json": WriteFile, "journal.db.owner": WriteHint}
+	for name, write := range write {
 		os.Symlink(victim, filepath.Join(dir, name))
 		os.Symlink(victim, filepath.Join(dir, "."+name+".tmp"))
-		if err := WriteFile(dir, name, []byte("new\n")); err != nil {
+		if err := write(dir, name, []byte("new\n")); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := os.Lstat(filepath.Join(dir, name))
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want a regular 0600 file", name, fi.Mode(), err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != "new\n" {
+			t.Errorf("%s holds %q, want %q", name, b, "new\n")
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "."+name+".tmp")); err == nil {
 			t.Errorf("%s: temporary file left behind", name)
