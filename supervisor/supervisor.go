@@ -364,11 +364,11 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer s.stopWriter()
 	// The cgroups are found and made (0.3 ms of /proc and cgroupfs reads)
 	// while the boot waits for its commit's fdatasyncs: nothing in the
-	// boot touches them, and the first launch, in the loop, comes after.
+	// boot touches them. Joined right after the boot, before any return
+	// (and so before closeCgroups) and before the loop's first launch.
 	cgroups := make(chan struct{})
 	go func() { defer close(cgroups); s.openCgroups() }()
 	defer s.closeCgroups()
-	defer func() { <-cgroups }() // before closeCgroups, on every return
 	defer s.cs.answers.Close()
 	if s.fprint != nil {
 		defer s.fprint.wait() // a warm-up hash started by the loop
