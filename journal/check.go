@@ -152,12 +152,12 @@ func (t *Tx) verified(v []byte) bool {
 }
 
 // putRecord stores v, sealed, under key in b.
-func (t *Tx) putRecord(b *bolt.Bucket, key []byte, v any) error {
+func (t *Tx) putRecord(b bucketID, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return b.Put(key, t.crc().seal(raw))
+	return t.put(b, key, t.crc().seal(raw))
 }
 
 // DamagedSession is what a session record that failed its own check (or

@@ -16,6 +16,8 @@
 //	    │   ├── owner     : JSON Owner         the supervisor holding, or last holding, the journal
 //	    │   ├── child     : JSON Child         the child believed running; absent when none runs
 //	    │   ├── restarts  : u64 big-endian     relaunches after a death, over the journal's life
+//	    │   ├── redo      : u64 big-endian     the last redo record this file holds (redo.go)
+//	    │   ├── redo.id   : 16 bytes           random, names the journal in its redo records
 //	    │   └── state.<k> : JSON               small policy documents (crash-loop guard, backoff)
 //	    ├── runs
 //	    │   └── <run: u64 big-endian> : JSON Run     one per child run; keys sort by run number
@@ -30,7 +32,10 @@
 //
 // Durability: every Update is one bbolt transaction committed with fsync
 // (NoSync is never set). Once Update returns nil the change survives kill -9
-// of the supervisor and power loss.
+// of the supervisor and power loss. UpdateLogged (a death's commit) returns
+// sooner, once its changes are synced as one record in the redo slot
+// journal.db.redo; bbolt's commit follows on a goroutine, and the next Open
+// replays the record if journal.db lacks it (redo.go).
 //
 // Single instance: Open takes bbolt's exclusive file lock with a short
 // timeout. A second writer gets a *LockedError (errors.Is ErrLocked) naming

@@ -94,6 +94,7 @@ type call struct {
 // caller's variables after the call returned. With Options.Inline the
 // transaction runs on the caller's goroutine instead (runHere).
 func (db *DB) run(writable bool, fn func(*bolt.Tx) error) error {
+	db.settle() // a logged transaction's commit first (redo.go)
 	if err := db.Fault(); err != nil {
 		return err
 	}

@@ -63,8 +63,8 @@ func (id ident) check(path string) error {
 	return nil
 }
 
-// CheckName checks that the journal's name still holds the open file, as
-// every commit does, and poisons the journal if it does not (see
+// CheckName checks that the journal's name (and its redo slot's, redo.go)
+// still holds the open file, as every commit does, and poisons the journal if it does not (see
 // Faulted): for an owner that wants a swap noticed while it commits
 // nothing. It returns the journal's fault, nil if none. A read-only
 // journal is not checked.
@@ -77,6 +77,11 @@ func (db *DB) CheckName() error {
 	}
 	if err := db.ident.check(db.path); err != nil {
 		return db.poison(err)
+	}
+	if r := db.redo; r != nil {
+		if err := r.check(); err != nil {
+			return db.poison(err)
+		}
 	}
 	return nil
 }

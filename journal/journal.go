@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -146,6 +147,10 @@ type DB struct {
 	// damagedSessions and damagedRuns count the records met that failed
 	// their check.
 	damagedSessions, damagedRuns damage
+	// redo is the slot of UpdateLogged (redo.go), nil when read-only;
+	// pending the bbolt commit of the last logged transaction.
+	redo    *redoFile
+	pending atomic.Pointer[pendingCommit]
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -207,6 +212,12 @@ func Open(path string, opt Options) (db *DB, err error) {
 	if err := db.init(); err != nil {
 		db.closeBolt()
 		return nil, err
+	}
+	if !opt.ReadOnly {
+		if err := db.openRedo(); err != nil {
+			db.closeBolt()
+			return nil, err
+		}
 	}
 	if created {
 		// bbolt's fdatasyncs make the file's pages durable, not its name:
@@ -382,6 +393,7 @@ func (db *DB) Path() string { return db.path }
 // it was being checked at start is moved aside (Quarantine) before a fresh
 // one is created under its name, so nothing waits for that lock.
 func (db *DB) Close() error {
+	db.settle()
 	if !db.readOnly {
 		os.Remove(ownerPath(db.path))
 	}
@@ -392,6 +404,9 @@ func (db *DB) Close() error {
 func (db *DB) closeBolt() error {
 	if db.Fault() != nil {
 		return nil
+	}
+	if db.redo != nil {
+		db.redo.close()
 	}
 	return db.b.Close()
 }
@@ -512,6 +527,10 @@ func Quarantine(path string, now time.Time) (string, error) {
 	if err := os.Rename(path, dst); err != nil {
 		return "", err
 	}
+	// Its redo slot goes with it (redo.go), so that the copy keeps its
+	// last commit. A slot left behind is harmless: it names the old
+	// journal, and a fresh one replays only its own records.
+	_ = os.Rename(redoPath(path), redoPath(dst))
 	os.Remove(ownerPath(path))
 	return dst, nil
 }
@@ -550,6 +569,8 @@ type Tx struct {
 	db   *DB
 	// legacy: records without a check are believed (check.go).
 	legacy bool
+	// ops takes down every change of a logged transaction (redo.go).
+	ops *redoOps
 }
 
 func (t *Tx) meta() *bolt.Bucket     { return t.root.Bucket(bucketMeta) }
@@ -568,12 +589,12 @@ func (t *Tx) getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
 	return true, nil
 }
 
-func (t *Tx) putJSON(b *bolt.Bucket, key []byte, v any) error {
+func (t *Tx) putJSON(b bucketID, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return b.Put(key, raw)
+	return t.put(b, key, raw)
 }
 
 // Clean reports whether the last supervisor shut down cleanly.
@@ -588,7 +609,7 @@ func (t *Tx) SetClean(clean bool) error {
 	if clean {
 		v = 1
 	}
-	return t.meta().Put(keyClean, []byte{v})
+	return t.put(inMeta, keyClean, []byte{v})
 }
 
 // Owner returns the supervisor that holds, or last held, the journal.
@@ -599,7 +620,7 @@ func (t *Tx) Owner() (Owner, bool, error) {
 }
 
 // SetOwner records the supervisor holding the journal.
-func (t *Tx) SetOwner(o Owner) error { return t.putJSON(t.meta(), keyOwner, o) }
+func (t *Tx) SetOwner(o Owner) error { return t.putJSON(inMeta, keyOwner, o) }
 
 // Child returns the child believed running, if any.
 func (t *Tx) Child() (Child, bool, error) {
@@ -611,9 +632,9 @@ func (t *Tx) Child() (Child, bool, error) {
 // SetChild records the running child; nil records that none runs.
 func (t *Tx) SetChild(c *Child) error {
 	if c == nil {
-		return t.meta().Delete(keyChild)
+		return t.del(inMeta, keyChild)
 	}
-	return t.putJSON(t.meta(), keyChild, c)
+	return t.putJSON(inMeta, keyChild, c)
 }
 
 // Restarts returns how many relaunches after a death the journal has seen.
@@ -626,7 +647,7 @@ func (t *Tx) Restarts() uint64 {
 }
 
 // AddRestart counts one relaunch after a death.
-func (t *Tx) AddRestart() error { return t.meta().Put(keyRestarts, u64(t.Restarts()+1)) }
+func (t *Tx) AddRestart() error { return t.put(inMeta, keyRestarts, u64(t.Restarts()+1)) }
 
 // State reads the policy document stored under key into v.
 func (t *Tx) State(key string, v any) (bool, error) {
@@ -635,17 +656,17 @@ func (t *Tx) State(key string, v any) (bool, error) {
 
 // PutState stores a small policy document under key.
 func (t *Tx) PutState(key string, v any) error {
-	return t.putJSON(t.meta(), []byte("state."+key), v)
+	return t.putJSON(inMeta, []byte("state."+key), v)
 }
 
 // NextRun allocates the next run number (1, 2, ...).
-func (t *Tx) NextRun() (uint64, error) { return t.runs().NextSequence() }
+func (t *Tx) NextRun() (uint64, error) { return t.nextSequence(inRuns) }
 
 // PutRun stores r under its run number.
-func (t *Tx) PutRun(r Run) error { return t.putRecord(t.runs(), u64(r.Run), r) }
+func (t *Tx) PutRun(r Run) error { return t.putRecord(inRuns, u64(r.Run), r) }
 
 // DeleteRun removes run n (a reservation that never launched).
-func (t *Tx) DeleteRun(n uint64) error { return t.runs().Delete(u64(n)) }
+func (t *Tx) DeleteRun(n uint64) error { return t.del(inRuns, u64(n)) }
 
 // Run returns run n; a damaged record (check.go) reads as absent.
 func (t *Tx) Run(n uint64) (Run, bool, error) {
@@ -694,7 +715,7 @@ func (t *Tx) PruneRuns(keep, max int) (int, error) {
 		doomed = append(doomed, append([]byte(nil), k...))
 	}
 	for _, k := range doomed { // not Cursor.Delete then Next: that skips keys
-		if err := t.runs().Delete(k); err != nil {
+		if err := t.del(inRuns, k); err != nil {
 			return 0, err
 		}
 	}
@@ -707,13 +728,13 @@ func (t *Tx) PutSession(s Session) error {
 	if len(id) == 0 {
 		return errors.New("session without an id")
 	}
-	if err := t.putRecord(t.sessions(), id, s); err != nil {
+	if err := t.putRecord(inSessions, id, s); err != nil {
 		return err
 	}
 	if s.State.Open() {
-		return t.open().Put(id, nil)
+		return t.put(inOpen, id, nil)
 	}
-	return t.open().Delete(id)
+	return t.del(inOpen, id)
 }
 
 // Session returns the session with the given id. A record that fails its
@@ -868,10 +889,10 @@ func (db *DB) PruneSessions(keep, batch int) (int, error) {
 				if !ok || s.State.Open() || !s.Updated.Equal(d.updated) {
 					continue // changed since the scan: not ours to delete
 				}
-				if err := tx.sessions().Delete([]byte(d.id)); err != nil {
+				if err := tx.del(inSessions, []byte(d.id)); err != nil {
 					return err
 				}
-				if err := tx.open().Delete([]byte(d.id)); err != nil {
+				if err := tx.del(inOpen, []byte(d.id)); err != nil {
 					return err
 				}
 				n++

@@ -26,6 +26,11 @@ func TestMain(m *testing.M) {
 		helperWrite(path)
 		return
 	}
+	if path := os.Getenv("JOURNAL_HELPER_LOGGED"); path != "" {
+		hold, _ := strconv.Atoi(os.Getenv("JOURNAL_HELPER_HOLD"))
+		helperLogged(path, hold)
+		return
+	}
 	if path := os.Getenv("JOURNAL_HELPER_OPEN"); path != "" {
 		db, err := Open(path, Options{})
 		if err != nil {
@@ -414,6 +419,7 @@ func TestQuarantine(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "journal.db")
 	os.WriteFile(path, []byte("garbage"), 0o600)
+	os.WriteFile(redoPath(path), []byte("slot"), 0o600)
 	dst, err := Quarantine(path, time.Date(2026, 11, 29, 1, 2, 3, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
@@ -426,6 +432,9 @@ func TestQuarantine(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Error("original path still exists")
+	}
+	if b, _ := os.ReadFile(redoPath(dst)); string(b) != "slot" {
+		t.Error("the redo slot did not go with the journal")
 	}
 	db := open(t, path) // a fresh journal can start in its place
 	_ = db
