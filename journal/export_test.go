@@ -87,3 +87,13 @@ func BoltInitImage(dir string) ([]byte, error) {
 	}
 	return img[:4*ps], nil
 }
+
+// RecordRedoWrites makes rec see every record written to db's redo slot
+// from now on (redo.go), after its write returned, before its sync.
+func RecordRedoWrites(db *DB, rec func(b []byte, off int64)) { db.redo.record = rec }
+
+// RedoPath is the name of the redo slot of the journal at path.
+func RedoPath(path string) string { return redoPath(path) }
+
+// RedoSize is the size of a redo slot.
+const RedoSize = redoSize

@@ -103,12 +103,19 @@ func TestPowerLossCrashImages(t *testing.T) {
 	if ck.checked < 1000 {
 		t.Errorf("only %d crash images checked; the test promises at least 1 000", ck.checked)
 	}
-	most, size := 0, 0
+	most, size, logged := 0, 0, 0
 	for _, ep := range w.epochs {
+		if ep.inSlot {
+			logged++
+			continue
+		}
 		most, size = max(most, len(ep.pending)), max(size, len(ep.durable))
 	}
-	t.Logf("checked %d crash images (%d epochs, %d commits, up to %d pages written in one epoch, the file up to %d KiB; %d image-epoch pairs; %d moved aside while the journal was created; states: %d as before the commit in flight, %d with it) in %v",
-		ck.checked, len(w.epochs), w.commits, most, size>>10, ck.pairs, ck.quarantined, ck.before, ck.after, time.Since(start).Round(time.Millisecond))
+	if logged < 3 {
+		t.Errorf("only %d logged transactions (a death's commit, redo.go) in the workload", logged)
+	}
+	t.Logf("checked %d crash images (%d epochs, %d commits, %d of them logged through the redo slot, up to %d pages written in one epoch, the file up to %d KiB; %d image-epoch pairs; %d moved aside while the journal was created; states: %d as before the commit in flight, %d with it) in %v",
+		ck.checked, len(w.epochs), w.commits, logged, most, size>>10, ck.pairs, ck.quarantined, ck.before, ck.after, time.Since(start).Round(time.Millisecond))
 }
 
 // TestPowerLossCheckerCatchesNoSync checks the checker: the same workload
@@ -140,6 +147,34 @@ func TestPowerLossCheckerCatchesNoSync(t *testing.T) {
 	t.Logf("without the data sync, crash image %d violates, as it must: %s", ck.checked, ck.first)
 }
 
+// TestPowerLossCheckerCatchesLostRedo checks the checker on the redo slot:
+// the same workload with the slot gone from every image (a replay that
+// never happens, or a record not synced before the caller heard of it)
+// must give an image that lacks an acknowledged death: bbolt's commit of
+// a logged transaction starts only after the acknowledgement.
+func TestPowerLossCheckerCatchesLostRedo(t *testing.T) {
+	w := record(t, false, false)
+	ck := newChecker(t, w.fresh, false)
+	ck.stopAtFirst = true
+	en := enumerator{rng: rand.New(rand.NewPCG(1, 2)), ps: w.ps}
+	for _, ep := range w.epochs {
+		if ep.inSlot {
+			continue
+		}
+		ep.slot = nil
+		en.images(ep, func(img []byte) { ck.submit(ep, img) })
+		if ck.violated() {
+			break
+		}
+	}
+	ck.wait()
+	if !ck.violated() {
+		t.Fatalf("no violation in %d crash images without the redo slot: the checker proves nothing of it", ck.checked)
+	}
+	first, _, _ := strings.Cut(ck.first, "\n")
+	t.Logf("without the redo slot, crash image %d violates, as it must: %s", ck.checked, first)
+}
+
 // pageWrite is one page of a recorded write.
 type pageWrite struct {
 	page int64
@@ -161,6 +196,16 @@ type epoch struct {
 	// moved aside included.
 	allowed []string
 	fresh   bool
+	// slot is the redo slot's content through the epoch (nil: no slot
+	// file). inSlot: the pending writes are the slot's (a logged
+	// transaction's record), durable is the slot before them, and the
+	// journal file is journal. afterOnly: the epoch is a bbolt commit of
+	// a logged transaction, acknowledged before it began, so allowed[0]
+	// is the state after it and the only one.
+	slot      []byte
+	inSlot    bool
+	journal   []byte
+	afterOnly bool
 }
 
 // workload is what record returns.
@@ -179,7 +224,18 @@ type recorder struct {
 	mu      sync.Mutex
 	data    []pageWrite
 	commits []commit
+	records [][]byte // the redo slot's writes, each a whole record at offset 0
 	err     error
+}
+
+func (r *recorder) record(b []byte, off int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if off != 0 || int64(len(b))%r.ps != 0 {
+		r.err = fmt.Errorf("redo write of %d bytes at %d is not whole pages at 0", len(b), off)
+		return
+	}
+	r.records = append(r.records, b)
 }
 
 // commit is one recorded bbolt commit: its file size (after bbolt's grow,
@@ -294,19 +350,24 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 	rec := &recorder{ps: ps, path: path}
 	durable := created
 	prev := fresh
-	hook := func(db *journal.DB) { journal.RecordWrites(db, rec.write) }
+	hook := func(db *journal.DB) {
+		journal.RecordWrites(db, rec.write)
+		journal.RecordRedoWrites(db, rec.record)
+	}
+	slotPath := journal.RedoPath(path)
+	var slot []byte // the slot's durable content; nil while it does not exist
 	hook(db)
 
 	// call runs one journal call the runner makes and turns the commits it
 	// made into epochs; the content after it is what was acknowledged.
 	call := func(label string, fn func() error) {
 		t.Helper()
-		n0 := len(rec.commits)
+		n0, r0 := len(rec.commits), len(rec.records)
 		if err := fn(); err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
 		rec.mu.Lock()
-		cs, rerr := rec.commits[n0:], rec.err
+		cs, rs, rerr := rec.commits[n0:], rec.records[r0:], rec.err
 		rec.mu.Unlock()
 		if rerr != nil {
 			t.Fatalf("%s: recording: %v", label, rerr)
@@ -314,6 +375,18 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 		if len(cs) == 0 {
 			t.Fatalf("%s: no commit recorded", label)
 		}
+		if slot == nil {
+			if _, err := os.Stat(slotPath); err == nil {
+				// made (zeros, synced) by this call's first logged
+				// transaction before its commit; zeros are no record,
+				// nor is a missing or partial slot
+				slot = make([]byte, journal.RedoSize)
+			}
+		}
+		if len(rs) > 1 || len(rs) == 1 && len(cs) != 1 {
+			t.Fatalf("%s: %d redo records for %d commits; a logged call writes one record, then its commit", label, len(rs), len(cs))
+		}
+		logged := len(rs) == 1
 		for i, c := range cs {
 			l := label
 			if len(cs) > 1 {
@@ -323,13 +396,25 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 			withData := apply(grown, 0, ps, c.data...)
 			after := apply(withData, 0, ps, c.meta)
 			st := stateOf(t, after)
+			if logged {
+				// The record's epoch: either state; then bbolt's
+				// commit, acknowledged already: the state after only.
+				w.epochs = append(w.epochs, epoch{label: l + ", redo record", inSlot: true, journal: durable,
+					durable: slot, pending: split(rs[0], 0, ps), allowed: []string{prev, st}})
+				slot = apply(slot, 0, ps, split(rs[0], 0, ps)...)
+			}
 			if noDataSync {
-				w.epochs = append(w.epochs, epoch{label: l, durable: grown,
+				w.epochs = append(w.epochs, epoch{label: l, durable: grown, slot: slot,
 					pending: append(append([]pageWrite(nil), c.data...), c.meta), allowed: []string{prev, st}})
 			} else {
 				w.epochs = append(w.epochs,
-					epoch{label: l + ", data", durable: grown, pending: c.data, allowed: []string{prev}},
-					epoch{label: l + ", meta", durable: withData, pending: []pageWrite{c.meta}, allowed: []string{prev, st}})
+					epoch{label: l + ", data", durable: grown, slot: slot, pending: c.data, allowed: []string{prev}},
+					epoch{label: l + ", meta", durable: withData, slot: slot, pending: []pageWrite{c.meta}, allowed: []string{prev, st}})
+			}
+			if logged {
+				for k := len(w.epochs) - 1; k >= 0 && !w.epochs[k].inSlot; k-- {
+					w.epochs[k].allowed, w.epochs[k].afterOnly = []string{st}, true
+				}
 			}
 			durable, prev = after, st
 			w.commits++
@@ -341,11 +426,27 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 		if !bytes.Equal(real, durable) {
 			t.Fatalf("%s: the file rebuilt from the recorded writes differs from the real one: the sync inference is wrong", label)
 		}
+		if slot != nil {
+			if real, err := os.ReadFile(slotPath); err != nil || !bytes.Equal(real, slot) {
+				t.Fatalf("%s: the redo slot rebuilt from the recorded records differs from the real one (err %v)", label, err)
+			}
+		}
 		if got, err := journal.Dump(db); err != nil || got != prev {
 			t.Fatalf("%s: content acknowledged differs from the recorded file's (err %v)", label, err)
 		}
 	}
 	up := func(label string, fn func(tx *journal.Tx) error) { call(label, func() error { return db.Update(fn) }) }
+	// upLogged is a death's commit as the runner makes it (redo.go): the
+	// call returns once the record is durable; the View after it waits
+	// for bbolt's commit, so that the recording is complete.
+	upLogged := func(label string, fn func(tx *journal.Tx) error) {
+		call(label, func() error {
+			if err := db.UpdateLogged(fn); err != nil {
+				return err
+			}
+			return db.View(func(*journal.Tx) error { return nil })
+		})
+	}
 
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -411,7 +512,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 		if fold {
 			label += ", delivery folded in"
 		}
-		up(label, func(tx *journal.Tx) error {
+		upLogged(label, func(tx *journal.Tx) error {
 			for _, id := range sortedIDs(sessions) {
 				s := sessions[id]
 				if s.State != journal.InTurn {
@@ -702,9 +803,9 @@ type checker struct {
 }
 
 type job struct {
-	ep  *epoch
-	img []byte
-	sum [32]byte
+	ep            *epoch
+	journal, slot []byte // the two files of the image (nil: absent)
+	sum           [32]byte
 }
 
 // result is what the boot path made of one image.
@@ -729,23 +830,33 @@ func (c *checker) start() {
 }
 
 func (c *checker) submit(ep epoch, img []byte) {
-	sum := sha256.Sum256(img)
-	if img == nil {
-		sum = [32]byte{} // the absent file
+	j := job{ep: &ep, journal: img, slot: ep.slot}
+	if ep.inSlot {
+		j.journal, j.slot = ep.journal, img
 	}
+	h := sha256.New()
+	for _, f := range [][]byte{j.journal, j.slot} {
+		if f == nil {
+			h.Write([]byte{0}) // the absent file
+		} else {
+			h.Write([]byte{1})
+			h.Write(f)
+		}
+	}
+	h.Sum(j.sum[:0])
 	if c.stopAtFirst { // inline, so that nothing is opened after a violation
 		if c.dir == "" {
 			c.dir = c.t.TempDir()
 		}
 		if !c.violated() {
-			c.process(c.dir, job{&ep, img, sum})
+			c.process(c.dir, j)
 		}
 		return
 	}
 	if c.jobs == nil {
 		c.start()
 	}
-	c.jobs <- job{&ep, img, sum}
+	c.jobs <- j
 }
 
 func (c *checker) wait() {
@@ -784,7 +895,7 @@ func (c *checker) process(dir string, j job) {
 	c.pairs++
 	c.mu.Unlock()
 	if !ok {
-		r.state, r.quarantined, r.err = boot(dir, j.img)
+		r.state, r.quarantined, r.err = boot(dir, j.journal, j.slot)
 		close(r.done)
 	}
 	<-r.done
@@ -816,6 +927,8 @@ func (c *checker) judge(j job, r *result) {
 		}
 	case r.quarantined:
 		fail("moved aside as damaged after something was acknowledged: acknowledged markers lost")
+	case r.state == j.ep.allowed[0] && j.ep.afterOnly:
+		c.after++
 	case r.state == j.ep.allowed[0]:
 		c.before++
 	case len(j.ep.allowed) > 1 && r.state == j.ep.allowed[1]:
@@ -825,10 +938,11 @@ func (c *checker) judge(j job, r *result) {
 	}
 }
 
-// boot writes img as the state dir's journal (nil: no journal), opens it
-// through supervise's boot path, checks what the boot path trusts, and
-// returns the content it opened with and whether it moved the file aside.
-func boot(dir string, img []byte) (state string, quarantined bool, err error) {
+// boot writes img as the state dir's journal and slot as its redo slot
+// (nil: no such file), opens the journal through supervise's boot path,
+// checks what the boot path trusts, and returns the content it opened
+// with and whether it moved the file aside.
+func boot(dir string, img, slot []byte) (state string, quarantined bool, err error) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		os.Remove(filepath.Join(dir, e.Name()))
@@ -836,6 +950,11 @@ func boot(dir string, img []byte) (state string, quarantined bool, err error) {
 	path := statedir.JournalPath(dir)
 	if img != nil {
 		if err := os.WriteFile(path, img, 0o600); err != nil {
+			return "", false, err
+		}
+	}
+	if slot != nil {
+		if err := os.WriteFile(journal.RedoPath(path), slot, 0o600); err != nil {
 			return "", false, err
 		}
 	}
