@@ -109,7 +109,13 @@ func (s *Supervisor) commit(e machine.Commit) error {
 	case machine.CommitDeath:
 		fn = func(tx *journal.Tx) error { return s.writeDeath(tx, e) }
 	}
-	err := s.commitSync(fn)
+	update := s.db.Update
+	if e.Kind == machine.CommitDeath {
+		// Durable after one fdatasync, bbolt's own commit finishing
+		// while the next child forks (journal/redo.go).
+		update = s.db.UpdateLogged
+	}
+	err := s.commitVia(update, fn)
 	if e.Kind == machine.CommitDeath {
 		s.cfg.Trace.Mark(trace.Committed)
 	}

@@ -341,6 +341,12 @@ func (s *Supervisor) retryFired() {
 // commitSync waits for the batch in flight, then commits everything pending
 // together with fn in one transaction, and returns when it is durable.
 func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
+	return s.commitVia(s.db.Update, fn)
+}
+
+// commitVia is commitSync through update: the journal's Update, or its
+// UpdateLogged (a death's commit, durable after one sync: journal/redo.go).
+func (s *Supervisor) commitVia(update func(func(*journal.Tx) error) error, fn func(*journal.Tx) error) error {
 	cs := &s.cs
 	for cs.inflight != nil { // committed may start the next batch
 		s.committed(<-cs.w.out)
@@ -358,7 +364,7 @@ func (s *Supervisor) commitSync(fn func(*journal.Tx) error) error {
 	}
 	b := s.takeBatch()
 	time.Sleep(s.cfg.Failpoints.CommitDelay) // failpoint: a slow disk (0 in production)
-	err := s.db.Update(func(tx *journal.Tx) error {
+	err := update(func(tx *journal.Tx) error {
 		if err := b.write(tx); err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ func RemoveUnused(real string, levels int) error {
 			}
 		}
 	}
-	for _, p := range []string{notify, ControlPath(real), ResumePath(real), JournalPath(real), JournalPath(real) + ".owner", VerifyFailedPath(real)} {
+	for _, p := range []string{notify, ControlPath(real), ResumePath(real), JournalPath(real), JournalPath(real) + ".owner", JournalPath(real) + ".redo", VerifyFailedPath(real)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
