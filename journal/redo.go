@@ -289,12 +289,11 @@ func (db *DB) openRedo() error {
 		return nil
 	}
 	r.h.Store(h)
-	slot := make([]byte, redoSize)
-	n, err := f.ReadAt(slot, 0)
-	if err != nil && err != io.EOF {
+	slot, err := readRecord(f)
+	if err != nil {
 		return fmt.Errorf("open journal %s: read %s: %w", db.path, r.path, err)
 	}
-	rec, ok := parseRedo(&db.crc, slot[:n])
+	rec, ok := parseRedo(&db.crc, slot)
 	if !ok {
 		return nil
 	}
@@ -323,6 +322,32 @@ func (db *DB) openRedo() error {
 		db.log.Info("journal: replayed the last commit from the redo slot: it was durable there, and the stop came before journal.db had it", "seq", rec.seq)
 	}
 	return nil
+}
+
+// readRecord reads the slot's first page and, if its header gives a longer
+// record, as much more as the record says (within the slot): a start reads
+// one page for the usual record, not the whole slot.
+func readRecord(f *os.File) ([]byte, error) {
+	b := make([]byte, redoPage)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	b = b[:n]
+	if n < redoHead || string(b[:len(redoMagic)]) != redoMagic {
+		return b, nil
+	}
+	want := redoHead + int(binary.BigEndian.Uint32(b[len(redoMagic)+24:])) + 4
+	if want <= n || n < redoPage {
+		return b, nil
+	}
+	want = min(want, redoSize)
+	b = append(b, make([]byte, want-n)...)
+	m, err := f.ReadAt(b[n:], int64(n))
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b[:n+m], nil
 }
 
 // adopt returns f as the slot, if it is a regular file; else it closes f.
@@ -373,8 +398,11 @@ func (r *redoFile) create() error {
 		return err
 	}
 	err = func() error {
-		if _, err := f.WriteAt(make([]byte, redoSize), 0); err != nil {
-			return err
+		zeros := make([]byte, 16<<10)
+		for off := int64(0); off < redoSize; off += int64(len(zeros)) {
+			if _, err := f.WriteAt(zeros, off); err != nil {
+				return err
+			}
 		}
 		if err := f.Sync(); err != nil {
 			return err

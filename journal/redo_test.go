@@ -3,6 +3,7 @@ package journal
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -185,7 +186,7 @@ type crashImage struct {
 	staleSlot     []byte // the slot one record earlier (already applied)
 }
 
-func imageOfLoggedCommit(t *testing.T) crashImage {
+func imageOfLoggedCommit(t *testing.T, prompt string) crashImage {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "journal.db")
@@ -215,7 +216,7 @@ func imageOfLoggedCommit(t *testing.T) crashImage {
 		if err := tx.PutRun(Run{Run: 7, Reason: ReasonSignal, Dirty: true}); err != nil {
 			return err
 		}
-		return tx.PutSession(Session{ID: "b", State: ResumePending, Resume: &Resume{Attempt: 1, Interrupted: 7}})
+		return tx.PutSession(Session{ID: "b", State: ResumePending, Prompt: prompt, Resume: &Resume{Attempt: 1, Interrupted: 7}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,11 +274,11 @@ func contentOf(t *testing.T, journal, slot []byte) string {
 // the record replays to the state acknowledged; every slot that is not
 // this journal's next whole record leaves journal.db as it is.
 func TestRedoSlotReplaysOnlyTheNextRecordOfThisJournal(t *testing.T) {
-	img := imageOfLoggedCommit(t)
+	img := imageOfLoggedCommit(t, "")
 	if got := contentOf(t, img.journal, img.slot); got != img.after {
 		t.Errorf("crash image with the record durable:\n%s\nwant the acknowledged state:\n%s", got, img.after)
 	}
-	other := imageOfLoggedCommit(t) // another journal: its own redo.id
+	other := imageOfLoggedCommit(t, "") // another journal: its own redo.id
 	torn := bytes.Clone(img.slot)
 	copy(torn[512:], img.staleSlot[512:1024]) // one sector old
 	flipped := bytes.Clone(img.slot)
@@ -298,6 +299,26 @@ func TestRedoSlotReplaysOnlyTheNextRecordOfThisJournal(t *testing.T) {
 		if got := contentOf(t, img.journal, c.slot); got != img.before {
 			t.Errorf("%s: the open changed the journal:\n%s\nwant\n%s", c.name, got, img.before)
 		}
+	}
+}
+
+// TestRedoSlotReplaysARecordOfManyPages: a record longer than the page an
+// Open reads first (a 20 KiB prompt) replays whole; with one of its later
+// pages lost it does not replay at all.
+func TestRedoSlotReplaysARecordOfManyPages(t *testing.T) {
+	img := imageOfLoggedCommit(t, strings.Repeat("p", 20<<10))
+	n := redoHead + int(binary.BigEndian.Uint32(img.slot[len(redoMagic)+24:])) + 4
+	if n <= 4*redoPage {
+		t.Fatalf("the record is %d bytes: not the many pages this test is for", n)
+	}
+	// (The states hold the 20 KiB prompt: they are not printed.)
+	if got := contentOf(t, img.journal, img.slot); got != img.after {
+		t.Errorf("crash image with the record durable: not the acknowledged state (%d bytes of content, want %d)", len(got), len(img.after))
+	}
+	lost := bytes.Clone(img.slot)
+	clear(lost[3*redoPage : 4*redoPage])
+	if got := contentOf(t, img.journal, lost); got != img.before {
+		t.Errorf("a record with its fourth page lost changed the journal (%d bytes of content, want %d)", len(got), len(img.before))
 	}
 }
 
