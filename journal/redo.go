@@ -434,7 +434,7 @@ func (r *redoFile) write(rec []byte) error {
 			return err
 		}
 	}
-	return syscall.Fdatasync(int(f.Fd()))
+	return datasync(f)
 }
 
 // UpdateLogged is Update, durable sooner: it returns once fn's changes are
