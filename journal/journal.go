@@ -151,6 +151,9 @@ type DB struct {
 	// pending the bbolt commit of the last logged transaction.
 	redo    *redoFile
 	pending atomic.Pointer[pendingCommit]
+	// unreplayed: read-only, and the slot holds a commit journal.db
+	// lacks (Unreplayed).
+	unreplayed bool
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -213,11 +216,11 @@ func Open(path string, opt Options) (db *DB, err error) {
 		db.closeBolt()
 		return nil, err
 	}
-	if !opt.ReadOnly {
-		if err := db.openRedo(); err != nil {
-			db.closeBolt()
-			return nil, err
-		}
+	if opt.ReadOnly {
+		db.peekRedo()
+	} else if err := db.openRedo(); err != nil {
+		db.closeBolt()
+		return nil, err
 	}
 	if created {
 		// bbolt's fdatasyncs make the file's pages durable, not its name:

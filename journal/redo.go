@@ -289,28 +289,9 @@ func (db *DB) openRedo() error {
 		return nil
 	}
 	r.h.Store(h)
-	slot, err := readRecord(f)
-	if err != nil {
-		return fmt.Errorf("open journal %s: read %s: %w", db.path, r.path, err)
-	}
-	rec, ok := parseRedo(&db.crc, slot)
-	if !ok {
-		return nil
-	}
-	var id []byte
-	var applied uint64
-	if err := db.run(false, func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketRoot).Bucket(bucketMeta)
-		id = bytes.Clone(meta.Get(keyRedoID))
-		if v := meta.Get(keyRedo); len(v) == 8 {
-			applied = binary.BigEndian.Uint64(v)
-		}
-		return nil
-	}); err != nil {
+	rec, ok, err := db.nextRecord(f)
+	if err != nil || !ok {
 		return err
-	}
-	if id == nil || !bytes.Equal(id, rec.id) || rec.seq != applied+1 {
-		return nil // journal.db has it, or it is not this journal's
 	}
 	if err := db.run(true, rec.apply); err != nil {
 		if db.log != nil {
@@ -323,6 +304,55 @@ func (db *DB) openRedo() error {
 	}
 	return nil
 }
+
+// nextRecord reads the slot f and returns its record if it is the one
+// journal.db lacks: whole, this journal's, and the next.
+func (db *DB) nextRecord(f *os.File) (redoRecord, bool, error) {
+	slot, err := readRecord(f)
+	if err != nil {
+		return redoRecord{}, false, fmt.Errorf("open journal %s: read %s: %w", db.path, f.Name(), err)
+	}
+	rec, ok := parseRedo(&db.crc, slot)
+	if !ok {
+		return rec, false, nil
+	}
+	var id []byte
+	var applied uint64
+	if err := db.run(false, func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketRoot).Bucket(bucketMeta)
+		id = bytes.Clone(meta.Get(keyRedoID))
+		if v := meta.Get(keyRedo); len(v) == 8 {
+			applied = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	}); err != nil {
+		return rec, false, err
+	}
+	// Else journal.db has it, or it is not this journal's.
+	return rec, id != nil && bytes.Equal(id, rec.id) && rec.seq == applied+1, nil
+}
+
+// peekRedo is openRedo for a read-only journal, which cannot replay: it
+// notes whether the slot holds a commit journal.db lacks (Unreplayed).
+// A slot that cannot be read is no news: the next writable open says why.
+func (db *DB) peekRedo() {
+	f, err := os.OpenFile(redoPath(db.path), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	_, db.unreplayed, _ = db.nextRecord(f)
+}
+
+// Unreplayed reports whether a read-only journal's redo slot held, when
+// it was opened, a commit that journal.db lacks: the process that made it
+// stopped before bbolt's commit finished. The next writable open replays
+// it; until then the journal reads as before that commit. Always false
+// for a writable journal, which replays at open.
+func (db *DB) Unreplayed() bool { return db.unreplayed }
 
 // readRecord reads the slot's first page and, if its header gives a longer
 // record, as much more as the record says (within the slot): a start reads

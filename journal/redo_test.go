@@ -322,6 +322,55 @@ func TestRedoSlotReplaysARecordOfManyPages(t *testing.T) {
 	}
 }
 
+// TestReadOnlyOpenSaysUnreplayed: a read-only open (supervise status with
+// no supervise running) cannot replay; it says the slot holds a commit
+// journal.db lacks, and reads the state before it. A writable open
+// replays it, after which a read-only open has nothing to say.
+func TestReadOnlyOpenSaysUnreplayed(t *testing.T) {
+	img := imageOfLoggedCommit(t, "")
+	path := filepath.Join(t.TempDir(), "journal.db")
+	if err := os.WriteFile(path, img.journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(redoPath(path), img.slot, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := func() (bool, string) {
+		t.Helper()
+		db, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		s, err := Dump(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db.Unreplayed(), s
+	}
+	if un, s := readOnly(); !un || s != img.before {
+		t.Errorf("read-only open of the crash image: Unreplayed %v (want true), state before the commit %v", un, s == img.before)
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Unreplayed() {
+		t.Error("a writable open, which replays, says Unreplayed")
+	}
+	db.Close()
+	if un, s := readOnly(); un || s != img.after {
+		t.Errorf("read-only open after the replay: Unreplayed %v (want false), the acknowledged state %v", un, s == img.after)
+	}
+	// A slot that is not this journal's next record is no news.
+	if err := os.WriteFile(redoPath(path), img.staleSlot, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if un, _ := readOnly(); un {
+		t.Error("a stale slot reads as Unreplayed")
+	}
+}
+
 // TestRedoSlotSwapFaults: the slot replaced under supervise (cp x && mv x
 // journal.db.redo) is a fault at the next logged commit, which is not
 // acknowledged.

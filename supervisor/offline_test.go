@@ -126,3 +126,64 @@ func TestOfflineResumeLiftsBudget(t *testing.T) {
 		t.Errorf("state dir budget %+v, want lifted", b)
 	}
 }
+
+// A supervise killed between a death's record in the redo slot and
+// bbolt's commit leaves journal.db without that death. Status read offline
+// (read-only: no replay) says so, in the JSON and in the text, and the
+// next writable open has the death.
+func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := StatePath(dir)
+	db, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(s journal.Session) {
+		t.Helper()
+		if err := db.UpdateLogged(func(tx *journal.Tx) error { return tx.PutSession(s) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.View(func(*journal.Tx) error { return nil }); err != nil { // bbolt's commit done
+			t.Fatal(err)
+		}
+	}
+	put(journal.Session{ID: "s1", State: journal.InTurn, Turn: "t1"}) // the journal's first: plain
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(journal.Session{ID: "s1", State: journal.ResumePending, Turn: "t1", CrashCount: 1}) // in the slot
+	db.Close()
+	// The crash image: the slot has the death, journal.db not yet.
+	if err := os.WriteFile(path, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := LoadStatus(ctx, dir, "t", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Supervisor.UnreplayedCommit || st.Sessions[0].State != string(journal.InTurn) {
+		t.Errorf("offline status of the crash image: unreplayed_commit %v, s1 %s; want true and in_turn (the state before the death)", st.Supervisor.UnreplayedCommit, st.Sessions[0].State)
+	}
+	var text strings.Builder
+	if err := WriteText(&text, st, st.Supervisor.Started); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "the next start replays it") {
+		t.Errorf("status text does not say a commit awaits its replay:\n%s", text.String())
+	}
+	db, err = journal.Open(path, journal.Options{}) // what the next start does
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err = LoadStatus(ctx, dir, "t", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Supervisor.UnreplayedCommit || st.Sessions[0].State != string(journal.ResumePending) {
+		t.Errorf("offline status after the replay: unreplayed_commit %v, s1 %s; want false and resume_pending", st.Supervisor.UnreplayedCommit, st.Sessions[0].State)
+	}
+}

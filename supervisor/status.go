@@ -100,6 +100,11 @@ type SupervisorStatus struct {
 	// CleanShutdown is false while a supervise runs, and after one died
 	// without shutting down.
 	CleanShutdown bool `json:"clean_shutdown"`
+	// UnreplayedCommit, read offline only: the last supervise stopped
+	// between a death's commit reaching the journal's redo slot and
+	// journal.db (journal/redo.go). The next start replays it; until then
+	// this status shows the state before that death.
+	UnreplayedCommit bool `json:"unreplayed_commit,omitempty"`
 }
 
 // ChildStatus describes the agent process.
@@ -308,6 +313,7 @@ func readHeader(db *journal.DB, name, stateDir string) (Status, error) {
 	st := Status{Name: name, StateDir: stateDir, Sessions: []SessionStatus{}, Runs: []RunStatus{}}
 	err := db.View(func(tx *journal.Tx) error {
 		st.Supervisor.CleanShutdown = tx.Clean()
+		st.Supervisor.UnreplayedCommit = db.Unreplayed()
 		if o, ok, err := tx.Owner(); err != nil {
 			return err
 		} else if ok {
@@ -549,6 +555,9 @@ func writeHeader(b *strings.Builder, st Status, now time.Time, ago func(*time.Ti
 		fmt.Fprintf(b, "supervisor: not running (last one shut down cleanly)\n")
 	default:
 		fmt.Fprintf(b, "supervisor: not running; the last one (pid %d) died without shutting down\n", st.Supervisor.PID)
+	}
+	if st.Supervisor.UnreplayedCommit {
+		fmt.Fprintf(b, "journal: the last death's commit is in journal.db.redo, not yet in journal.db: the next start replays it; until then this shows the state before it\n")
 	}
 	c := st.Child
 	switch {
