@@ -64,9 +64,9 @@ func (id ident) check(path string) error {
 }
 
 // CheckName checks that the journal's name (and its redo slot's, redo.go)
-// still holds the open file, as every commit does, and poisons the journal if it does not (see
-// Faulted): for an owner that wants a swap noticed while it commits
-// nothing. It returns the journal's fault, nil if none. A read-only
+// still holds the open file, as every commit does, and poisons the journal
+// if it does not (see Faulted): for an owner that wants a swap noticed
+// while it commits nothing. It returns the journal's fault, nil if none. A read-only
 // journal is not checked.
 func (db *DB) CheckName() error {
 	if err := db.Fault(); err != nil {

@@ -275,7 +275,7 @@ func redoPath(path string) string { return path + ".redo" }
 func (db *DB) openRedo() error {
 	r := &redoFile{path: redoPath(db.path)}
 	db.redo = r
-	f, err := os.OpenFile(r.path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	h, err := openSlot(r.path, os.O_RDWR)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil // made by the first logged transaction
@@ -283,13 +283,8 @@ func (db *DB) openRedo() error {
 		r.turnOff(db, err)
 		return nil
 	}
-	h, err := r.adopt(f)
-	if err != nil {
-		r.turnOff(db, err)
-		return nil
-	}
 	r.h.Store(h)
-	rec, ok, err := db.nextRecord(f)
+	rec, ok, err := db.nextRecord(h.f)
 	if err != nil || !ok {
 		return err
 	}
@@ -336,15 +331,12 @@ func (db *DB) nextRecord(f *os.File) (redoRecord, bool, error) {
 // notes whether the slot holds a commit journal.db lacks (Unreplayed).
 // A slot that cannot be read is no news: the next writable open says why.
 func (db *DB) peekRedo() {
-	f, err := os.OpenFile(redoPath(db.path), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	h, err := openSlot(redoPath(db.path), os.O_RDONLY)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return
-	}
-	_, db.unreplayed, _ = db.nextRecord(f)
+	defer h.f.Close()
+	_, db.unreplayed, _ = db.nextRecord(h.f)
 }
 
 // Unreplayed reports whether a read-only journal's redo slot held, when
@@ -380,8 +372,14 @@ func readRecord(f *os.File) ([]byte, error) {
 	return b[:n+m], nil
 }
 
-// adopt returns f as the slot, if it is a regular file; else it closes f.
-func (r *redoFile) adopt(f *os.File) (*slotHandle, error) {
+// openSlot opens the slot at path with flag, never following a link at
+// its name nor blocking on what is there, and refuses anything but a
+// regular file.
+func openSlot(path string, flag int) (*slotHandle, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -419,14 +417,11 @@ func (r *redoFile) turnOff(db *DB, err error) {
 
 // create makes the slot: redoSize zeros, synced, its name synced.
 func (r *redoFile) create() error {
-	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	h, err := openSlot(r.path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return err
 	}
-	h, err := r.adopt(f)
-	if err != nil {
-		return err
-	}
+	f := h.f
 	err = func() error {
 		zeros := make([]byte, 16<<10)
 		for off := int64(0); off < redoSize; off += int64(len(zeros)) {
