@@ -118,6 +118,7 @@ type Proxy struct {
 	log         *slog.Logger
 	done        chan struct{}
 	wg          sync.WaitGroup
+	inflight    inflight // the handlers running
 
 	logMu      sync.Mutex
 	logged     map[string]time.Time // message -> when last logged
@@ -251,8 +252,14 @@ func (p *Proxy) URL(provider Provider) string { return p.base + "/" + provider.S
 // Session returns the session id of requests that name none.
 func (p *Proxy) Session() string { return p.cfg.Session }
 
-// Close stops the proxy: no event is sent once it returns, the listener
-// closes and open streams are cut.
+// closeWait bounds Close's wait for the handlers its cut streams end.
+const closeWait = 2 * time.Second
+
+// Close stops the proxy: the listener closes and open streams are cut;
+// what the handlers derive from the traffic up to the cut (the end of a
+// turn whose final answer the agent read just before it exited) is sent,
+// and no event is sent once Close returns. It waits at most closeWait for
+// the handlers: each ends as soon as its connections are closed.
 func (p *Proxy) Close() error {
 	select {
 	case <-p.done:
@@ -260,10 +267,67 @@ func (p *Proxy) Close() error {
 	default:
 	}
 	close(p.done)
-	p.track.close()
 	err := p.srv.Close()
+	if !p.inflight.close(closeWait) {
+		p.log.Warn("api proxy: a request was still being handled after its connection was cut: what it saw is not counted",
+			"waited", closeWait.String())
+	}
+	p.track.close()
 	p.wg.Wait()
 	return err
+}
+
+// inflight counts the handlers running, so that Close can wait for them;
+// once closed, it admits none.
+type inflight struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // made by close when handlers run; closed when the last ends
+}
+
+// enter admits a handler; false once closed.
+func (f *inflight) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.n++
+	return true
+}
+
+// leave ends a handler that enter admitted.
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// close admits no more handlers and waits, at most d, for the running
+// ones to end; false if some still run.
+func (f *inflight) close(d time.Duration) bool {
+	f.mu.Lock()
+	f.closed = true
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	idle := make(chan struct{})
+	f.idle = idle
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func randomHex(n int) string {
@@ -290,6 +354,12 @@ type ctxKey struct{}
 // ServeHTTP routes /SECRET/PROVIDER/... upstream; anything else is 404
 // and not forwarded.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.inflight.enter() {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	defer p.inflight.leave()
 	prov, rest, ok := p.route(r.URL.EscapedPath())
 	if !ok {
 		http.NotFound(w, r)
@@ -483,10 +553,17 @@ type tapBody struct {
 	held   int64 // budget held by buf and the SSE parser
 	over   bool
 	eof    bool
-	once   sync.Once
+	// delivered: the answer said it ended, and the client was handed every
+	// byte up to that event (the copy asks for more only once it wrote and
+	// flushed the last read).
+	delivered bool
+	once      sync.Once
 }
 
 func (b *tapBody) Read(q []byte) (int, error) {
+	if b.ans != nil && b.ans.complete {
+		b.delivered = true
+	}
 	n, err := b.rc.Read(q)
 	if n > 0 {
 		switch {
@@ -562,9 +639,12 @@ func (b *tapBody) finish() {
 		} else if b.eof && !b.over {
 			b.ans.body(b.buf)
 		}
-		if !b.eof {
+		if !b.eof && !b.delivered {
 			// Cut before its end (the client left, the upstream broke):
-			// tokens count, the turn's state stays.
+			// tokens count, the turn's state stays. An answer whose final
+			// event reached the client is whole to the agent, though the
+			// stream's own end never came: an agent exits as soon as it
+			// read its last answer.
 			b.ans.complete = false
 		}
 		if b.ans.badUsage {

@@ -864,3 +864,62 @@ func TestEscapedPath(t *testing.T) {
 		t.Fatalf("upstream saw %+v", q)
 	}
 }
+
+// heldStream is an upstream that sends events and then holds the stream
+// open, without its end, until the request is cancelled: the moment an
+// agent has read its final answer and exits while the proxy still waits
+// for the upstream's end of stream.
+func heldStream(events string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, events)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+}
+
+// TestTurnEndOfADeliveredAnswerSurvivesClose: an agent that read its
+// turn's final answer and exited at once, before the upstream ended the
+// stream, has finished its turn. Close (the death) must still deliver
+// the turn's end, before it returns; an answer cut before its final event
+// ends nothing.
+func TestTurnEndOfADeliveredAnswerSurvivesClose(t *testing.T) {
+	final := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":20}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":10}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, tc := range []struct {
+		name, events, until string
+		agentExits          bool
+		ends                bool
+	}{
+		{"final answer read, agent gone", final, "message_stop", true, true},
+		{"final answer read, agent still there", final, "message_stop", false, true},
+		{"cut before the final event", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":20}}}\n\n", "message_start", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := heldStream(tc.events)
+			defer up.Close()
+			p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL}, Config{})
+			resp, r := openStream(t, p.URL(Anthropic)+"/v1/messages", claudeRequest(true))
+			readUntil(t, r, tc.until)
+			if tc.agentExits {
+				resp.Body.Close()
+			}
+			p.Close()
+			got := rec.all()
+			ended := slices.ContainsFunc(got, func(e Event) bool { return e.Kind == TurnEnd })
+			if ended != tc.ends {
+				t.Fatalf("turn end delivered by Close: %v, want %v; events: %+v", ended, tc.ends, got)
+			}
+			if !slices.ContainsFunc(got, func(e Event) bool { return e.Kind == TurnBegin }) {
+				t.Fatalf("no turn begin: %+v", got)
+			}
+			resp.Body.Close()
+			if n := len(rec.all()); n != len(got) {
+				t.Fatalf("an event came after Close returned: %+v", rec.all()[len(got):])
+			}
+		})
+	}
+}
