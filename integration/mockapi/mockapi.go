@@ -64,6 +64,11 @@ type Reply struct {
 	Reset time.Time
 	// Plan is a UsageLimit's plan_type for OpenAI (default "plus").
 	Plan string
+	// HoldEnd keeps a Text or Tool stream open after its final event,
+	// until the client leaves or the server closes: the agent has its
+	// whole answer while the stream's own end has not come (a provider's
+	// edge may hold a connection so; a CLI exits at the final event).
+	HoldEnd bool
 }
 
 // Request is one recorded request, with the parts tests ask about.
@@ -237,6 +242,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply.OutputTokens = 5
 	}
 	s.p.write(w, r, req, reply, s.stop)
+	if reply.HoldEnd && (reply.Kind == Text || reply.Kind == Tool) {
+		hold(r, s.stop)
+	}
 }
 
 // retrySeconds is a Limit's retry-after value: whole seconds, at least 1.
