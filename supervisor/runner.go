@@ -504,7 +504,7 @@ func (s *Supervisor) flushTick() {
 	if _, err := os.Lstat(StatePath(s.cfg.StateDir)); errors.Is(err, fs.ErrNotExist) {
 		// Removed under supervise (the state dir, or the journal in it):
 		// what it journals now no start would find. Fail closed.
-		s.fatal(fmt.Errorf("the journal %s is gone: the state dir was removed or changed under supervise", StatePath(s.cfg.StateDir)))
+		s.fatal(fmt.Errorf("the journal %s is gone: %w", StatePath(s.cfg.StateDir), errJournalGone))
 	} else if err := s.db.CheckName(); err != nil {
 		// Swapped under supervise (cp and mv over it, a symlinked state
 		// dir): noticed within a second even while nothing commits. The

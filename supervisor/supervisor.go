@@ -182,7 +182,7 @@ type Supervisor struct {
 	refused  notify.Refusals
 	lateLogs rateLog // datagrams from a run that has died
 	prune    pruner
-	fatalErr error // the journal is damaged: stop and let the next start move it aside
+	fatalErr error // the journal cannot be trusted (damaged, replaced, removed): stop, the next start checks it
 	verifyc  chan error
 	// logHold keeps log output off the restart path (see logHold).
 	logHold logHold
@@ -547,22 +547,31 @@ func (s *Supervisor) finish() error {
 	})
 }
 
-// fatal handles a damaged journal found while running (the background
-// check, or a commit that met a damaged page): nothing can be trusted to it
-// any more, so supervise leaves a marker for the next start (which checks
-// the journal before anything else and moves it aside), stops the agent
-// gracefully and exits 1. Restarting through the quarantine is the only
-// safe way on.
+// fatal handles a journal that cannot be trusted any more, found while
+// running: a damaged one (the background check, or a commit that met a
+// damaged page), or one replaced or removed under supervise. Supervise
+// leaves a marker for the next start (which checks every page of the
+// journal at the name before anything else, and moves it aside only if it
+// is damaged), stops the agent gracefully and exits 1.
 func (s *Supervisor) fatal(err error) {
 	if s.fatalErr != nil {
 		return
 	}
-	s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)
 	s.markVerifyFailed(err.Error())
-	s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
-		"err", err)
+	if errors.Is(err, journal.ErrReplaced) || errors.Is(err, errJournalGone) {
+		s.fatalErr = fmt.Errorf("the journal was replaced or removed under supervise: %w", err)
+		s.log.Error("the journal was replaced or removed under supervise: stopping the agent and exiting; the next start checks what is at the journal's name: an intact journal is used, a damaged one moved aside, and a fresh one made if there is none",
+			"err", err)
+	} else {
+		s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)
+		s.log.Error("the journal is damaged: stopping the agent and exiting; the next start moves the journal aside and starts afresh",
+			"err", err)
+	}
 	s.Shutdown()
 }
+
+// errJournalGone is the fault of a journal whose name holds nothing.
+var errJournalGone = errors.New("the state dir was removed or changed under supervise")
 
 // tick records that the loop is running.
 func (s *Supervisor) tick(now time.Time) { s.health.tick.Store(int64(now.Sub(s.in.base))) }
