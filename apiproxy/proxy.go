@@ -639,12 +639,14 @@ func (b *tapBody) finish() {
 		} else if b.eof && !b.over {
 			b.ans.body(b.buf)
 		}
-		if !b.eof && !b.delivered {
+		if !b.eof && (!b.delivered || ex.stall.hasFired()) {
 			// Cut before its end (the client left, the upstream broke):
 			// tokens count, the turn's state stays. An answer whose final
 			// event reached the client is whole to the agent, though the
-			// stream's own end never came: an agent exits as soon as it
-			// read its last answer.
+			// stream's own end never came: an agent may exit as soon as it
+			// read its last answer (Codex does). Not when the stream was
+			// reported stalled: that agent was still waiting for the end
+			// (Claude Code waits for it), and is stopped for it.
 			b.ans.complete = false
 		}
 		if b.ans.badUsage {
@@ -683,6 +685,16 @@ func (s *stallTimer) content() {
 	s.mu.Lock()
 	s.last = s.p.now()
 	s.mu.Unlock()
+}
+
+// hasFired reports whether the stall was reported; false for a nil timer.
+func (s *stallTimer) hasFired() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fired
 }
 
 func (s *stallTimer) stop() {

@@ -892,18 +892,25 @@ func TestTurnEndOfADeliveredAnswerSurvivesClose(t *testing.T) {
 	for _, tc := range []struct {
 		name, events, until string
 		agentExits          bool
+		stalled             bool // the held stream is reported stalled first
 		ends                bool
 	}{
-		{"final answer read, agent gone", final, "message_stop", true, true},
-		{"final answer read, agent still there", final, "message_stop", false, true},
-		{"cut before the final event", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":20}}}\n\n", "message_start", true, false},
+		{"final answer read, agent gone", final, "message_stop", true, false, true},
+		{"final answer read, agent still there", final, "message_stop", false, false, true},
+		{"final answer read, then the stream reported stalled", final, "message_stop", false, true, false},
+		{"cut before the final event", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":20}}}\n\n", "message_start", true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := heldStream(tc.events)
 			defer up.Close()
-			p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL}, Config{})
+			clk := &fakeClock{t: epoch}
+			p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL}, Config{StreamStall: 20 * time.Millisecond, Now: clk.Now})
 			resp, r := openStream(t, p.URL(Anthropic)+"/v1/messages", claudeRequest(true))
 			readUntil(t, r, tc.until)
+			if tc.stalled {
+				clk.Add(time.Minute)
+				rec.waitFor(t, 1, func(e Event) bool { return e.Kind == Stall })
+			}
 			if tc.agentExits {
 				resp.Body.Close()
 			}
