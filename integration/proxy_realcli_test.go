@@ -62,6 +62,33 @@ func TestRealCodexProxy(t *testing.T) {
 	t.Logf("summary codex proxy kill9: %s", r.summary())
 }
 
+// The real Codex exits as soon as it has read response.completed, without
+// waiting for the stream's end. Against a provider whose stream ends after
+// that, its finished task is a clean end: one run, exit 0. Before the proxy
+// waited for its handlers at the death, it was taken for a mid-turn death,
+// resumed, and parked the second time (exit 5), every time the stream's end
+// came after Codex's exit; CI saw it once in TestRealCodexProxy.
+func TestRealCodexProxyExitAtFinalAnswer(t *testing.T) {
+	t.Parallel()
+	r := newRealEnv(t, codexNoHooks())
+	r.answer(func(q mockapi.Request) mockapi.Reply {
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done: the tests pass.", HoldEnd: q.Agent}
+	})
+	sv := r.run("--api-proxy", "on")
+	if code := r.wait(sv, 150*time.Second); code != 0 {
+		t.Fatalf("supervise exit code %d, want 0 (Codex finished its task)\n%s", code, sv.stderr())
+	}
+	st := r.statusAllJSON()
+	if len(st.Runs) != 1 || st.Runs[0].Dirty {
+		t.Errorf("runs %+v, want one clean run", st.Runs)
+	}
+	for _, s := range st.Sessions {
+		if s.State != "idle" || s.CrashCount != 0 {
+			t.Errorf("session %s: %s (crashes %d, %q), want idle", s.ID, s.State, s.CrashCount, s.Reason)
+		}
+	}
+}
+
 func TestRealClaudeProxy(t *testing.T) {
 	t.Parallel()
 	for _, sc := range []struct {
