@@ -33,7 +33,7 @@ import (
 func main() {
 	reply := flag.String("reply", "text", "what the model answers: text, tool (one shell tool call, then text), stall, error (400), limit (429) or pings")
 	api := flag.String("api", "anthropic", "the API served: anthropic (Messages), openai (Responses) or gemini (streamGenerateContent)")
-	holdEnd := flag.Bool("hold-end", false, "hold each text or tool stream open after its final event until the client leaves (the CLI has its whole answer before the stream ends)")
+	holdEnd := flag.Bool("hold-end", false, "hold the agent loop's text and tool answers open after their final event until the client leaves (the CLI has its whole answer before the stream ends)")
 	flag.Parse()
 	script := func(r mockapi.Request) mockapi.Reply {
 		fmt.Fprintf(os.Stderr, "#%d %s %s %s agent=%v session=%q first=%q last=%q toolresult=%v\n  headers=%v\n  body=%s\n",
@@ -58,7 +58,7 @@ func main() {
 				return mockapi.Reply{Kind: mockapi.Pings}
 			}
 		}
-		return mockapi.Reply{Kind: mockapi.Text, Text: "Done.", HoldEnd: *holdEnd}
+		return mockapi.Reply{Kind: mockapi.Text, Text: "Done.", HoldEnd: *holdEnd && r.Agent}
 	}
 	s := map[string]func(func(mockapi.Request) mockapi.Reply) *mockapi.Server{
 		"anthropic": mockapi.Anthropic, "openai": mockapi.OpenAI, "gemini": mockapi.Gemini}[*api](script)
