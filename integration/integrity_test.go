@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,11 +99,32 @@ func TestFault43BlockingBarrierInsideTheTree(t *testing.T) {
 	t.Parallel()
 	py := hostile(t)
 	e := newEnv(t)
-	sv := e.start("run", "--watchdog", "1s", "--stop-timeout", "1s", "--backoff-initial", "10ms", "--",
+	// The watchdog is armed at launch: 3s leaves Python time to start on
+	// a busy machine (with 1s, every run was killed before it sent the
+	// barrier, beside three busy loops). The run judged is the first one
+	// that sent it, whichever that is.
+	sv := e.start("run", "--watchdog", "3s", "--stop-timeout", "1s", "--backoff-initial", "10ms", "--",
 		"python3", py, "pipe-inside")
-	waitFor(t, 20*time.Second, "the watchdog's kill and the relaunch", func() bool { return e.count("start") >= 2 })
-	if r := e.status().run(t, 1); r.Reason != "watchdog" || !r.Dirty {
-		t.Errorf("run 1 = %+v, want a dirty watchdog death", r)
+	var sent event
+	waitFor(t, 60*time.Second, "a run that sent the blocking barrier", func() bool {
+		for _, ev := range e.events() {
+			if ev.kind == "sent" {
+				sent = ev
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 30*time.Second, fmt.Sprintf("the watchdog's kill of run %d and the relaunch", sent.run), func() bool {
+		for _, r := range e.status().Runs {
+			if r.Run > sent.run {
+				return true
+			}
+		}
+		return false
+	})
+	if r := e.status().run(t, sent.run); r.Reason != "watchdog" || !r.Dirty {
+		t.Errorf("run %d = %+v, want a dirty watchdog death", sent.run, r)
 	}
 	sv.signal(syscall.SIGTERM)
 	if code := sv.wait(20 * time.Second); code != 0 {
