@@ -288,6 +288,14 @@ func TestFault35OtherUID(t *testing.T) {
 	if _, ok := st.session("mine"); !ok {
 		t.Error("the agent's own marker is missing")
 	}
+	// Nor can it read the state or resume: refused, saying whose it is.
+	for _, args := range [][]string{{"status"}, {"resume", "mine"}} {
+		cmd := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", bin}, args...)
+		out, err := exec.Command("setpriv", append(cmd, "--state-dir", e.stateDir)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "permission denied: the state dir "+e.stateDir+" is private to the user supervise runs as (uid 0): run this command as that user") {
+			t.Errorf("supervise %s as another uid: %v %s (want it refused, naming the owner)", args[0], err, out)
+		}
+	}
 	e.stop(sv)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
@@ -61,12 +62,30 @@ func WriteStatus(ctx context.Context, w io.Writer, stateDir, name string, v View
 var ErrNoJournal = errors.New("no journal")
 
 // haveJournal returns ErrNoJournal, wrapped in the words a person needs,
-// when stateDir holds no journal.
+// when stateDir holds no journal, and says whose the state dir is when this
+// user may not look into it.
 func haveJournal(stateDir string) error {
-	if _, err := os.Lstat(StatePath(stateDir)); errors.Is(err, fs.ErrNotExist) {
+	_, err := os.Lstat(StatePath(stateDir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w in %s: supervise has not run with this state dir (check --name or --state-dir)", ErrNoJournal, stateDir)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: the state dir %s is private to the user supervise runs as%s: run this command as that user", err, stateDir, ownerOf(stateDir))
 	}
 	return nil
+}
+
+// ownerOf names the uid that owns dir, as " (uid N)", or nothing when it
+// cannot be read.
+func ownerOf(dir string) string {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return ""
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf(" (uid %d)", st.Uid)
+	}
+	return ""
 }
 
 // openOffline opens the journal of a supervise that does not answer on its
