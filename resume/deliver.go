@@ -153,10 +153,38 @@ func ParseTemplate(t string) ([]string, error) {
 	if len(words) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrTemplate)
 	}
+	for _, w := range words {
+		if name := unknownPlaceholder(w); name != "" {
+			return nil, fmt.Errorf("%w: unknown placeholder %s (the known ones are {session}, {message} and {turn}): the agent would get it as it is", ErrTemplate, name)
+		}
+	}
 	if !strings.Contains(strings.Join(words, " "), "{session}") {
 		return nil, fmt.Errorf("%w: it must contain {session}: resume by explicit id, never 'latest' or a picker", ErrTemplate)
 	}
 	return words, nil
+}
+
+// unknownPlaceholder returns the first {name} in word, name of lower-case
+// letters and '_', that is not one ExecArgv fills: a typo such as
+// {mesage} would reach the agent, and its model, as literal text.
+func unknownPlaceholder(word string) string {
+	for i := 0; i < len(word); i++ {
+		if word[i] != '{' {
+			continue
+		}
+		j := i + 1
+		for j < len(word) && (word[j] >= 'a' && word[j] <= 'z' || word[j] == '_') {
+			j++
+		}
+		if j > i+1 && j < len(word) && word[j] == '}' {
+			switch name := word[i : j+1]; name {
+			case "{session}", "{message}", "{turn}":
+			default:
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // ErrOptionValue reports a value that ExecArgv will not place at the start

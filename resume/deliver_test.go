@@ -66,6 +66,24 @@ func TestExecTemplate(t *testing.T) {
 			t.Errorf("%q: err %v, want ErrTemplate", bad, err)
 		}
 	}
+	// A placeholder typo is refused by name: it would reach the model as
+	// literal text. Braces that are no placeholder are the agent's own.
+	for tpl, name := range map[string]string{
+		"claude -r {session} {mesage}":         "{mesage}",
+		"claude -r {sesion} {message}":         "{sesion}",
+		"agent --id=x{session_id} {session}":   "{session_id}",
+		`agent -r {session} "go on: {prompt}"`: "{prompt}",
+	} {
+		_, err := ParseTemplate(tpl)
+		if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), "unknown placeholder "+name+" ") {
+			t.Errorf("%q: err %v, want ErrTemplate naming %s", tpl, err, name)
+		}
+	}
+	for _, ok := range []string{`agent -r {session} --config {"a":1} {} {X} {message}`, "agent {session} {turn}{"} {
+		if _, err := ParseTemplate(ok); err != nil {
+			t.Errorf("%q: %v, want it kept", ok, err)
+		}
+	}
 }
 
 // ReadFile reads what WriteFile wrote; no path or no file is nothing owed;
