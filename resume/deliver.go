@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,7 +155,7 @@ func ParseTemplate(t string) ([]string, error) {
 		return nil, fmt.Errorf("%w: empty", ErrTemplate)
 	}
 	for _, w := range words {
-		if name := unknownPlaceholder(w); name != "" {
+		if name := unknownPlaceholder(w, execPlaceholders); name != "" {
 			return nil, fmt.Errorf("%w: unknown placeholder %s (the known ones are {session}, {message} and {turn}): the agent would get it as it is", ErrTemplate, name)
 		}
 	}
@@ -164,10 +165,13 @@ func ParseTemplate(t string) ([]string, error) {
 	return words, nil
 }
 
+// execPlaceholders are the placeholders ExecArgv fills.
+var execPlaceholders = []string{"{session}", "{message}", "{turn}"}
+
 // unknownPlaceholder returns the first {name} in word, name of lower-case
-// letters and '_', that is not one ExecArgv fills: a typo such as
-// {mesage} would reach the agent, and its model, as literal text.
-func unknownPlaceholder(word string) string {
+// letters and '_', that is not one of known: a typo such as {mesage} would
+// reach the agent, and its model, as literal text.
+func unknownPlaceholder(word string, known []string) string {
 	for i := 0; i < len(word); i++ {
 		if word[i] != '{' {
 			continue
@@ -177,9 +181,7 @@ func unknownPlaceholder(word string) string {
 			j++
 		}
 		if j > i+1 && j < len(word) && word[j] == '}' {
-			switch name := word[i : j+1]; name {
-			case "{session}", "{message}", "{turn}":
-			default:
+			if name := word[i : j+1]; !slices.Contains(known, name) {
 				return name
 			}
 		}

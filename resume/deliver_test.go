@@ -84,6 +84,17 @@ func TestExecTemplate(t *testing.T) {
 			t.Errorf("%q: %v, want it kept", ok, err)
 		}
 	}
+	// --resume-message's templates: the same, with their own placeholders.
+	for tpl, name := range map[string]string{"go on: {promt}": "{promt}", "{session} {message}": "{message}"} {
+		if err := CheckMessage(tpl); err == nil || !strings.Contains(err.Error(), "unknown placeholder "+name+" ") {
+			t.Errorf("message %q: err %v, want it naming %s", tpl, err, name)
+		}
+	}
+	for _, ok := range []string{"", "plain text", "{session} {turn} {how} {phase} {tool} {detail} {prompt} {effects}", `reply {"ok":true} { x }`} {
+		if err := CheckMessage(ok); err != nil {
+			t.Errorf("message %q: %v, want it kept", ok, err)
+		}
+	}
 }
 
 // ReadFile reads what WriteFile wrote; no path or no file is nothing owed;

@@ -336,6 +336,19 @@ func effectList(keys []string) string {
 	return strings.Join(parts, ", ")
 }
 
+// messagePlaceholders are the placeholders of a --resume-message template.
+var messagePlaceholders = []string{"{session}", "{turn}", "{how}", "{phase}", "{tool}", "{detail}", "{prompt}", "{effects}"}
+
+// CheckMessage refuses a --resume-message template with an unknown {name}
+// (a typo such as {promt}), which would reach the model as literal text in
+// place of what it meant.
+func CheckMessage(template string) error {
+	if name := unknownPlaceholder(template, messagePlaceholders); name != "" {
+		return fmt.Errorf("unknown placeholder %s (the known ones are %s): the model would get it as it is", name, strings.Join(messagePlaceholders, " "))
+	}
+	return nil
+}
+
 // fill applies a --resume-message template.
 func fill(template string, s record.Session, how string) string {
 	effects := ""

@@ -191,6 +191,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 	if f.resumeMode != "auto" && f.resumeMode != "off" {
 		return cfg, nil, fmt.Errorf("%s must be auto or off, not %q", Source("resume", set), f.resumeMode)
 	}
+	if err := resume.CheckMessage(f.resumeMsg); err != nil {
+		return cfg, nil, fmt.Errorf("%s: %w", Source("resume-message", set), err)
+	}
 	var execTpl []string
 	if f.resumeExec != "" {
 		if execTpl, err = resume.ParseTemplate(f.resumeExec); err != nil {

@@ -145,6 +145,10 @@ func TestConfigErrors(t *testing.T) {
 		{nil, "SUPERVISE_CGROUP=x", `SUPERVISE_CGROUP must be auto or off, not "x"`},
 		{[]string{"--resume=x"}, "", `--resume must be auto or off, not "x"`},
 		{[]string{"--resume-exec={bogus}"}, "", "--resume-exec: bad --resume-exec template"},
+		// A placeholder typo would reach the model as literal text.
+		{[]string{"--resume-exec=claude -p -r {session} {mesage}"}, "", "--resume-exec: bad --resume-exec template: unknown placeholder {mesage} (the known ones are {session}, {message} and {turn})"},
+		{[]string{"--resume-message=go on: {promt}"}, "", "--resume-message: unknown placeholder {promt} (the known ones are {session} {turn} {how} {phase} {tool} {detail} {prompt} {effects})"},
+		{nil, "SUPERVISE_RESUME_MESSAGE=session {sesion}", "SUPERVISE_RESUME_MESSAGE: unknown placeholder {sesion}"},
 		{[]string{"--phase-timeout=gpu=1m"}, "", `--phase-timeout: unknown phase "gpu": the phases with deadlines are model and tool`},
 		{nil, "SUPERVISE_PHASE_TIMEOUT=x", `SUPERVISE_PHASE_TIMEOUT: "x" is not PHASE=DURATION (e.g. model=10m,tool=30m)`},
 		{[]string{"--max-rss=abc"}, "", `--max-rss: bad size "abc": not a number; want bytes or a whole number with K, M, G or T (powers of 1024: 512M, 2G, 1.5GiB)`},
