@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/internal/agentsaid"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -554,7 +555,8 @@ func (s *Supervisor) reaped() {
 		how += " after its inner process was killed by " + signalName(exit.InnerSignal)
 	}
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), InnerSignal: int(exit.InnerSignal),
-		Started: exit.Started, Ended: exit.Ended, How: how, OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim})
+		Started: exit.Started, Ended: exit.Ended, How: how, OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim,
+		Lost: agentsaid.LostConversation(said)})
 	s.cs.held = false
 	s.flushAsync() // whatever the death's commit did not take
 }

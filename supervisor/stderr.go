@@ -93,7 +93,7 @@ func (t *stderrTail) said(cli agentsaid.CLI) string {
 	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return agentsaid.TellingLine(t.buf, cli, machine.LostConversation)
+	return agentsaid.TellingLine(t.buf, cli, agentsaid.LostConversation)
 }
 
 // limit waits (bounded) for the pipe to end and reports whether the tail
@@ -176,5 +176,5 @@ func (s *Supervisor) agentCLI() agentsaid.CLI {
 // tellingLine picks the line of an agent's stderr tail that says most,
 // cleaned to one bounded line of printable text.
 func tellingLine(tail []byte) string {
-	return agentsaid.TellingLine(tail, agentsaid.Unknown, machine.LostConversation)
+	return agentsaid.TellingLine(tail, agentsaid.Unknown, agentsaid.LostConversation)
 }

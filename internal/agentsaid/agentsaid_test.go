@@ -326,7 +326,7 @@ func FuzzTail(f *testing.F) {
 		if !lim.Reset.IsZero() && (lim.Reset.Sub(now) > 401*24*time.Hour || lim.Reset.Before(now.Add(-time.Hour))) {
 			t.Fatalf("Reset %v", lim.Reset)
 		}
-		if until, ok := Retrying(tail, c, now); ok && (until.Before(now.Add(-time.Minute)) || until.Sub(now) > 401*24*time.Hour) {
+		if until, ok := Retrying(tail, c, now); ok && (until.Before(now.Add(-time.Minute)) || until.Sub(now) > MaxRetry+time.Minute) {
 			t.Fatalf("Retrying until %v", until)
 		}
 	})
@@ -395,6 +395,12 @@ func TestRetrying(t *testing.T) {
 		{Gemini, "Retrying after 79124ms...\nDone.\n", time.Time{}},
 		{Codex, "Retrying after 79124ms...\n", time.Time{}}, // Gemini's words, from Codex
 		{Claude, "", time.Time{}},
+		// A wait longer than MaxRetry is not believed: 3e7 s and 9e9 s
+		// (which overflowed the bound written in milliseconds), 2e11 ms.
+		{Codex, "2026-12-01T23:43:53.122401Z  WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 30000000s)...\n", time.Time{}},
+		{Codex, "2026-12-01T23:43:53.122401Z  WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 9000000000s)...\n", time.Time{}},
+		{Gemini, "Retrying after 200000000000ms...\n", time.Time{}},
+		{Gemini, "Retrying after 86400s...\n", since.Add(MaxRetry)},
 	} {
 		got, ok := Retrying([]byte(c.tail), c.cli, since)
 		if ok != !c.until.IsZero() || !got.Equal(c.until) {

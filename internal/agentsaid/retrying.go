@@ -25,6 +25,12 @@ var (
 	rfc3339Re     = lazy(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
 )
 
+// MaxRetry is the longest wait a CLI's retry words are believed to name:
+// the machine's one cap on what the agent's words can make supervise wait
+// (machine.MaxWordsWait, which it enforces again). Words naming a longer
+// wait (Codex's record says "in 30000000s") are not a wait at all.
+const MaxRetry = 24 * time.Hour
+
 // Retrying reports whether the CLI's output so far ends with it waiting to
 // retry a refused request, and until when: the line's own timestamp plus
 // the delay where the line has one (Codex's log records), else since plus
@@ -51,13 +57,16 @@ func Retrying(tail []byte, cli CLI, since time.Time) (time.Time, bool) {
 			return time.Time{}, false // the last thing said is something else
 		}
 		f, err := strconv.ParseFloat(n, 64)
-		if err != nil || f < 0 || f > 400*24*3600*1000 {
+		if err != nil || f < 0 {
 			return time.Time{}, false
 		}
-		d := time.Duration(f * float64(time.Second))
 		if strings.EqualFold(unit, "ms") {
-			d = time.Duration(f * float64(time.Millisecond))
+			f /= 1000
 		}
+		if f > MaxRetry.Seconds() {
+			return time.Time{}, false // a longer wait is not believed (and would overflow a Duration)
+		}
+		d := time.Duration(f * float64(time.Second))
 		from := since
 		if s := rfc3339Re().FindString(l); s != "" {
 			if t, err := time.Parse(time.RFC3339Nano, s); err == nil && !t.After(since.Add(time.Minute)) {

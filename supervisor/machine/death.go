@@ -23,6 +23,7 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	r.Reason, r.Dirty = m.classify(e)
 	r.Reason = m.namedOOM(o, r.Reason, r.Dirty, e.OOMKills)
 	limited := m.limitDeath(r, e)
+	dirty := r // the death as it is without the limit: what the sessions not mid-turn see
 	if limited {
 		r.Reason, r.Dirty = record.ReasonLimit, false
 	}
@@ -30,7 +31,11 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	m.Run, m.LastExit, m.Child, m.Abort = r, &last, "exited", nil
 	m.Grace.Armed, m.deadlineArmed = false, false
 	if r.Dirty {
-		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
+		if !e.ExecFailed {
+			// Only a run that started a child chains: one that could not
+			// start backs off, and holds no turn a resume could kill.
+			m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
+		}
 		o.add(Count{Metric: "death", Label: r.Reason})
 		if r.Reason == record.ReasonWatchdog {
 			o.add(Count{Metric: "watchdog"})
@@ -40,7 +45,8 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 	m.lostConversation(o, e, r)
 	var decs []resume.Decision
 	if limited {
-		decs = m.decideLimit(o, e, r, now)
+		decs = m.decideLimit(o, e, r, resume.Death{Reason: dirty.Reason, Signal: e.signal(), ExitCode: r.ExitCode,
+			Run: r.Run, At: r.Ended, Said: e.Said}, now)
 	} else if !e.ExecFailed {
 		decs = m.decide(o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, now)
@@ -93,7 +99,7 @@ func (m *Machine) limitDeath(r record.Run, e Exited) bool {
 	if e.ExecFailed || !r.Dirty || (r.Reason != record.ReasonExit && r.Reason != record.ReasonTurnOpen) {
 		return false
 	}
-	return m.limitSeen(e)
+	return m.limitSeen(e, r.Run)
 }
 
 // jitter is the random number the backoff's jitter draws from.
@@ -364,12 +370,23 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	for i := range e.Sessions {
 		m.trackBudgetPark(e.Sessions[i].ID, m.Sessions[e.Sessions[i].ID])
 	}
-	if r := e.Orphan; r != nil {
+	orphan := e.Orphan
+	if r := orphan; r != nil && r.PID == 0 && !m.handedTo(r.Run) {
+		// Reserved and never recorded as launched, and no session was
+		// handed to it: whether or not it forked, no turn was in it. Not a
+		// death; its number is reserved again.
+		o.info("the run the previous supervise reserved never started a child: not a death", "run", r.Run)
+		orphan = nil
+		m.nextRun = max(m.nextRun, r.Run)
+	}
+	if r := orphan; r != nil {
+		// Supervise's own death: the sessions in the run are decided as
+		// at any dirty death (each turn is resumed once, then parked), but
+		// the crash-loop guard, the agent's, does not count it.
 		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
 			"pid", r.PID, "reason", r.Reason)
 		decs := m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
 			Run: r.Run, At: r.Ended}, now)
-		m.Guard = m.Config.Guard.Death(m.Guard, r.Ended) // before the log: it says whether a resume is held
 		m.logDecisions(o, decs)
 		last := *r
 		m.LastExit = &last
@@ -377,5 +394,16 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 			m.nextRun = r.Run + 1
 		}
 	}
-	o.add(Commit{Kind: CommitBoot, Orphan: e.Orphan, Reserve: m.nextRun, Why: "recording the boot"})
+	o.add(Commit{Kind: CommitBoot, Orphan: orphan, Reserve: m.nextRun, Why: "recording the boot"})
+}
+
+// handedTo reports whether a session's resume is recorded as handed to
+// run: a run reserved before its fork may have taken it.
+func (m *Machine) handedTo(run uint64) bool {
+	for _, id := range sortedKeys(m.open) {
+		if sess := m.Sessions[id]; sess != nil && sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == run {
+			return true
+		}
+	}
+	return false
 }

@@ -84,6 +84,11 @@ type Exited struct {
 	// Limit: the agent's last words or its hooks said a usage or rate
 	// limit ended the run (nil: not seen).
 	Limit *Limit
+	// Lost: the agent's last words say the conversation it was asked to
+	// resume does not exist (the runner reads them from the CLI's table:
+	// agentsaid.LostConversation). Words: they concern only the session
+	// handed to the run, and never lift a park.
+	Lost bool
 }
 
 // Marker: a datagram from the child's tree, applied in arrival order.

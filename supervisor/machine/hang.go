@@ -51,6 +51,9 @@ func (m *Machine) watchHangs(o *out, e TimerFired, now time.Time) {
 	if e.Written != m.hang.written {
 		m.hang.written, m.hang.alive = e.Written, now
 	}
+	if e.RetryingUntil.After(now.Add(MaxWordsWait)) {
+		e.RetryingUntil = time.Time{} // words naming a longer wait are not believed
+	}
 	if e.RetryingUntil.After(m.hang.alive) {
 		// The CLI waits out a limit itself until then: not a hang; the
 		// silence counts from the end of that wait.

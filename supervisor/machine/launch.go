@@ -319,7 +319,7 @@ func (m *Machine) pending() []*record.Session {
 	held := m.Hold() != ""
 	var out []*record.Session
 	for _, sess := range m.Sessions {
-		if sess.State == record.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) {
+		if sess.State == record.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) && !m.notDue(sess) {
 			out = append(out, sess)
 		}
 	}
@@ -333,6 +333,15 @@ func (m *Machine) pending() []*record.Session {
 		out = out[:m.Config.MaxOpenSessions]
 	}
 	return out
+}
+
+// notDue reports whether sess, owed a resume, waits for a journaled
+// retry_at still to come (the model API asked the agent to wait until then,
+// and it died waiting): its resume is not dispatched before it, across any
+// number of deaths of the agent or of supervise. A person's resume does
+// not wait.
+func (m *Machine) notDue(sess *record.Session) bool {
+	return sess.RetryAt.After(m.now) && (sess.Resume == nil || !sess.Resume.Manual)
 }
 
 // pendingIgnoringHold lists the sessions owed a resume, held or not.

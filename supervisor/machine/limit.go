@@ -41,6 +41,15 @@ type LimitConfig struct {
 	Max time.Duration
 }
 
+// MaxWordsWait is the one cap on what the agent's words can make
+// supervise wait: a limit's reset it names is believed up to this far
+// ahead, and a retry it says it waits out itself holds the start and
+// silence deadlines off only when it names no longer a wait. The words are
+// the agent's, which runs commands a model wrote: they may delay, within
+// this, and never lift or skip a park. The proxy caps a provider's
+// retry-after the same.
+const MaxWordsWait = 24 * time.Hour
+
 // DefaultLimitResumes is --limit-resumes' default.
 const DefaultLimitResumes = 5
 
@@ -71,16 +80,23 @@ func (m *Machine) limitResumes() int {
 // model API when it exited (the proxy saw a 429/529, or the hooks said
 // the turn stopped on a rate limit: Claude Code's StopFailure
 // "rate_limit").
-func (m *Machine) limitSeen(e Exited) bool {
-	if e.Limit != nil {
-		return true
-	}
+//
+// The agent's words concern only the sessions that were mid-turn in the
+// run (in_turn, waiting on the model API, or handed the run's resume):
+// with none, the words change nothing and the death is what it is.
+func (m *Machine) limitSeen(e Exited, run uint64) bool {
+	words := false
 	for _, id := range sortedKeys(m.open) {
-		if sess := m.Sessions[id]; sess != nil && sess.State == record.Waiting && sess.Wait == "reconnect" {
+		sess := m.Sessions[id]
+		switch {
+		case sess == nil:
+		case sess.State == record.Waiting && sess.Wait == WaitReconnect:
 			return true
+		case sess.State == record.InTurn, sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == run && run != 0:
+			words = true
 		}
 	}
-	return false
+	return words && e.Limit != nil
 }
 
 // limitReset is when session sess may be resumed after a limit: the
@@ -91,6 +107,9 @@ func (m *Machine) limitReset(sess *record.Session, lim *Limit, rnd float64, now 
 	switch {
 	case lim != nil && lim.Reset.After(now):
 		at = lim.Reset
+		if cap := now.Add(MaxWordsWait); at.After(cap) {
+			at = cap // the agent's words: believed up to the cap
+		}
 	case sess.RetryAt.After(now):
 		at = sess.RetryAt
 	default:
@@ -106,8 +125,10 @@ func (m *Machine) limitReset(sess *record.Session, lim *Limit, rnd float64, now 
 
 // decideLimit applies a limit's death to the sessions: those mid-turn (or
 // handed the run's resume) wait out the limit or are parked past the cap;
-// the rest are decided as after a clean exit.
-func (m *Machine) decideLimit(o *out, e Exited, r record.Run, now time.Time) []resume.Decision {
+// the rest are decided as the death d is without the limit (the words
+// concern only the sessions mid-turn: one waiting for a person is parked
+// as at any dirty death).
+func (m *Machine) decideLimit(o *out, e Exited, r record.Run, d resume.Death, now time.Time) []resume.Decision {
 	var changed []resume.Decision
 	var ids []string
 	var rest []record.Session
@@ -135,9 +156,12 @@ func (m *Machine) decideLimit(o *out, e Exited, r record.Run, now time.Time) []r
 		ids = append(ids, id)
 		changed = append(changed, dec)
 	}
-	for _, dec := range resume.Decide(rest, resume.Death{Reason: r.Reason, Clean: true, Run: r.Run, At: r.Ended}, now, m.Config.Resume) {
+	for _, dec := range resume.Decide(rest, d, now, m.Config.Resume) {
 		if dec.Action == resume.Keep {
 			continue
+		}
+		if dec.Action == resume.Park {
+			o.add(Count{Metric: "park", Label: dec.Session.ParkedBy})
 		}
 		s := dec.Session
 		m.Sessions[s.ID] = &s
@@ -150,11 +174,18 @@ func (m *Machine) decideLimit(o *out, e Exited, r record.Run, now time.Time) []r
 	return changed
 }
 
-// limitWaiters returns the sessions waiting out a limit, soonest first.
+// limitWaiters returns the sessions waiting out a limit, soonest first:
+// those waiting with wait limit, and those owed a resume that is not held
+// but waits for a journaled retry_at (notDue).
 func (m *Machine) limitWaiters() []*record.Session {
 	var out []*record.Session
+	held := m.Hold() != ""
 	for _, id := range sortedKeys(m.open) {
-		if sess := m.Sessions[id]; sess != nil && sess.State == record.Waiting && sess.Wait == record.WaitLimit && sess.Resume != nil {
+		sess := m.Sessions[id]
+		switch {
+		case sess == nil || sess.Resume == nil:
+		case sess.State == record.Waiting && sess.Wait == record.WaitLimit,
+			sess.State == record.ResumePending && !held && m.notDue(sess):
 			out = append(out, sess)
 		}
 	}
@@ -167,6 +198,9 @@ func (m *Machine) limitWaiters() []*record.Session {
 func (m *Machine) limitsDue(o *out, now time.Time) bool {
 	var ids []string
 	for _, sess := range m.limitWaiters() {
+		if sess.State != record.Waiting {
+			continue // owed a resume already: due by its retry_at alone
+		}
 		s, ok := resume.LimitDue(*sess, now)
 		if !ok {
 			break // soonest first

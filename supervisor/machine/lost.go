@@ -2,7 +2,6 @@ package machine
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/record"
@@ -18,30 +17,8 @@ import (
 // lost one's crash count; when something ran, the session is parked with
 // the CLI's own words and both ways on.
 
-// lostWords are what the pinned CLIs say when asked to resume a
-// conversation they do not have (lower case).
-var lostWords = []string{
-	"no conversation found",      // Claude Code 2.1: "No conversation found with session ID: ..."
-	"no previous sessions found", // Gemini CLI 0.61: "Error resuming session: No previous sessions found for this project."
-	"no rollout found",           // Codex 0.171: "thread/resume failed: no rollout found for thread id ..."
-	"conversation not found",
-	"session not found",
-}
-
 // lostReason begins the reason of a session whose conversation is lost.
 const lostReason = "its conversation is lost: asked to resume it, the CLI said "
-
-// LostConversation reports whether line, an agent's last words, says that
-// the conversation it was asked to resume does not exist.
-func LostConversation(line string) bool {
-	l := strings.ToLower(line)
-	for _, w := range lostWords {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
-}
 
 // lostConversation handles, before the death's decisions, a --resume-exec
 // launch that exited by itself before any marker, with the CLI saying the
@@ -49,7 +26,7 @@ func LostConversation(line string) bool {
 // decisions: its resume can never work, and the death is not the turn's
 // doing. It reports whether it handled one.
 func (m *Machine) lostConversation(o *out, e Exited, r record.Run) bool {
-	if !m.Policy.LostConversations || !r.Dirty || r.Reason != record.ReasonExit || m.Task.runMarkers || !LostConversation(e.Said) {
+	if !m.Policy.LostConversations || !r.Dirty || r.Reason != record.ReasonExit || m.Task.runMarkers || !e.Lost {
 		return false
 	}
 	var sess *record.Session

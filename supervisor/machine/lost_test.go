@@ -34,7 +34,7 @@ func lostRig(t *testing.T, tool bool) (*rig, []Effect) {
 		t.Fatalf("the relaunch did not resume s1: %+v", l)
 	}
 	r.advance(300 * 1e6)
-	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: claudeLost})
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: claudeLost, Lost: true})
 	return r, fx
 }
 
@@ -124,7 +124,7 @@ func TestRuleLostConversationOnce(t *testing.T) {
 		t.Fatalf("kill of the rerun: %+v, want its resume", n)
 	}
 	r.launch()
-	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: "No conversation found with session ID: s2"})
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now, Said: "No conversation found with session ID: s2", Lost: true})
 	if s := r.sess("s2"); s.State != record.Parked || !strings.Contains(s.Reason, "already started again once") {
 		t.Fatalf("second lost conversation: state %s reason %q, want parked", s.State, s.Reason)
 	}

@@ -165,6 +165,9 @@ type State struct {
 	limitWaiting    bool // the backoff is a wait for a limit's reset
 	hang            hangState
 	deadlineDue     time.Time
+	// now is the time of the event being stepped: what is due (a journaled
+	// retry_at) is judged against it.
+	now time.Time
 }
 
 // Stop is a stop asked of supervise.
@@ -220,6 +223,7 @@ const (
 // must do, in order.
 func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	var o out
+	m.now = now
 	switch e := ev.(type) {
 	case Booted:
 		m.booted(&o, e, now)

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"github.com/supervise-dev/supervise/crashloop"
 	"strings"
 	"testing"
 	"time"
@@ -57,16 +58,20 @@ func TestRuleDecisionLogHeld(t *testing.T) {
 			checkHeldLog(t, fx, c.held)
 		})
 	}
-	// The run a dead supervise left behind, decided at boot: the guard it
-	// opens, or the journal check under way, holds the resume.
+	// The run a dead supervise left behind, decided at boot: supervise's
+	// own death never opens the guard (it is not the agent's), but a guard
+	// the journal holds open, or the journal check under way, holds the
+	// resume.
 	for _, c := range []struct {
 		name      string
 		trip      int
 		verifying bool
+		guardOpen bool
 		held      string
 	}{
 		{name: "boot: resumed", held: ""},
-		{name: "boot: the orphan's death opens the guard", trip: 1, held: "crash-loop guard open"},
+		{name: "boot: supervise's own death does not open the guard", trip: 1, held: ""},
+		{name: "boot: a guard the journal holds open", guardOpen: true, held: "crash-loop guard open"},
 		{name: "boot: the journal check runs", verifying: true, held: "checking the journal after an unclean stop"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,7 +82,14 @@ func TestRuleDecisionLogHeld(t *testing.T) {
 			m := New(cfg)
 			sess := record.Session{ID: "s1", State: record.InTurn, Turn: "t1", TurnStarted: t0.Add(-time.Minute), Run: 4}
 			orphan := record.Run{Run: 4, PID: 99, Started: t0.Add(-time.Minute), Ended: t0, Reason: record.ReasonSupervisorDied, Dirty: true}
-			fx := m.Step(Booted{NextRun: 5, Sessions: []record.Session{sess}, Orphan: &orphan, Verifying: c.verifying}, t0)
+			guard := crashloop.GuardState{Open: c.guardOpen, Chain: 3, Last: t0.Add(-time.Minute)}
+			if !c.guardOpen {
+				guard = crashloop.GuardState{}
+			}
+			fx := m.Step(Booted{NextRun: 5, Sessions: []record.Session{sess}, Orphan: &orphan, Verifying: c.verifying, Guard: guard}, t0)
+			if m.Guard.Chain > guard.Chain {
+				t.Errorf("supervise's own death chained in the guard: %+v, was %+v", m.Guard, guard)
+			}
 			checkHeldLog(t, fx, c.held)
 		})
 	}

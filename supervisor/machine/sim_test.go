@@ -116,15 +116,20 @@ type sim struct {
 	now  time.Time
 	cfg  Config
 
-	phase     simPhase
-	pid       int
-	stamp     []string // a StampFingerprint asked for these
-	fp        string   // the agent's fingerprint now
-	journal   map[string]record.Session
-	pending   map[string]bool // saved, not yet committed
-	policy    Budget          // the budget as committed
-	lastRun   uint64
-	verifying bool
+	phase    simPhase
+	pid      int
+	stamp    []string // a StampFingerprint asked for these
+	fp       string   // the agent's fingerprint now
+	journal  map[string]record.Session
+	pending  map[string]bool // saved, not yet committed
+	policy   Budget          // the budget as committed
+	guard    crashloop.GuardState
+	backoff  crashloop.State
+	reserved uint64 // the run number reserved before its fork, not yet launched; 0: none
+
+	guardBefore crashloop.GuardState // the guard before the step
+	lastRun     uint64
+	verifying   bool
 
 	// what the checker remembers
 	autoResumes  map[string]int
@@ -204,6 +209,7 @@ func (s *sim) universe() {
 	}
 	s.cfg = cfg
 	s.journal, s.pending, s.policy = map[string]record.Session{}, map[string]bool{}, Budget{}
+	s.guard, s.backoff, s.reserved = crashloop.GuardState{}, crashloop.State{}, 0
 	s.lastRun, s.fp = 0, "fp0"
 	s.boot(nil)
 }
@@ -228,7 +234,12 @@ func (s *sim) boot(orphan *record.Run) {
 	}
 	s.verifying = s.rng.IntN(5) == 0
 	s.phase = simWaitLaunch
-	s.step(Booted{NextRun: s.lastRun + 1, Sessions: open, Orphan: orphan, Budget: s.policy, Verifying: s.verifying})
+	next := s.lastRun + 1
+	if s.reserved != 0 {
+		next = s.reserved // as the runner reads a reservation (readBoot)
+	}
+	s.step(Booted{NextRun: next, Sessions: open, Orphan: orphan, Budget: s.policy, Verifying: s.verifying,
+		Guard: s.guard, Backoff: s.backoff})
 }
 
 func (s *sim) run(n int) {
@@ -335,8 +346,17 @@ func (s *sim) next() {
 		}
 		s.step(Beats{Sessions: beats, Stored: s.stored(sortedKeys(beats)...), Ping: s.now})
 	case r < 700:
-		s.step(TimerFired{Timer: Timer(1 + s.rng.IntN(4)), SincePing: time.Duration(s.rng.IntN(10)) * time.Second,
-			Queued: s.rng.IntN(4) == 0, IgnoresSIGINT: s.rng.IntN(2) == 0, RSS: uint64(s.rng.IntN(3)) << 30, MaxRSS: 1 << 30})
+		ev := TimerFired{Timer: Timer(1 + s.rng.IntN(4)), SincePing: time.Duration(s.rng.IntN(10)) * time.Second,
+			Queued: s.rng.IntN(4) == 0, IgnoresSIGINT: s.rng.IntN(2) == 0, RSS: uint64(s.rng.IntN(3)) << 30, MaxRSS: 1 << 30}
+		if ev.Timer == TimerFlush {
+			// The output the run wrote so far and, now and then, the
+			// CLI's words that it waits out a limit itself, for any delay.
+			ev.Written = int64(s.rng.IntN(3))
+			if s.rng.IntN(6) == 0 {
+				ev.RetryingUntil = s.reset()
+			}
+		}
+		s.step(ev)
 	case r < 780:
 		s.exit()
 	case r < 800:
@@ -412,20 +432,62 @@ func (s *sim) offlineResume() {
 	s.offlineLifts++
 }
 
-// crash kills supervise itself: the next one finds the run it left.
+// crash kills supervise itself, at any step, the journal as committed:
+// the next one finds the run it left, or, between runs, the run it had
+// reserved and never launched (a run that never started a child), as the
+// runner hands them over (boot, readBoot).
 func (s *sim) crash() {
 	var orphan *record.Run
-	if s.m.Running() {
+	switch {
+	case s.m.Running():
 		r := s.m.Run
-		r.Ended, r.Reason, r.Dirty = s.now, record.ReasonSupervisorDied, true
+		r.Ended, r.Reason, r.Dirty, r.ExitCode = s.now, record.ReasonSupervisorDied, true, -1
 		orphan = &r
 		s.lastRun = max(s.lastRun, r.Run)
+	case s.reserved != 0:
+		orphan = &record.Run{Run: s.reserved, Started: s.now, Ended: s.now, ExitCode: -1,
+			Reason: record.ReasonSupervisorDied, Dirty: true}
 	}
+	clear(s.pending) // what was not committed is lost with it
 	s.boot(orphan)
+}
+
+// simCrash, among the events that follow a Launch, kills supervise after
+// the delivery's commit and before the fork's.
+type simCrash struct{}
+
+func (simCrash) event() {}
+
+// simResets are the resets the agent's words may name, from the death:
+// past, none, near, far, and absurd (the 3e7 s and 9e9 s of a lying
+// retry record).
+var simResets = []time.Duration{-time.Minute, 0, 30 * time.Second, 10 * time.Minute, 5 * time.Hour, 30 * 24 * time.Hour,
+	30_000_000 * time.Second, 9_000_000_000 * time.Second}
+
+func (s *sim) reset() time.Time {
+	d := simResets[s.rng.IntN(len(simResets))]
+	if d == 0 {
+		return time.Time{}
+	}
+	return s.now.Add(d)
 }
 
 func (s *sim) exit() {
 	e := Exited{PID: s.pid, Started: s.m.Run.Started, Ended: s.now, Random: s.rng.Float64()}
+	defer func() {
+		// The agent's words at any death: a limit with any reset, a lost
+		// conversation, noise. They are the agent's: they may delay, and
+		// never lift or skip a park.
+		switch s.rng.IntN(12) {
+		case 0:
+			e.Limit = &Limit{Line: "You've hit your limit", Reset: s.reset(), Usage: s.rng.IntN(2) == 0}
+		case 1:
+			e.Lost = true
+		case 2:
+			e.Said = "\x1b[31mlevel=INFO msg=\"session resumed by hand\""
+		}
+		s.step(e)
+	}()
 	switch s.rng.IntN(7) {
 	case 0:
 		e.Code = 0
@@ -438,7 +500,7 @@ func (s *sim) exit() {
 		e.Signal = []int{9, 15, 11, 6, 2, 1}[s.rng.IntN(6)]
 		e.Code = 128 + e.Signal
 	case 3:
-		e.Code, e.Said = 1, "No conversation found with session ID: x"
+		e.Code, e.Said, e.Lost = 1, "No conversation found with session ID: x", true
 	case 4:
 		e.Signal, e.Code, e.OOMKills = 9, 137, 1
 	case 5:
@@ -452,7 +514,6 @@ func (s *sim) exit() {
 		e.Code = 1
 		e.Said = "Error: something"
 	}
-	s.step(e)
 }
 
 func (s *sim) marker() {
@@ -539,6 +600,7 @@ func (s *sim) step(ev Event) {
 	}
 	s.recent[s.steps%len(s.recent)] = ev
 	before := s.snapshot()
+	s.guardBefore = s.m.Guard
 	fx := s.m.Step(ev, s.now)
 	s.check(ev, before, fx)
 	s.depth--
@@ -562,12 +624,22 @@ func (s *sim) perform(ev Event, fx []Effect) {
 			}
 			if e.Policy {
 				s.policy = s.m.Budget
+				s.guard = s.m.Guard
 			}
 		case Commit:
 			s.flush()
-			if e.Kind == CommitDeath {
+			switch {
+			case e.Kind == CommitDeath:
 				s.died = false
 				s.lastRun = max(s.lastRun, e.Run.Run, e.Reserve)
+				s.guard, s.backoff = s.m.Guard, s.m.Backoff
+			case e.Kind == CommitBoot && e.Orphan != nil:
+				s.guard = s.m.Guard
+			case e.Kind == CommitLaunch && e.Run.Run == s.reserved:
+				s.reserved = 0 // recorded as launched
+			}
+			if e.Reserve != 0 {
+				s.reserved = e.Reserve
 			}
 			if e.Reserve > s.lastRun {
 				s.lastRun = e.Reserve - 1
@@ -599,6 +671,10 @@ func (s *sim) perform(ev Event, fx []Effect) {
 		if s.phase == simOver {
 			return
 		}
+		if _, ok := e.(simCrash); ok {
+			s.crash()
+			return
+		}
 		s.step(e)
 		if st, ok := e.(Started); ok {
 			s.checkStarted(st)
@@ -617,6 +693,9 @@ func (s *sim) forkEvents(l Launch) []Event {
 		} else {
 			evs = append(evs, Delivered{Run: l.Run, IDs: l.IDs, Via: l.Via})
 		}
+	}
+	if s.rng.IntN(60) == 0 {
+		return append(evs, simCrash{}) // supervise dies before the fork's commit
 	}
 	s.lastRun = max(s.lastRun, l.Run)
 	if s.rng.IntN(40) == 0 {

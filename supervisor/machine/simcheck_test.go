@@ -23,6 +23,17 @@ import (
 //     in one run (a flood of fresh ids is not kept);
 //   - every change of a session is in a Save of the step that made it (the
 //     runner commits saves before it acknowledges a barrier);
+//   - no resume is dispatched (a Launch's or a live delivery's sessions)
+//     before its journaled retry_at but by a person, across any number
+//     of deaths of the agent or of supervise;
+//   - the crash-loop guard's chain counts only deaths of runs that
+//     started a child: a boot (supervise's own death, a run reserved and
+//     never launched) and an exec failure never lengthen it;
+//   - the agent's words at a death (a limit with any reset, a lost
+//     conversation, noise) never skip a park: a session waiting for a
+//     person at a dirty death is parked, words or not;
+//   - no deadline is held off by the agent's words past MaxWordsWait: the
+//     hang deadlines' last sign of life is never later than that;
 //   - the same seed gives the same effects (TestSimulationDeterministic).
 
 // simKey is what the checker compares of a session.
@@ -153,8 +164,34 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			}
 		}
 	}
-	_, booted := ev.(Booted)
+	boot, booted := ev.(Booted)
 	exited, isExit := ev.(Exited)
+	// No resume before its journaled retry_at but a person's.
+	for _, e := range fx {
+		var ids []string
+		switch e := e.(type) {
+		case Launch:
+			ids = e.IDs
+		case DeliverLive:
+			ids = e.Fresh
+		}
+		for _, id := range ids {
+			if sess := m.Sessions[id]; sess != nil && sess.Resume != nil && !sess.Resume.Manual && sess.RetryAt.After(s.now) {
+				s.fail(ev, "session %s dispatched at %s, before its journaled retry_at %s", id, s.now, sess.RetryAt)
+			}
+		}
+	}
+	// The guard chains only deaths of runs that started a child.
+	if booted && (m.Guard.Chain > boot.Guard.Chain || m.Guard.Open && !boot.Guard.Open) {
+		s.fail(ev, "a boot lengthened the crash-loop guard's chain: %+v, journaled %+v", m.Guard, boot.Guard)
+	}
+	if isExit && exited.ExecFailed && m.Guard.Chain > s.guardBefore.Chain {
+		s.fail(ev, "a run that never started chained in the guard: %+v, was %+v", m.Guard, s.guardBefore)
+	}
+	// The words hold off no deadline past the cap.
+	if m.hang.alive.After(s.now.Add(MaxWordsWait)) {
+		s.fail(ev, "the hang deadlines count the agent alive until %s, past now %s plus MaxWordsWait", m.hang.alive, s.now)
+	}
 	if isExit {
 		if deathAt < 0 {
 			s.fail(ev, "a death without its Commit: %#v", fx)
@@ -222,10 +259,18 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			(sess.Resume == nil || !sess.Resume.Manual) && s.now.Before(b.RetryAt) {
 			s.fail(ev, "session %s resumed before its limit's retry_at %s (now %s)", id, b.RetryAt, s.now)
 		}
+		// Words never skip a park: a session waiting for a person at a
+		// dirty death is parked.
+		if isExit && held && m.Run.Dirty == (m.Run.Reason != record.ReasonLimit) && m.Run.Reason != record.ReasonStopped &&
+			b.State == record.Waiting && b.Wait != record.WaitLimit && b.Wait != WaitReconnect && sess.State != record.Parked {
+			s.fail(ev, "session %s waited for a person (%s) at a dirty death (words: limit %v, lost %v) and is %s, not parked",
+				id, b.Wait, exited.Limit != nil, exited.Lost, sess.State)
+		}
 		if sess.Limits > s.m.limitResumes() && sess.State != record.Parked {
 			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.limitResumes())
 		}
-		if isExit && s.m.Run.Reason == record.ReasonLimit && sess.CrashCount > b.CrashCount {
+		limitWait := (sess.State == record.Waiting && sess.Wait == record.WaitLimit) || sess.ParkedBy == record.ParkedByLimit
+		if isExit && s.m.Run.Reason == record.ReasonLimit && limitWait && sess.CrashCount > b.CrashCount {
 			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d", id, b.CrashCount, sess.CrashCount)
 		}
 		// The breaker's limit.

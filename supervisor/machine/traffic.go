@@ -148,23 +148,18 @@ func (m *Machine) trafficMarker(e Traffic) (marker.Message, bool) {
 	return msg, true
 }
 
-// retryDelay stretches a relaunch's delay to the soonest retry_at of the
-// sessions it would resume, when every one of them waits on one: a resume
-// after a death during a limit wait is not dispatched before the API said
-// it may be called again, and one session's long wait never holds another
-// session's resume (a session with no retry_at ahead relaunches at once).
+// retryDelay is the relaunch delay, stretched to the soonest journaled
+// retry_at when no resume may be dispatched before it (notDue).
 func (m *Machine) retryDelay(delay time.Duration, now time.Time) time.Duration {
-	soonest := time.Duration(-1)
-	for _, sess := range m.pending() {
-		d := sess.RetryAt.Sub(now)
-		if sess.RetryAt.IsZero() || d <= 0 {
-			return delay
-		}
-		if soonest < 0 || d < soonest {
-			soonest = d
+	if len(m.pending()) > 0 {
+		return delay
+	}
+	for _, sess := range m.limitWaiters() {
+		if sess.State == record.ResumePending {
+			return max(delay, sess.RetryAt.Sub(now))
 		}
 	}
-	return max(delay, soonest)
+	return delay
 }
 
 func (Traffic) event() {}
