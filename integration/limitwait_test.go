@@ -270,9 +270,8 @@ func TestLimitWaitSurvivesRestart(t *testing.T) {
 	if code := sv.wait(90 * time.Second); code != 0 {
 		t.Fatalf("the restarted supervise exited %d, want 0; stderr:\n%s", code, sv.stderr())
 	}
-	// The run the killed supervise had reserved for the resume is counted
-	// as its death (supervisor-died, never forked: pid 0), fail closed; the
-	// resume is the run after it.
+	// The run the killed supervise had reserved for the resume never
+	// started a child: it is no death, and its number is the resume's.
 	st, _ := limitStatusOf(t, a.stateDir, true)
 	var forked []runStatus
 	for _, r := range st.Runs {
@@ -290,5 +289,59 @@ func TestLimitWaitSurvivesRestart(t *testing.T) {
 	}
 	if got := a.waitEvent(resume.Run, "resumed").arg; got != session {
 		t.Errorf("run %d resumed %q, want %q", resume.Run, got, session)
+	}
+}
+
+// Supervise's own deaths are not the agent's: supervise is killed
+// (SIGKILL) three times while its task waits out a limit, each time run
+// again with the same command. No run that never started is journaled as
+// a death, the crash-loop guard stays closed, and at the reset the session
+// is resumed and the task exits 0. Before, each restart's reserved run
+// became a dirty supervisor-died death, the third opened the guard, and
+// the task ended 5 with the resume held.
+func TestLimitWaitSurvivesThreeKills(t *testing.T) {
+	t.Parallel()
+	a := newAdapterEnv(t)
+	a.install("gemini/settings.json", ".gemini/settings.json")
+	a.set("FAKECLI_LIMIT_RUN=1", "FAKECLI_LIMIT_RESET=25s")
+	args := []string{"run", "--resume-exec", "gemini -r {session} -p {message}", "--", "gemini", "-p", "rename the parser"}
+	sv := a.start(args...)
+	session := a.waitEvent(1, "session").arg
+	var retryAt time.Time
+	waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
+		st, ok := limitStatusOf(t, a.stateDir, false)
+		for _, s := range st.Sessions {
+			if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
+				retryAt = *s.RetryAt
+				return true
+			}
+		}
+		return false
+	})
+	for i := range 3 {
+		waitFor(t, 30*time.Second, "supervise waiting out the limit", func() bool {
+			return strings.Contains(sv.stderr(), "waiting out a limit")
+		})
+		sv.signal(syscall.SIGKILL)
+		sv.wait(30 * time.Second)
+		if !time.Now().Before(retryAt) {
+			t.Skipf("the machine is too slow for this test: supervise was killed %d times by the reset %s", i+1, retryAt)
+		}
+		sv = a.start(args...)
+	}
+	if code := sv.wait(90 * time.Second); code != 0 {
+		t.Fatalf("after three kills of supervise, the task exited %d, want 0; stderr:\n%s", code, sv.stderr())
+	}
+	st, _ := limitStatusOf(t, a.stateDir, true)
+	for _, r := range st.Runs {
+		if r.PID == 0 || r.Reason == "supervisor-died" {
+			t.Errorf("run %d (pid %d, reason %s): a run that never started journaled as a death", r.Run, r.PID, r.Reason)
+		}
+	}
+	if a.count("start") != 2 {
+		t.Errorf("%d starts, want 2: the task and its resume at the reset", a.count("start"))
+	}
+	if strings.Contains(sv.stderr(), "crash-loop guard") {
+		t.Errorf("the guard spoke after supervise's own deaths:\n%s", sv.stderr())
 	}
 }
