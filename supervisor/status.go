@@ -362,7 +362,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 	}
 	m, p := s.m, s.run.proc
 	st.Supervisor = SupervisorStatus{Running: true, PID: osGetpid(), Started: s.id.started}
-	st.Child.State, st.Child.Restarts = m.Child, m.Restarts
+	st.Child.State, st.Child.Restarts = m.Child(), m.Restarts
 	st.Child.PID, st.Child.Run, st.Child.Started = 0, 0, nil
 	if p != nil {
 		st.Child.PID, st.Child.Run, st.Child.Started = p.PID(), m.Run.Run, timePtr(p.Started())

@@ -84,35 +84,44 @@ func (m *Machine) TotalRefusal() string {
 	return ""
 }
 
-// RefusedSessions lists the sessions whose model calls Refusal refuses by
-// name (parked for their budget), sorted; the state dir's budget, when
-// spent, refuses every other one too (TotalSpent).
-func (m *Machine) RefusedSessions() []string { return sortedKeys(m.budgetParked) }
-
-// Hooked is the session the agent's own markers last named in this run:
-// the proxy's traffic that names none is taken for it (Traffic.Invented),
-// and so is a refusal of its model calls.
-func (m *Machine) Hooked() string { return m.hooked }
-
 // TotalSpent reports whether --max-tokens-total is spent.
 func (m *Machine) TotalSpent() bool { return m.Budget.Over(m.Config.MaxTokensTotal) }
 
-// trackBudgetPark keeps budgetParked from a session a step saved.
-func (m *Machine) trackBudgetPark(id string, sess *record.Session) {
-	parked := sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget
-	if parked == m.budgetParked[id] {
-		return
-	}
-	m.RefusalsChanged++
-	if !parked {
-		delete(m.budgetParked, id)
-		return
-	}
-	if m.budgetParked == nil {
-		m.budgetParked = map[string]bool{}
-	}
-	m.budgetParked[id] = true
+// Budgets is the token budgets' part: the state dir's spend, and the
+// sessions parked for a budget, whose model calls the proxy answers itself
+// (Refusal).
+type Budgets struct {
+	// Budget is the state dir's token spend, journaled with the policy
+	// state (Save{Policy: true}).
+	Budget Budget
+	// budgetParked holds the sessions parked for a token budget, kept
+	// like the open index.
+	budgetParked map[string]bool
+	// RefusalsChanged counts the changes of what Refusal answers: the
+	// runner republishes its snapshot for the proxy when it moves.
+	RefusalsChanged uint64
+	badUsageSaid    bool
 }
+
+// track keeps the set of budget parks for a session a step saved.
+func (b *Budgets) track(id string, sess *record.Session) {
+	parked := sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget
+	if parked == b.budgetParked[id] {
+		return
+	}
+	b.RefusalsChanged++
+	if !parked {
+		delete(b.budgetParked, id)
+		return
+	}
+	if b.budgetParked == nil {
+		b.budgetParked = map[string]bool{}
+	}
+	b.budgetParked[id] = true
+}
+
+// RefusedSessions lists the sessions parked for a token budget.
+func (b *Budgets) RefusedSessions() []string { return sortedKeys(b.budgetParked) }
 
 // usage adds the tokens an answer reported to its session and to the
 // state dir's spend, saturating; a negative count is ignored (and said
@@ -184,8 +193,7 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	}
 	o.add(Count{Metric: "park", Label: record.ParkedByBudget})
 	if m.Stop == nil && m.Abort == nil {
-		m.abort(o, record.ReasonTokenBudget, "a session went past its token budget: parked; stopping the agent",
-			m.Config.StopSignal, now, "session", sess.ID, "tokens", t.Spent(), "max_tokens", m.Config.MaxTokens,
+		m.trip(o, guardBudget, "", now, "session", sess.ID, "tokens", t.Spent(), "max_tokens", m.Config.MaxTokens,
 			"tokens_total", m.Budget.Since(), "max_tokens_total", m.Config.MaxTokensTotal)
 	}
 }

@@ -3,6 +3,8 @@ package machine
 import (
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
+
 	"github.com/supervise-dev/supervise/record"
 )
 
@@ -112,4 +114,123 @@ func extendDeadlines(sess *record.Session, d Deadlines, by time.Duration, now ti
 		ext(d.Tool, sess.PhaseStarted, &sess.PhaseExtended)
 	}
 	return moved
+}
+
+// deadlinesLive reports whether turn deadlines are watched now.
+func (m *Machine) deadlinesLive() bool {
+	return m.Running() && m.Config.Deadlines.On() && m.Stop == nil && m.Abort == nil
+}
+
+// armDeadline sets the deadline timer to fire at at, if that is sooner
+// than it is set to (or force).
+func (m *Machine) armDeadline(o *out, at time.Time, force bool) {
+	if m.deadlineArmed && !force && !at.Before(m.deadlineDue) {
+		return
+	}
+	m.deadlineArmed, m.deadlineDue = true, at
+	o.arm(TimerDeadline, at)
+}
+
+func (m *Machine) stopDeadlines(o *out) {
+	if m.deadlineArmed {
+		o.disarm(TimerDeadline)
+	}
+	m.deadlineArmed, m.DeadlineDeferred = false, 0
+}
+
+// noteDeadline arms the timer for sess's deadline after a marker changed it.
+func (m *Machine) noteDeadline(o *out, sess *record.Session) {
+	if !m.deadlinesLive() {
+		return
+	}
+	if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok {
+		m.armDeadline(o, dl.At, false)
+	}
+}
+
+// rearmDeadlines sets the timer to the earliest deadline of any session, or
+// stops it.
+func (m *Machine) rearmDeadlines(o *out) {
+	if !m.deadlinesLive() {
+		m.stopDeadlines(o)
+		return
+	}
+	var first time.Time
+	for _, sess := range m.Sessions {
+		if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok && (first.IsZero() || dl.At.Before(first)) {
+			first = dl.At
+		}
+	}
+	if first.IsZero() {
+		m.stopDeadlines(o)
+		return
+	}
+	m.armDeadline(o, first, true)
+}
+
+// deadlineFired: a turn or phase past its deadline stops the agent (reason
+// turn-timeout), decided as any dirty death.
+func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
+	m.deadlineArmed = false
+	if !m.deadlinesLive() {
+		return
+	}
+	var late []*record.Session
+	var dls []Deadline
+	for _, id := range m.sessionIDs() {
+		sess := m.Sessions[id]
+		if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok && !now.Before(dl.At) {
+			late, dls = append(late, sess), append(dls, dl)
+		}
+	}
+	if len(late) == 0 {
+		m.DeadlineDeferred = 0
+		m.rearmDeadlines(o)
+		return
+	}
+	// A turn-end or phase marker may be queued on the socket: read it first.
+	if m.DeadlineDeferred < maxWatchdogDeferrals && e.Queued {
+		m.DeadlineDeferred++
+		m.armDeadline(o, now.Add(watchdogDeferral), true)
+		return
+	}
+	for i, sess := range late {
+		o.warn("turn deadline passed", "session", sess.ID, "turn", sess.Turn, "deadline", dls[i].Kind,
+			"limit", dls[i].Limit, "running_for", now.Sub(dls[i].From).Round(time.Millisecond), "extended", dls[i].Extended,
+			"phase", sess.Phase, "tool", sess.Tool)
+	}
+	m.stopDeadlines(o)
+	m.trip(o, guardDeadline, "", now, "session", late[0].ID, "deadline", dls[0].Kind)
+	o.add(Publish{})
+}
+
+// extendTimeout applies EXTEND_TIMEOUT_USEC=by: during a stop it extends
+// the grace period; otherwise it extends the deadlines of the sender's
+// session (or, without one, of every session mid-turn), capped at twice
+// each flag. Heartbeats never extend anything.
+func (m *Machine) extendTimeout(o *out, msg marker.Message, by time.Duration, now time.Time) {
+	if m.Grace.Armed {
+		m.extendGrace(o, by, now)
+		return
+	}
+	if !m.Config.Deadlines.On() {
+		return
+	}
+	one := func(sess *record.Session) {
+		if extendDeadlines(sess, m.Config.Deadlines, by, now) {
+			dl, _ := SessionDeadline(sess, m.Config.Deadlines)
+			o.info("agent extended its turn deadline", "session", sess.ID, "by", by, "deadline", dl.Kind,
+				"left", dl.At.Sub(now).Round(time.Millisecond), "capped_at", 2*dl.Limit)
+			o.save(sess.ID)
+		}
+	}
+	if msg.Session != "" {
+		if sess, ok := m.Sessions[msg.Session]; ok {
+			one(sess)
+		}
+		return
+	}
+	for _, id := range m.sessionIDs() {
+		one(m.Sessions[id])
+	}
 }

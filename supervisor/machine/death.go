@@ -28,7 +28,8 @@ func (m *Machine) exited(o *out, e Exited, now time.Time) {
 		r.Reason, r.Dirty = record.ReasonLimit, false
 	}
 	last := r
-	m.Run, m.LastExit, m.Child, m.Abort = r, &last, "exited", nil
+	m.Run, m.LastExit, m.Abort = r, &last, nil
+	m.on(onExited)
 	m.Grace.Armed, m.deadlineArmed = false, false
 	if r.Dirty {
 		if !e.ExecFailed {
@@ -152,7 +153,7 @@ func (m *Machine) next(o *out, e Exited, dec crashloop.Decision, limited bool) {
 		o.add(End{Code: e.Code})
 	case limited && len(m.pending()) == 0 && m.waitLimit(o, e.Ended):
 	default:
-		m.backoff(o, m.waitForRetry(o, dec.Delay, e.Ended))
+		m.wait(o, m.waitForRetry(o, dec.Delay, e.Ended), false)
 	}
 }
 
@@ -164,14 +165,6 @@ func (m *Machine) waitForRetry(o *out, delay time.Duration, now time.Time) time.
 		o.info("the resume waits for the model API's rate limit to reset", "delay", d.Round(time.Millisecond))
 	}
 	return d
-}
-
-// backoff waits delay before the next launch.
-func (m *Machine) backoff(o *out, delay time.Duration) {
-	if delay > 0 {
-		m.Child = "backoff"
-	}
-	o.add(Backoff{Delay: delay})
 }
 
 // endStopped ends the loop after a requested stop.
@@ -203,16 +196,6 @@ func (m *Machine) stopRequested(e Exited) bool {
 		return !e.Ended.After(m.Stop.At.Add(m.Config.StopTimeout))
 	}
 	return true
-}
-
-// openTurn reports whether some session was mid-turn.
-func (m *Machine) openTurn() bool {
-	for _, sess := range m.Sessions {
-		if sess.State == record.InTurn || sess.State == record.Waiting {
-			return true
-		}
-	}
-	return false
 }
 
 // classify decides how a run ended, and whether the death is dirty as
@@ -368,10 +351,10 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 	m.Budget = e.Budget.clean()
 	m.RefusalsChanged++ // the proxy's snapshot starts from what the journal holds
 	for i := range e.Sessions {
-		m.trackBudgetPark(e.Sessions[i].ID, m.Sessions[e.Sessions[i].ID])
+		m.Budgets.track(e.Sessions[i].ID, m.Sessions[e.Sessions[i].ID])
 	}
 	orphan := e.Orphan
-	if r := orphan; r != nil && r.PID == 0 && !m.handedTo(r.Run) {
+	if r := orphan; r != nil && r.PID == 0 && !m.anyHandedTo(r.Run) {
 		// Reserved and never recorded as launched, and no session was
 		// handed to it: whether or not it forked, no turn was in it. Not a
 		// death; its number is reserved again.
@@ -395,15 +378,4 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 		}
 	}
 	o.add(Commit{Kind: CommitBoot, Orphan: orphan, Reserve: m.nextRun, Why: "recording the boot"})
-}
-
-// handedTo reports whether a session's resume is recorded as handed to
-// run: a run reserved before its fork may have taken it.
-func (m *Machine) handedTo(run uint64) bool {
-	for _, id := range sortedKeys(m.open) {
-		if sess := m.Sessions[id]; sess != nil && sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == run {
-			return true
-		}
-	}
-	return false
 }

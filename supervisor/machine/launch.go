@@ -18,9 +18,9 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 		return
 	}
 	first := m.launches == 0
-	m.limitWaiting = false
+	m.on(onDue)
 	m.limitsDue(o, now)
-	if first && m.Verifying && len(m.pendingIgnoringHold()) > 0 {
+	if first && m.Verifying && len(m.owed()) > 0 {
 		// Nothing is resumed from state not yet verified.
 		o.info("waiting for the journal check before the first launch: resumes are owed")
 		o.add(AwaitVerify{})
@@ -36,11 +36,7 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 		o.add(End{Code: ExitParked})
 		return
 	}
-	n := m.nextRun
-	m.nextRun++
-	m.launches++
-	m.launching = n
-	m.Child, m.Ready, m.StatusText, m.TurnDone = "starting", false, "", false
+	n := m.launch()
 	m.liftParks(o, e.Fingerprint, now)
 	m.prepareDelivery(o, n)
 }
@@ -266,18 +262,14 @@ func (m *Machine) delivered(o *out, e Delivered) {
 
 // started records that run e.Run's child runs.
 func (m *Machine) started(o *out, e Started) {
-	relaunch := m.LastExit != nil
-	m.Child = "running"
+	relaunch := m.start(e)
 	m.Task.runMarkers, m.hooked, m.beatBorn = false, "", 0
-	m.Run = record.Run{Run: e.Run, PID: e.PID, StartTime: e.StartTime, Started: e.At,
-		Reason: record.ReasonRunning, Argv: e.Argv}
 	m.Watchdog = WatchdogState{Period: m.Config.Watchdog}
 	m.hang = hangState{alive: e.At, startRetried: m.hang.startRetried}
 	if m.Watchdog.Period > 0 {
 		m.armWatchdog(o, m.Watchdog.Period, e.At)
 	}
 	if relaunch {
-		m.Restarts++
 		o.add(Count{Metric: "restart"})
 	}
 	o.add(Commit{Kind: CommitLaunch, Run: m.Run, Relaunch: relaunch, Why: "recording the child's start"})
@@ -310,64 +302,6 @@ func (m *Machine) Hold() string {
 		return "crash-loop guard open"
 	}
 	return ""
-}
-
-// pending returns the sessions owed a resume that may be dispatched now:
-// automatic ones unless held, manual ones always. Oldest first, at most
-// --max-open-sessions of them (one run is never handed more).
-func (m *Machine) pending() []*record.Session {
-	held := m.Hold() != ""
-	var out []*record.Session
-	for _, sess := range m.Sessions {
-		if sess.State == record.ResumePending && sess.Resume != nil && (sess.Resume.Manual || !held) && !m.notDue(sess) {
-			out = append(out, sess)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Resume.Since.Equal(out[j].Resume.Since) {
-			return out[i].ID < out[j].ID
-		}
-		return out[i].Resume.Since.Before(out[j].Resume.Since)
-	})
-	if len(out) > m.Config.MaxOpenSessions {
-		out = out[:m.Config.MaxOpenSessions]
-	}
-	return out
-}
-
-// notDue reports whether sess, owed a resume, waits for a journaled
-// retry_at still to come (the model API asked the agent to wait until then,
-// and it died waiting): its resume is not dispatched before it, across any
-// number of deaths of the agent or of supervise. A person's resume does
-// not wait.
-func (m *Machine) notDue(sess *record.Session) bool {
-	return sess.RetryAt.After(m.now) && (sess.Resume == nil || !sess.Resume.Manual)
-}
-
-// pendingIgnoringHold lists the sessions owed a resume, held or not.
-func (m *Machine) pendingIgnoringHold() []*record.Session {
-	var out []*record.Session
-	for _, sess := range m.Sessions {
-		if sess.State == record.ResumePending && sess.Resume != nil {
-			out = append(out, sess)
-		}
-	}
-	return out
-}
-
-// heldSessions lists the sessions whose resume is held back.
-func (m *Machine) heldSessions() []string {
-	if m.Hold() == "" {
-		return nil
-	}
-	var ids []string
-	for _, sess := range m.Sessions {
-		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual {
-			ids = append(ids, sess.ID)
-		}
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // deliverLive hands resumes that became dispatchable while the child runs

@@ -1,8 +1,6 @@
 package machine
 
 import (
-	"sort"
-	"strconv"
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
@@ -174,25 +172,6 @@ func (m *Machine) decideLimit(o *out, e Exited, r record.Run, d resume.Death, no
 	return changed
 }
 
-// limitWaiters returns the sessions waiting out a limit, soonest first:
-// those waiting with wait limit, and those owed a resume that is not held
-// but waits for a journaled retry_at (notDue).
-func (m *Machine) limitWaiters() []*record.Session {
-	var out []*record.Session
-	held := m.Hold() != ""
-	for _, id := range sortedKeys(m.open) {
-		sess := m.Sessions[id]
-		switch {
-		case sess == nil || sess.Resume == nil:
-		case sess.State == record.Waiting && sess.Wait == record.WaitLimit,
-			sess.State == record.ResumePending && !held && m.notDue(sess):
-			out = append(out, sess)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].RetryAt.Before(out[j].RetryAt) })
-	return out
-}
-
 // limitsDue makes the sessions whose limit has reset resume_pending, and
 // reports whether any did.
 func (m *Machine) limitsDue(o *out, now time.Time) bool {
@@ -241,26 +220,16 @@ func (m *Machine) waitLimit(o *out, now time.Time) bool {
 	}
 	o.info("waiting out a limit: the session is resumed at its reset", "session", first.ID,
 		"retry_at", first.RetryAt.UTC().Format(time.RFC3339), "wait", wait.Round(time.Second), "waiting", len(waiters))
-	m.limitWaiting = true
-	m.backoff(o, wait)
+	m.wait(o, wait, true)
 	return true
 }
 
 // limitResumedByHand: a person resumed a session while the loop waited
 // out a limit: the launch comes now.
 func (m *Machine) limitResumedByHand(o *out) {
-	if !m.limitWaiting || m.Running() || m.Child != "backoff" {
+	if m.Phase() != PhaseLimitWait {
 		return
 	}
-	m.limitWaiting = false
+	m.on(onCut)
 	o.add(Arm{Timer: TimerBackoff, Disarm: true}, Backoff{})
-}
-
-// limitWords says, for the death's log line, when the soonest limit resets.
-func (m *Machine) limitWords() string {
-	w := m.limitWaiters()
-	if len(w) == 0 {
-		return "end of task"
-	}
-	return "wait for the limit's reset at " + w[0].RetryAt.UTC().Format(time.RFC3339) + " (" + strconv.Itoa(len(w)) + " waiting)"
 }

@@ -85,109 +85,26 @@ const (
 	ExitParked = exitcode.Parked
 )
 
-// State is everything the loop remembers. The runner reads it (status,
+// State is everything the loop remembers, as parts that own their fields:
+// the session book, the child's lifecycle, the ending of a run, the hang
+// watch, the budgets, and the task's memory. The runner reads it (status,
 // metrics, the commit batches) and never writes it: only Step does.
 type State struct {
-	// Sessions are the sessions held in memory: every open one, and
-	// settled ones until evicted.
-	Sessions map[string]*record.Session
-	// Run is the current run, or the last one once it ended.
-	Run record.Run
-	// LastExit is the last run that ended, nil before the first.
-	LastExit *record.Run
-	// Child is the child's state as status names it.
-	Child    string
-	Restarts uint64
-	// Ready and StatusText are what the agent sent (READY=1, STATUS=).
-	Ready      bool
-	StatusText string
-	Backoff    crashloop.State
-	Guard      crashloop.GuardState
-	// Stop is a stop asked of supervise; Abort a kill supervise started
-	// on its own (watchdog, memory guard, deadline).
-	Stop  *Stop
-	Abort *Abort
-	// Grace is the SIGKILL deadline of a stop or an abort.
-	Grace Grace
-	// Watchdog is the hang detector's state.
-	Watchdog WatchdogState
-	// DeadlineDeferred counts deadline looks postponed for queued datagrams.
-	DeadlineDeferred int
-	// TurnDone: a turn completed during the current run.
-	TurnDone bool
+	Book    // the sessions (book.go)
+	Proc    // the child's lifecycle (phase.go)
+	Ending  // a stop or an abort under way (stop.go)
+	Watch   // the watchdog, the turn deadlines, the hang deadlines (guards.go)
+	Budgets // the token budgets (budget.go)
+	Task    TaskState
+	Backoff crashloop.State
+	Guard   crashloop.GuardState
 	// Verifying: the background journal check runs; VerifyFailed: it failed.
 	Verifying    bool
 	VerifyFailed bool
-	// OutOfSequence counts markers that contradicted their session's turn.
-	OutOfSequence uint64
-	seqLog        rateLimit
-	refusedLog    rateLimit
-	// open holds the ids of the open sessions (State.Open), kept by Step
-	// from the sessions its effects save: every change of a session is saved.
-	open map[string]bool
 	// folded holds the sessions whose delivery to the run about to start
 	// was recorded in the death's commit (fold), with the run each had
 	// been handed before; nil when none.
 	folded map[string]uint64
-	// hooked is the session the agent's own markers last named in this
-	// run: traffic that names none is taken for it (Traffic.Invented).
-	hooked string
-	// Refused counts turn-begins refused at --max-open-sessions.
-	Refused uint64
-	// beatBorn counts the sessions a heartbeat brought into being in this
-	// run (a heartbeat naming an id never seen): at most beatCap, so a
-	// flood of fresh ids grows neither memory nor the journal; BeatsDropped
-	// counts those past it, beatLog rate-limits saying so.
-	beatBorn     int
-	BeatsDropped uint64
-	beatLog      rateLimit
-	// RefusedParked counts markers and model traffic refused because
-	// their session is parked; parkSaid holds the parked sessions whose
-	// refusal was logged (once per session and park).
-	RefusedParked uint64
-	parkSaid      map[string]bool
-	lastInterrupt time.Time
-	Task          TaskState
-	// Budget is the state dir's token spend, journaled with the policy
-	// state (Save{Policy: true}).
-	Budget Budget
-	// budgetParked holds the sessions parked for a token budget, whose
-	// model calls the proxy answers itself (Refusal), kept like open.
-	budgetParked map[string]bool
-	// RefusalsChanged counts the changes of what Refusal answers: the
-	// runner republishes its snapshot for the proxy when it moves.
-	RefusalsChanged uint64
-	badUsageSaid    bool
-	nextRun         uint64
-	launching       uint64 // the run number of the launch under way
-	launches        int    // launches by this supervise
-	deadlineArmed   bool
-	limitWaiting    bool // the backoff is a wait for a limit's reset
-	hang            hangState
-	deadlineDue     time.Time
-	// now is the time of the event being stepped: what is due (a journaled
-	// retry_at) is judged against it.
-	now time.Time
-}
-
-// Stop is a stop asked of supervise.
-type Stop struct {
-	Signal  int // what asked for it; 0 for Shutdown
-	At      time.Time
-	Forced  bool // a second signal: kill at once, exit 128+N
-	FromTTY bool // a terminal Ctrl-C the child received itself
-}
-
-// Abort is a kill supervise started on its own.
-type Abort struct {
-	Reason string
-	At     time.Time
-}
-
-// Grace is the SIGKILL deadline of an ending that began at Start.
-type Grace struct {
-	Armed           bool
-	Start, Deadline time.Time
 }
 
 // Machine is the loop state with its configuration.
@@ -207,8 +124,8 @@ func New(cfg Config) *Machine {
 	if cfg.MaxOpenSessions <= 0 {
 		cfg.MaxOpenSessions = DefaultMaxOpenSessions
 	}
-	return &Machine{Config: cfg, Policy: policyFor(cfg), State: State{Sessions: map[string]*record.Session{}, Child: "starting",
-		open: map[string]bool{}}}
+	return &Machine{Config: cfg, Policy: policyFor(cfg), State: State{Book: Book{Sessions: map[string]*record.Session{},
+		open: map[string]bool{}}}}
 }
 
 // Signal numbers Step needs, as Linux and macOS number them.
@@ -223,7 +140,7 @@ const (
 // must do, in order.
 func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	var o out
-	m.now = now
+	m.Book.now = now
 	switch e := ev.(type) {
 	case Booted:
 		m.booted(&o, e, now)
@@ -239,7 +156,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 		if e.Msg.Session != "" && e.Msg.Event != marker.EventNone {
 			m.hooked = e.Msg.Session // the agent names its own session
 		}
-		m.lifeSign(now)
+		m.lifeSign(now, m.Running())
 		m.marker(&o, e, now)
 	case Beats:
 		m.beats(&o, e, now)
@@ -256,7 +173,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case Evict:
 		m.evict(e)
 	case Traffic:
-		m.lifeSign(now)
+		m.lifeSign(now, m.Running())
 		m.traffic(&o, e, now)
 	}
 	m.trackOpen(o.fx)
@@ -270,25 +187,30 @@ func (m *Machine) trackOpen(fx []Effect) {
 		if s, ok := e.(Save); ok {
 			for _, id := range s.IDs {
 				sess := m.Sessions[id]
-				if sess != nil && sess.State.Open() {
-					m.open[id] = true
-				} else {
-					delete(m.open, id)
-				}
-				if sess == nil || sess.State != record.Parked {
-					delete(m.parkSaid, id) // a new park is said again
-				}
-				m.trackBudgetPark(id, sess)
+				m.Book.track(id, sess)
+				m.Budgets.track(id, sess)
 			}
 		}
 	}
 }
 
-// sessionIDs returns the ids of the sessions held, sorted: Step visits
-// sessions in this fixed order wherever the visit has effects, so the same
-// state and event give the same effects in the same order (and a seed
-// replays a bug).
-func (m *Machine) sessionIDs() []string { return sortedKeys(m.Sessions) }
+// pending returns the sessions owed a resume that may be dispatched now
+// (Book.dispatchable), at most --max-open-sessions of them.
+func (m *Machine) pending() []*record.Session {
+	return m.dispatchable(m.Hold() != "", m.Config.MaxOpenSessions)
+}
+
+// limitWaiters returns the sessions waiting out a limit, soonest first
+// (Book.waiters).
+func (m *Machine) limitWaiters() []*record.Session { return m.waiters(m.Hold() != "") }
+
+// heldSessions lists the sessions whose resume is held back.
+func (m *Machine) heldSessions() []string {
+	if m.Hold() == "" {
+		return nil
+	}
+	return m.heldBack()
+}
 
 // sortedKeys returns the keys of a map, sorted.
 func sortedKeys[V any](set map[string]V) []string {
@@ -299,12 +221,3 @@ func sortedKeys[V any](set map[string]V) []string {
 	sort.Strings(ids)
 	return ids
 }
-
-// OpenSessions is how many sessions are open.
-func (m *Machine) OpenSessions() int { return len(m.open) }
-
-// Running reports whether a child runs.
-func (m *Machine) Running() bool { return m.Child == "running" || m.Child == "stopping" }
-
-// NextRun is the number the next launch will have.
-func (m *Machine) NextRun() uint64 { return m.nextRun }

@@ -36,9 +36,6 @@ func (r *rateLimit) allow(now time.Time) (suppressed uint64, ok bool) {
 	return n, true
 }
 
-// Held reports whether the machine holds session id in memory.
-func (m *Machine) Held(id string) bool { _, ok := m.Sessions[id]; return ok }
-
 // marker applies one datagram from the child's tree.
 func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	msg := e.Msg
@@ -61,7 +58,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 			m.Task.Markers, m.Task.runMarkers = true, true
 			m.touch(sess.ID)
 		}
-		m.refuseParked(o, sess, string(msg.Event), now)
+		m.refuseParked(o, sess, string(msg.Event), m.Config.StateDir)
 		o.add(Refuse{PID: msg.PID})
 		sess.LastHeartbeat = now
 		o.save(sess.ID)
@@ -69,7 +66,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	}
 	msg = m.interactiveTurnBegin(o, sess, msg, now)
 	if why, ignore := outOfSequence(sess, msg); why != "" {
-		m.outOfSequence(o, sess, msg, why, ignore, now)
+		m.sayOutOfSequence(o, sess, msg, why, ignore, now)
 		if ignore {
 			sess.LastHeartbeat = now
 			o.save(sess.ID)
@@ -115,7 +112,7 @@ func (m *Machine) standard(o *out, msg marker.Message, now time.Time) {
 		m.setWatchdog(o, time.Duration(msg.WatchdogUSec)*time.Microsecond, now)
 	}
 	if msg.WatchdogTrigger && m.Running() && m.Stop == nil && m.Abort == nil {
-		m.abort(o, record.ReasonWatchdog, "the agent sent WATCHDOG=trigger", sigABRT, now)
+		m.trip(o, guardTrigger, "", now)
 	}
 	if msg.ExtendTimeoutUSec > 0 {
 		m.extendTimeout(o, msg, time.Duration(msg.ExtendTimeoutUSec)*time.Microsecond, now)
@@ -163,7 +160,7 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
 		}
 		return nil
 	}
-	if e.Stored == nil && (e.Msg.Event == marker.EventNone || e.Msg.Event == marker.EventHeartbeat) && !m.beatBorn1(o, id, now) {
+	if e.Stored == nil && (e.Msg.Event == marker.EventNone || e.Msg.Event == marker.EventHeartbeat) && !m.born(o, id, now, m.Config.MaxOpenSessions) {
 		return nil
 	}
 	sess := record.Session{ID: id, State: record.Idle, Updated: now}
@@ -172,28 +169,6 @@ func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
 	}
 	m.Sessions[id] = &sess
 	return &sess
-}
-
-// beatCap is how many sessions heartbeats may bring into being in one run:
-// --max-open-sessions, as many as turn-begins may open.
-func (m *Machine) beatCap() int { return m.Config.MaxOpenSessions }
-
-// beatBorn1 counts a session a heartbeat brings into being, and reports
-// whether it may be: past beatCap in this run it is not (counted, and
-// logged at most once a second). A session begins with what it does; a
-// flood of heartbeats naming fresh ids, an agent's bug or its attack, must
-// not grow the sessions held nor the journal.
-func (m *Machine) beatBorn1(o *out, id string, now time.Time) bool {
-	if m.beatBorn < m.beatCap() {
-		m.beatBorn++
-		return true
-	}
-	m.BeatsDropped++
-	if n, ok := m.beatLog.allow(now); ok {
-		o.warn("heartbeats for new sessions past --max-open-sessions in this run: not kept",
-			"session", id, "limit", m.beatCap(), "suppressed", n)
-	}
-	return false
 }
 
 // transition moves sess by the marker's event.
@@ -287,24 +262,6 @@ func parkHolds(ev marker.Event) bool {
 	return true
 }
 
-// refuseParked counts a marker (or model traffic) refused because its
-// session is parked, and says so once per session and park, with the
-// command that lifts it.
-func (m *Machine) refuseParked(o *out, sess *record.Session, what string, now time.Time) {
-	m.RefusedParked++
-	o.add(Count{Metric: "refused", Label: "parked"})
-	if m.parkSaid == nil {
-		m.parkSaid = map[string]bool{}
-	}
-	if m.parkSaid[sess.ID] {
-		return
-	}
-	m.parkSaid[sess.ID] = true
-	o.warn("refused: the session is parked, and only a person lifts a park",
-		"session", sess.ID, "event", what, "reason", sess.Reason, "parked_by", sess.ParkedBy,
-		"resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
-}
-
 // outOfSequence says why marker msg contradicts the session's turn (""
 // when it does not), and whether it is ignored. Ignored, so that the state
 // machine never goes back: a turn-begin repeated for the open turn, or
@@ -341,20 +298,6 @@ func outOfSequence(sess *record.Session, msg marker.Message) (why string, ignore
 	return "", false
 }
 
-func (m *Machine) outOfSequence(o *out, sess *record.Session, msg marker.Message, why string, ignored bool, now time.Time) {
-	m.OutOfSequence++
-	n, ok := m.seqLog.allow(now)
-	if !ok {
-		return
-	}
-	text := "turn marker out of sequence: applied"
-	if ignored {
-		text = "turn marker out of sequence: ignored"
-	}
-	o.warn(text, "session", sess.ID, "event", string(msg.Event), "turn", msg.Turn,
-		"session_turn", sess.Turn, "state", string(sess.State), "why", why, "suppressed", n)
-}
-
 // newAttempt starts the deadline clocks of a turn's attempt (turn-begin or
 // resumed) at now.
 func newAttempt(sess *record.Session, now time.Time) {
@@ -385,7 +328,7 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 		sess, ok := m.Sessions[id]
 		if !ok {
 			st, found := e.Stored[id]
-			if len(m.Sessions) >= MaxSessions || (!found && !m.beatBorn1(o, id, now)) {
+			if len(m.Sessions) >= MaxSessions || (!found && !m.born(o, id, now, m.Config.MaxOpenSessions)) {
 				continue
 			}
 			sess = &record.Session{ID: id, State: record.Idle, Updated: now}
@@ -405,17 +348,5 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 	if m.Run.Run != 0 && e.Ping.After(m.Run.LastHeartbeat) && !e.Ping.Before(m.Run.Started) {
 		m.Run.LastHeartbeat = e.Ping
 		o.add(Save{Run: true})
-	}
-}
-
-// evict drops settled sessions whose last change is committed.
-func (m *Machine) evict(e Evict) {
-	if len(m.Sessions) <= e.Keep {
-		return
-	}
-	for id, sess := range m.Sessions {
-		if !sess.State.Open() && !e.Busy(id) {
-			delete(m.Sessions, id)
-		}
 	}
 }

@@ -293,8 +293,8 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			s.autoResumes[id] = 0
 		}
 	}
-	if m.beatBorn > m.beatCap() {
-		s.fail(ev, "heartbeats brought %d sessions into being in one run, past --max-open-sessions %d", m.beatBorn, m.beatCap())
+	if m.beatBorn > m.Config.MaxOpenSessions {
+		s.fail(ev, "heartbeats brought %d sessions into being in one run, past --max-open-sessions %d", m.beatBorn, m.Config.MaxOpenSessions)
 	}
 	if m.TotalSpent() {
 		if _, refused := m.Refusal("never-seen"); !refused {

@@ -2,6 +2,38 @@ package machine
 
 import "time"
 
+// Ending is the part that ends a run: a stop asked of supervise, a kill
+// supervise started on its own, and the SIGKILL deadline of either.
+type Ending struct {
+	// Stop is a stop asked of supervise; Abort a kill supervise started
+	// on its own (a guard: the watchdog, the memory guard, a deadline).
+	Stop  *Stop
+	Abort *Abort
+	// Grace is the SIGKILL deadline of a stop or an abort.
+	Grace         Grace
+	lastInterrupt time.Time
+}
+
+// Stop is a stop asked of supervise.
+type Stop struct {
+	Signal  int // what asked for it; 0 for Shutdown
+	At      time.Time
+	Forced  bool // a second signal: kill at once, exit 128+N
+	FromTTY bool // a terminal Ctrl-C the child received itself
+}
+
+// Abort is a kill supervise started on its own.
+type Abort struct {
+	Reason string
+	At     time.Time
+}
+
+// Grace is the SIGKILL deadline of an ending that began at Start.
+type Grace struct {
+	Armed           bool
+	Start, Deadline time.Time
+}
+
 // forceQuitWindow is how soon a second terminal Ctrl-C must follow the
 // first to force-quit.
 const forceQuitWindow = 2 * time.Second
@@ -27,7 +59,7 @@ func (m *Machine) stopAsked(o *out, e StopRequested, now time.Time) {
 			o.info("stop requested during backoff", "signal", e.Name)
 		}
 		m.Stop = &Stop{Signal: e.Signal, At: now}
-		if m.Child == "backoff" {
+		if p := m.Phase(); p == PhaseBackoff || p == PhaseLimitWait {
 			m.endStopped(o)
 		}
 		return
@@ -72,7 +104,7 @@ func (m *Machine) requestStop(o *out, sig int, name string, now time.Time) {
 		return
 	}
 	m.Stop = &Stop{Signal: sig, At: now}
-	m.Child = "stopping"
+	m.on(onStop)
 	o.disarm(TimerWatchdog)
 	if sig == 0 {
 		name = "shutdown"
@@ -141,21 +173,4 @@ func (m *Machine) extendGrace(o *out, d time.Duration, now time.Time) {
 		m.Grace.Deadline = at
 		o.add(Publish{}) // the upward notifier extends supervise's own stop timeout
 	}
-}
-
-// abort ends the child on supervise's own initiative: the watchdog
-// (SIGABRT, so the agent can dump its state, as systemd does), the memory
-// guard or a deadline (the stop signal); SIGKILL to the tree after the
-// grace period. The death is dirty, with reason.
-func (m *Machine) abort(o *out, reason, msg string, sig int, now time.Time, args ...any) {
-	m.Abort = &Abort{Reason: reason, At: now}
-	o.disarm(TimerWatchdog)
-	name := m.Config.StopSignalName
-	if sig == sigABRT {
-		name = "SIGABRT"
-	}
-	o.warn(msg, append([]any{"reason", reason, "pid", m.Run.PID, "signal", name,
-		"sigkill_after", m.Config.StopTimeout}, args...)...)
-	o.add(Signal{Sig: sig})
-	m.armGrace(o, now, now.Add(m.Config.StopTimeout))
 }

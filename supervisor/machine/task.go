@@ -149,7 +149,7 @@ func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
 	case e.ExecFailed:
 		return "end of task"
 	case len(m.pending()) == 0 && len(m.limitWaiters()) > 0:
-		return m.limitWords()
+		return m.limitWords(m.Hold() != "")
 	case len(m.pending()) == 0 && m.Run.Reason == record.ReasonStartTimeout && !m.hang.startRetried && m.Policy.Task:
 		return "the task again (it hung at start)"
 	case len(m.pending()) == 0 && m.Task.rerunDue:
@@ -180,7 +180,7 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 	for _, sess := range m.pending() {
 		if _, ok := m.templated(o, sess); ok {
 			o.info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
-			m.backoff(o, m.waitForRetry(o, dec.Delay, e.Ended))
+			m.wait(o, m.waitForRetry(o, dec.Delay, e.Ended), false)
 			return
 		}
 	}
@@ -190,11 +190,11 @@ func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
 	if m.Task.rerunDue {
 		m.Task.rerunDue = false
 		o.info("task mode: starting the task again as a new session (its conversation was lost)")
-		m.backoff(o, dec.Delay)
+		m.wait(o, dec.Delay, false)
 		return
 	}
 	if m.startHangRerun(o, m.Run) {
-		m.backoff(o, dec.Delay)
+		m.wait(o, dec.Delay, false)
 		return
 	}
 	o.add(End{Code: m.taskEnd(o, e)})

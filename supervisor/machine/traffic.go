@@ -62,8 +62,7 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 	switch e.Kind {
 	case TrafficStall:
 		if m.Stop == nil && m.Abort == nil {
-			m.abort(o, record.ReasonStreamStall, "a model stream stalled: no content for --stream-stall; stopping the agent",
-				m.Config.StopSignal, now, "session", e.Session, "stalled", e.Stalled)
+			m.trip(o, guardStall, "", now, "session", e.Session, "stalled", e.Stalled)
 		}
 		return
 	case TrafficUsage:
@@ -72,7 +71,7 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 	}
 	if sess := m.trafficSession(e); sess != nil && sess.State == record.Parked {
 		// The agent's model calls never lift a park, nor open a turn in it.
-		m.refuseParked(o, sess, "model traffic", now)
+		m.refuseParked(o, sess, "model traffic", m.Config.StateDir)
 		return
 	}
 	msg, ok := m.trafficMarker(e)
