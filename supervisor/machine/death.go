@@ -1,121 +1,344 @@
 package machine
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
-// exited records the end of the current run and decides what follows:
-// the death's commit, the per-session decisions before it, then a relaunch
+// A death goes through ordered stages, each reading what the ones before
+// it decided (a death), and together they record the end of the current
+// run and decide what follows: how it ended, its record, a lost
+// conversation, the sessions' decisions, the backoff, the death's commit
+// (before anything that follows it), what is said, and then a relaunch
 // (after a backoff) or the end.
+
+// death is one death under way: the event, and what each stage decided.
+type death struct {
+	*Machine
+	o   *out
+	e   Exited
+	now time.Time
+	// r is the run as it ended; dirty is the same before a limit renamed
+	// it (what the sessions not mid-turn see), limited says it did.
+	r, dirty record.Run
+	limited  bool
+	decs     []resume.Decision
+	dec      crashloop.Decision
+}
+
+// deathStages are a death's stages, in order.
+var deathStages = [...]func(*death){
+	(*death).classify,
+	(*death).record,
+	(*death).lost,
+	(*death).decideSessions,
+	(*death).backoff,
+	(*death).commit,
+	(*death).say,
+	(*death).follow,
+}
+
+// exited records the end of the current run and decides what follows.
 func (m *Machine) exited(o *out, e Exited, now time.Time) {
-	if m.Stop != nil && m.Stop.FromTTY && !m.stopRequested(e) {
-		m.Stop = nil // the Ctrl-C was for the agent, which carried on; this is a new death
+	d := death{Machine: m, o: o, e: e, now: now}
+	for _, stage := range deathStages {
+		stage(&d)
 	}
-	r := m.Run
+}
+
+// classify names how the run ended, whether the death is dirty (as the
+// reason table says), and whether a limit ended it.
+func (d *death) classify() {
+	e := d.e
+	if d.Stop != nil && d.Stop.FromTTY && !d.stopRequested(e, d.Config.StopTimeout) {
+		d.Stop = nil // the Ctrl-C was for the agent, which carried on; this is a new death
+	}
+	r := d.Run
 	if e.ExecFailed {
-		r = record.Run{Run: m.launching, Started: e.Started, Argv: e.Argv}
+		r = record.Run{Run: d.launching, Started: e.Started, Argv: e.Argv}
 	}
 	r.PID, r.Ended, r.ExitCode, r.Signal = e.PID, e.Ended, e.Code, e.Signal
-	r.Reason, r.Dirty = m.classify(e)
-	r.Reason = m.namedOOM(o, r.Reason, r.Dirty, e.OOMKills)
-	limited := m.limitDeath(r, e)
-	dirty := r // the death as it is without the limit: what the sessions not mid-turn see
-	if limited {
+	r.Reason = d.reasonOf()
+	row, ok := record.LookupReason(r.Reason)
+	r.Dirty = !ok || row.DirtyFor(e.Code) // a reason not in the table is dirty: fail closed
+	r.Reason = d.namedOOM(r.Reason, r.Dirty)
+	d.limited = d.limitDeath(r)
+	d.dirty = r
+	if d.limited {
 		r.Reason, r.Dirty = record.ReasonLimit, false
 	}
+	d.r = r
+}
+
+// reasonOf names how the run ended.
+func (d *death) reasonOf() string {
+	e := d.e
+	switch {
+	case d.Abort != nil && (d.Stop == nil || d.Abort.At.Before(d.Stop.At)):
+		return d.Abort.Reason
+	case d.stopRequested(e, d.Config.StopTimeout):
+		return record.ReasonStopped
+	case e.ExecFailed:
+		return record.ReasonExecFailed
+	case e.Signal != 0, e.Code != 0 && e.InnerSignal != 0:
+		return record.ReasonSignal
+	case e.Code != 0:
+		return record.ReasonExit
+	case d.openTurn():
+		return record.ReasonTurnOpen
+	}
+	return record.ReasonExit
+}
+
+// namedOOM renames a dirty death the kernel's OOM killer had a hand in.
+func (d *death) namedOOM(reason string, dirty bool) string {
+	if !dirty || d.e.OOMKills == 0 {
+		return reason
+	}
+	switch reason {
+	case record.ReasonSignal, record.ReasonExit, record.ReasonTurnOpen:
+		d.o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", d.e.OOMKills)
+		return record.ReasonOOM
+	}
+	return reason
+}
+
+// limitDeath reports whether run r ended on a usage or rate limit: an
+// exit by the agent itself (not 0, or 0 mid-turn) that its words, its
+// hooks or the proxy say a limit caused.
+//
+// The limit is seen when the agent's words said so (e.Limit), or a session
+// was waiting on the model API when it exited (the proxy saw a 429/529, or
+// the hooks said the turn stopped on a rate limit: Claude Code's
+// StopFailure "rate_limit"). The agent's words concern only the sessions
+// that were mid-turn in the run (in_turn, waiting on the model API, or
+// handed the run's resume): with none, the words change nothing and the
+// death is what it is.
+func (d *death) limitDeath(r record.Run) bool {
+	if d.e.ExecFailed || !r.Dirty || (r.Reason != record.ReasonExit && r.Reason != record.ReasonTurnOpen) {
+		return false
+	}
+	words := false
+	for _, id := range sortedKeys(d.open) {
+		sess := d.Sessions[id]
+		switch {
+		case sess == nil:
+		case sess.State == record.Waiting && sess.Wait == WaitReconnect:
+			return true
+		case sess.State == record.InTurn, sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == r.Run && r.Run != 0:
+			words = true
+		}
+	}
+	return words && d.e.Limit != nil
+}
+
+// record makes the run the last exit, and counts a dirty death in the
+// crash-loop guard and the metrics.
+func (d *death) record() {
+	r := d.r
 	last := r
-	m.Run, m.LastExit, m.Abort = r, &last, nil
-	m.on(onExited)
-	m.Grace.Armed, m.deadlineArmed = false, false
-	if r.Dirty {
-		if !e.ExecFailed {
-			// Only a run that started a child chains: one that could not
-			// start backs off, and holds no turn a resume could kill.
-			m.Guard = m.Config.Guard.Death(m.Guard, r.Ended)
-		}
-		o.add(Count{Metric: "death", Label: r.Reason})
-		if r.Reason == record.ReasonWatchdog {
-			o.add(Count{Metric: "watchdog"})
+	d.Run, d.LastExit, d.Abort = r, &last, nil
+	d.on(onExited)
+	d.Grace.Armed, d.deadlineArmed = false, false
+	if !r.Dirty {
+		return
+	}
+	if !d.e.ExecFailed {
+		// Only a run that started a child chains: one that could not
+		// start backs off, and holds no turn a resume could kill.
+		d.Guard = d.Config.Guard.Death(d.Guard, r.Ended)
+	}
+	d.o.add(Count{Metric: "death", Label: r.Reason})
+	if r.Reason == record.ReasonWatchdog {
+		d.o.add(Count{Metric: "watchdog"})
+	}
+}
+
+// lost handles, before the death's decisions, a --resume-exec launch that
+// exited by itself before any marker, the CLI saying the conversation is
+// unknown (Exited.Lost). The session handed to it is taken out of the
+// decisions: its resume can never work, and the death is not the turn's
+// doing. Nothing of the task ran when no tool phase nor effect was seen:
+// the task starts again once, as a new session; otherwise the session is
+// parked with the CLI's words.
+func (d *death) lost() {
+	e, r, o := d.e, d.r, d.o
+	if !d.Policy.LostConversations || !r.Dirty || r.Reason != record.ReasonExit || d.Task.runMarkers || !e.Lost {
+		return
+	}
+	var sess *record.Session
+	for _, id := range d.sessionIDs() {
+		if s := d.Sessions[id]; s.State == record.ResumePending && s.Resume != nil && s.Resume.Run == r.Run {
+			sess = s // --resume-exec hands one session to a run
+			break
 		}
 	}
-	requested := r.Reason == record.ReasonStopped && !r.Dirty
-	m.lostConversation(o, e, r)
-	var decs []resume.Decision
-	if limited {
-		decs = m.decideLimit(o, e, r, resume.Death{Reason: dirty.Reason, Signal: e.signal(), ExitCode: r.ExitCode,
-			Run: r.Run, At: r.Ended, Said: e.Said}, now)
-	} else if !e.ExecFailed {
-		decs = m.decide(o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
-			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, now)
+	if sess == nil {
+		return
 	}
-	dec, st := m.Config.Policy.Next(m.Backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
-		Dirty: r.Dirty, ExecFailed: e.ExecFailed, Proven: m.TurnDone}, e.jitter())
-	if limited {
-		// Not a crash: the backoff does not count it, and what follows is
-		// the wait for the reset (or, with --restart never, the end).
+	said := strconv.Quote(e.Said) + " (exit status " + strconv.Itoa(r.ExitCode) + ")"
+	sess.Resume = nil
+	lostWhy := lostReason + said
+	if sess.ToolRan || d.Task.reran {
+		why := "a tool had run in the interrupted turn, so the task is not started again by itself"
+		if !sess.ToolRan {
+			why = "the task was already started again once for a lost conversation"
+		}
+		sess.State, sess.ParkedBy = record.Parked, record.ParkedByLost
+		sess.Reason = lostWhy + "; " + why
+		o.save(sess.ID)
+		o.add(Count{Metric: "park", Label: record.ParkedByLost})
+		o.warn("session parked: the CLI cannot resume its conversation, and "+why, "session", sess.ID,
+			"turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode)
+		return
+	}
+	sess.State = record.Closed
+	sess.Reason = lostWhy + "; nothing had run in the interrupted turn, so the task was started again as a new session"
+	d.Task.reran, d.Task.rerunDue, d.Task.inherit = true, true, sess.CrashCount
+	o.save(sess.ID)
+	o.warn("the CLI cannot resume the session: its conversation was lost before any tool ran; starting the task again once, as a new session",
+		"session", sess.ID, "turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode, "crash_count", sess.CrashCount)
+}
+
+// decideSessions decides for each session what the death means for it.
+func (d *death) decideSessions() {
+	e, r := d.e, d.r
+	switch {
+	case d.limited:
+		d.decs = d.decideLimit(resume.Death{Reason: d.dirty.Reason, Signal: e.signal(), ExitCode: r.ExitCode,
+			Run: r.Run, At: r.Ended, Said: e.Said})
+	case !e.ExecFailed:
+		requested := r.Reason == record.ReasonStopped && !r.Dirty
+		d.decs = d.decide(d.o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
+			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, d.now)
+	}
+}
+
+// decideLimit applies a limit's death to the sessions: those mid-turn (or
+// handed the run's resume) wait out the limit or are parked past the cap;
+// the rest are decided as the death rest is without the limit (the words
+// concern only the sessions mid-turn: one waiting for a person is parked
+// as at any dirty death).
+func (d *death) decideLimit(rest resume.Death) []resume.Decision {
+	e, r, o, now := d.e, d.r, d.o, d.now
+	var changed []resume.Decision
+	var ids []string
+	var others []record.Session
+	line := e.Said
+	if e.Limit != nil && e.Limit.Line != "" {
+		line = e.Limit.Line
+	}
+	for _, id := range d.sessionIDs() {
+		sess := d.Sessions[id]
+		if !sess.State.Open() {
+			continue
+		}
+		ld := resume.LimitDeath{Death: resume.Death{Reason: r.Reason, ExitCode: r.ExitCode, Signal: r.Signal, Run: r.Run, At: r.Ended},
+			Reset: d.Config.Limit.reset(sess, e.Limit, e.Random, now), Line: line, Max: d.Config.Limit.resumes()}
+		dec, ok := resume.Limited(*sess, ld, now, d.Config.Resume)
+		if !ok {
+			others = append(others, *sess)
+			continue
+		}
+		if dec.Action == resume.Park {
+			o.add(Count{Metric: "park", Label: record.ParkedByLimit})
+		}
+		s := dec.Session
+		d.Sessions[id] = &s
+		ids = append(ids, id)
+		changed = append(changed, dec)
+	}
+	for _, dec := range resume.Decide(others, rest, now, d.Config.Resume) {
+		if dec.Action == resume.Keep {
+			continue
+		}
+		if dec.Action == resume.Park {
+			o.add(Count{Metric: "park", Label: dec.Session.ParkedBy})
+		}
+		s := dec.Session
+		d.Sessions[s.ID] = &s
+		ids = append(ids, s.ID)
+		changed = append(changed, dec)
+	}
+	if len(ids) > 0 {
+		o.save(ids...)
+	}
+	return changed
+}
+
+// backoff decides, by the restart policy, what follows at the process
+// level: a relaunch (after a delay), the end, or giving up. A limit is not
+// a crash: the backoff does not count it, and what follows is the wait for
+// the reset (or, with --restart never, the end).
+func (d *death) backoff() {
+	r := d.r
+	dec, st := d.Config.Policy.Next(d.Backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
+		Dirty: r.Dirty, ExecFailed: d.e.ExecFailed, Proven: d.TurnDone}, d.e.jitter())
+	if d.limited {
 		dec = crashloop.Decision{Action: crashloop.Relaunch}
-		if m.Policy.ByRestart && m.Config.Policy.Restart == crashloop.Never {
+		if d.Policy.ByRestart && d.Config.Policy.Restart == crashloop.Never {
 			dec.Action = crashloop.Exit
 		}
 	} else {
-		m.Backoff = st
+		d.Backoff = st
 	}
+	d.dec = dec
+}
+
+// commit records the death, with every decision before it, in one commit
+// before anything that follows; an immediate relaunch's delivery is folded
+// into it.
+func (d *death) commit() {
+	dec, o := d.dec, d.o
 	var reserve uint64
-	if m.Stop == nil && dec.Action != crashloop.GiveUp {
-		reserve = m.nextRun
+	if d.Stop == nil && dec.Action != crashloop.GiveUp {
+		reserve = d.nextRun
 	}
-	if m.Stop == nil && dec.Action == crashloop.Relaunch && m.Policy.Fold && reserve != 0 &&
-		m.retryDelay(dec.Delay, e.Ended) == 0 {
-		m.fold(o, reserve)
+	if d.Stop == nil && dec.Action == crashloop.Relaunch && d.Policy.Fold && reserve != 0 &&
+		d.retryDelay(dec.Delay, d.e.Ended) == 0 {
+		d.fold(o, reserve)
 	}
-	o.add(Commit{Kind: CommitDeath, Run: r, Reserve: reserve, Why: "recording the child's death"})
-	if m.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && m.Policy.HoldLogs {
+	o.add(Commit{Kind: CommitDeath, Run: d.r, Reserve: reserve, Why: "recording the child's death"})
+	if d.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && d.Policy.HoldLogs {
 		// The death is committed and the relaunch is immediate: what
 		// follows is only said, and is written once the next child is
 		// forked (or as soon as the loop waits or ends).
 		o.add(HoldLogs{})
 	}
-	m.logDeath(o, e, r, dec)
-	m.logDecisions(o, decs)
-	changed := make([]string, len(decs))
-	for i, d := range decs {
-		changed[i] = d.Session.ID
+}
+
+// say logs the death and the decisions, and tells the observer.
+func (d *death) say() {
+	o := d.o
+	d.logDeath()
+	d.logDecisions(o, d.decs)
+	changed := make([]string, len(d.decs))
+	for i, dec := range d.decs {
+		changed[i] = dec.Session.ID
 	}
-	o.add(ObserveDeath{Run: r, Changed: changed})
-	if m.Guard.Open {
-		o.warn("crash-loop guard is open: automatic resumes are held until a run proves healthy", "chain", m.Guard.Chain)
+	o.add(ObserveDeath{Run: d.r, Changed: changed})
+	if d.Guard.Open {
+		o.warn("crash-loop guard is open: automatic resumes are held until a run proves healthy", "chain", d.Guard.Chain)
 	}
 	o.add(Publish{})
-	m.next(o, e, dec, limited)
 }
 
-// limitDeath reports whether run r, which ended with e, ended on a usage
-// or rate limit: an exit by the agent itself (not 0, or 0 mid-turn) that
-// its words, its hooks or the proxy say a limit caused.
-func (m *Machine) limitDeath(r record.Run, e Exited) bool {
-	if e.ExecFailed || !r.Dirty || (r.Reason != record.ReasonExit && r.Reason != record.ReasonTurnOpen) {
-		return false
-	}
-	return m.limitSeen(e, r.Run)
-}
-
-// jitter is the random number the backoff's jitter draws from.
-func (e Exited) jitter() float64 { return e.Random }
-
-// logDeath says how the run ended and what follows, as next decides it.
-func (m *Machine) logDeath(o *out, e Exited, r record.Run, dec crashloop.Decision) {
+// logDeath says how the run ended and what follows, as follow decides it.
+func (d *death) logDeath() {
+	e, r, dec := d.e, d.r, d.dec
 	next := dec.Action.String()
 	switch {
-	case m.launches == 1 && e.ExecFailed:
+	case d.launches == 1 && e.ExecFailed:
 		next = "end" // the very first launch cannot start: not retried
-	case m.Stop != nil:
+	case d.Stop != nil:
 		next = "stop"
-	case !m.Policy.ByRestart && dec.Action != crashloop.GiveUp:
-		next = m.taskNextWords(e, dec)
+	case !d.Policy.ByRestart && dec.Action != crashloop.GiveUp:
+		next = d.taskNextWords()
 	case dec.Action == crashloop.Relaunch && dec.Delay > 0:
 		next = "relaunch in " + dec.Delay.Round(time.Millisecond).String()
 	case dec.Action == crashloop.Relaunch:
@@ -131,251 +354,128 @@ func (m *Machine) logDeath(o *out, e Exited, r record.Run, dec crashloop.Decisio
 	if e.Said != "" {
 		attrs = append(attrs, "agent_said", e.Said)
 	}
-	o.log(level, "child exited", attrs...)
+	d.o.log(level, "child exited", attrs...)
 }
 
-// next decides what follows a death whose record is committed.
-func (m *Machine) next(o *out, e Exited, dec crashloop.Decision, limited bool) {
+// follow decides what follows a death whose record is committed.
+func (d *death) follow() {
+	e, dec, o := d.e, d.dec, d.o
 	switch {
-	case m.launches == 1 && e.ExecFailed:
+	case d.launches == 1 && e.ExecFailed:
 		// The very first launch failing is a configuration error: say so
 		// and stop, rather than retry a binary that is not there.
 		o.add(End{Code: e.Code, Err: "agent could not be started: " + e.ExecErr})
-	case m.Stop != nil:
-		m.endStopped(o)
+	case d.Stop != nil:
+		d.endStopped(o)
 	case dec.Action == crashloop.GiveUp:
 		o.error("giving up: the agent keeps dying", "failures", dec.Failures,
-			"limit", m.Config.Policy.GiveUp, "exit_code", ExitGaveUp)
+			"limit", d.Config.Policy.GiveUp, "exit_code", ExitGaveUp)
 		o.add(End{Code: ExitGaveUp})
-	case !m.Policy.ByRestart:
-		m.taskNext(o, e, dec)
+	case !d.Policy.ByRestart:
+		d.taskNext()
 	case dec.Action == crashloop.Exit:
 		o.add(End{Code: e.Code})
-	case limited && len(m.pending()) == 0 && m.waitLimit(o, e.Ended):
+	case d.limited && len(d.pending()) == 0 && d.waitLimit(o, e.Ended):
 	default:
-		m.wait(o, m.waitForRetry(o, dec.Delay, e.Ended), false)
+		d.wait(o, d.waitForRetry(dec.Delay), false)
 	}
 }
 
 // waitForRetry is the relaunch delay, stretched to the rate limit's reset
 // time of a session it would resume (retryDelay), and says so.
-func (m *Machine) waitForRetry(o *out, delay time.Duration, now time.Time) time.Duration {
-	d := m.retryDelay(delay, now)
-	if d > delay {
-		o.info("the resume waits for the model API's rate limit to reset", "delay", d.Round(time.Millisecond))
+func (d *death) waitForRetry(delay time.Duration) time.Duration {
+	w := d.retryDelay(delay, d.e.Ended)
+	if w > delay {
+		d.o.info("the resume waits for the model API's rate limit to reset", "delay", w.Round(time.Millisecond))
 	}
-	return d
+	return w
 }
 
-// endStopped ends the loop after a requested stop.
-func (m *Machine) endStopped(o *out) {
-	m.unfold(o, m.nextRun) // a delivery recorded for a run that will not start
-	m.taskStopped(o)
-	o.add(End{Code: m.stopCode()})
+// taskNextWords says in the death's log line what follows in task mode
+// (taskNext): a resume launch, or the end, also when the resume launch
+// could not start.
+func (d *death) taskNextWords() string {
+	switch {
+	case d.e.ExecFailed:
+		return "end of task"
+	case len(d.pending()) == 0 && len(d.limitWaiters()) > 0:
+		return d.limitWords(d.Hold() != "")
+	case len(d.pending()) == 0 && d.Run.Reason == record.ReasonStartTimeout && !d.hang.startRetried && d.Policy.Task:
+		return "the task again (it hung at start)"
+	case len(d.pending()) == 0 && d.Task.rerunDue:
+		return "the task again as a new session"
+	case len(d.pending()) == 0:
+		return "end of task"
+	}
+	if d.dec.Action == crashloop.Relaunch && d.dec.Delay > 0 {
+		return "resume launch in " + d.dec.Delay.Round(time.Millisecond).String()
+	}
+	return "resume launch now"
 }
 
-// stopCode is the exit code after a requested stop: 0, or 128+N when a
-// second signal N forced it.
-func (m *Machine) stopCode() int {
-	if m.Stop != nil && m.Stop.Forced {
-		if m.Stop.Signal != 0 {
-			return 128 + m.Stop.Signal
+// taskNext decides what follows a death in task mode: a resume launch for
+// a pending session, or the end of supervise with its code.
+func (d *death) taskNext() {
+	e, o := d.e, d.o
+	if e.ExecFailed {
+		// A resume launch whose command cannot start: retrying it cannot
+		// help, and the session stays owed its resume.
+		o.error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
+			"err", e.ExecErr)
+		d.taskReport(o)
+		o.add(End{Code: e.Code})
+		return
+	}
+	// Park here, not at the launch, a session whose id the template refuses:
+	// with none left, the launch would be the task itself again.
+	for _, sess := range d.pending() {
+		if _, ok := d.templated(o, sess); ok {
+			o.info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
+			d.wait(o, d.waitForRetry(d.dec.Delay), false)
+			return
 		}
-		return 128 + sigKILL
 	}
-	return ExitOK
+	if d.waitLimit(o, e.Ended) {
+		return
+	}
+	if d.Task.rerunDue {
+		d.Task.rerunDue = false
+		o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		d.wait(o, d.dec.Delay, false)
+		return
+	}
+	if d.startHangRerun() {
+		d.wait(o, d.dec.Delay, false)
+		return
+	}
+	o.add(End{Code: d.taskEnd()})
 }
 
-// stopRequested reports whether e counts as a requested stop: supervise
-// asked the child to stop, or a terminal Ctrl-C reached it shortly before.
-func (m *Machine) stopRequested(e Exited) bool {
-	if m.Stop == nil {
+// startHangRerun: a task whose own launch hung at start, with no session
+// seen, is started again once: nothing ran.
+func (d *death) startHangRerun() bool {
+	if d.Run.Reason != record.ReasonStartTimeout || !d.Policy.Task || d.hang.startRetried || len(d.pending()) > 0 {
 		return false
 	}
-	if m.Stop.FromTTY {
-		return !e.Ended.After(m.Stop.At.Add(m.Config.StopTimeout))
-	}
+	d.hang.startRetried = true
+	d.o.warn("task mode: the agent hung at start before any marker or model request; starting it again once")
 	return true
 }
 
-// classify decides how a run ended, and whether the death is dirty as
-// the reason table says (record.Reason.Dirty).
-func (m *Machine) classify(e Exited) (reason string, dirty bool) {
-	reason = m.reasonOf(e)
-	row, ok := record.LookupReason(reason)
-	return reason, !ok || row.DirtyFor(e.Code) // a reason not in the table is dirty: fail closed
-}
-
-// reasonOf names how a run ended.
-func (m *Machine) reasonOf(e Exited) string {
+// taskEnd returns supervise's exit code at the end of a task and tells the
+// person what they must know.
+func (d *death) taskEnd() int {
+	o, e := d.o, d.e
+	stuck := d.taskReport(o)
 	switch {
-	case m.Abort != nil && (m.Stop == nil || m.Abort.At.Before(m.Stop.At)):
-		return m.Abort.Reason
-	case m.stopRequested(e):
-		return record.ReasonStopped
-	case e.ExecFailed:
-		return record.ReasonExecFailed
-	case e.Signal != 0, e.Code != 0 && e.InnerSignal != 0:
-		return record.ReasonSignal
-	case e.Code != 0:
-		return record.ReasonExit
-	case m.openTurn():
-		return record.ReasonTurnOpen
+	case stuck > 0:
+		o.warn("task ended with a session that needs a person", "exit_code", ExitParked)
+		return ExitParked
+	case d.Task.outcome == marker.OutcomeCompleted:
+		o.info("task ended: its last turn completed", "exit_code", ExitOK)
+		return ExitOK
 	}
-	return record.ReasonExit
-}
-
-// namedOOM renames a dirty death the kernel's OOM killer had a hand in.
-func (m *Machine) namedOOM(o *out, reason string, dirty bool, ooms uint64) string {
-	if !dirty || ooms == 0 {
-		return reason
-	}
-	switch reason {
-	case record.ReasonSignal, record.ReasonExit, record.ReasonTurnOpen:
-		o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", ooms)
-		return record.ReasonOOM
-	}
-	return reason
-}
-
-// decide applies the resume decisions for a death to the sessions and
-// saves them for the death's commit, which follows in the same effects, so
-// every decision is durable before the next child starts. It returns the
-// decisions that changed a session.
-func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decision {
-	var open []record.Session
-	for _, sess := range m.Sessions {
-		if sess.State.Open() {
-			open = append(open, *sess)
-		}
-	}
-	var changed []resume.Decision
-	var ids, breaker []string
-	warm := false
-	for _, dec := range resume.Decide(open, d, now, m.Config.Resume) {
-		if dec.Action == resume.Keep {
-			continue
-		}
-		sess := dec.Session
-		if dec.Action == resume.Park {
-			o.add(Count{Metric: "park", Label: sess.ParkedBy})
-			sess.Fingerprint = nil
-			if sess.ParkedBy == record.ParkedByBreaker {
-				breaker = append(breaker, sess.ID)
-			}
-		}
-		if dec.Action == resume.Resume && m.Config.Resume.Exhausted(sess.CrashCount+1) {
-			warm = true // the next death parks it: hash the agent now
-		}
-		m.Sessions[sess.ID] = &sess
-		ids = append(ids, sess.ID)
-		changed = append(changed, resume.Decision{Action: dec.Action, Session: sess})
-	}
-	if len(ids) > 0 {
-		o.save(ids...)
-	}
-	if m.Config.Fingerprint && (len(breaker) > 0 || warm) {
-		o.add(StampFingerprint{IDs: breaker, Warm: warm && len(breaker) == 0})
-	}
-	return changed
-}
-
-// fingerprinted stamps the agent's fingerprint on sessions the breaker
-// parked, so that a changed agent lifts the park once.
-func (m *Machine) fingerprinted(o *out, e Fingerprinted) {
-	var ids []string
-	for _, id := range e.IDs {
-		if sess := m.Sessions[id]; sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker {
-			sess.Fingerprint = e.Fingerprint
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) > 0 {
-		o.save(ids...)
-	}
-}
-
-// maxDecisionLines bounds the per-session lines logged for one death: a
-// death with 30 000 open sessions logs these and one summary line.
-const maxDecisionLines = 20
-
-// logDecisions says what was decided for each session, after the death
-// that caused it has been logged and the crash-loop guard updated for it:
-// a resume the guard (or --resume off, or the journal check) holds is said
-// to be held, not to be resumed.
-func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
-	logged, rest := 0, map[resume.Action]int{}
-	held := m.Hold()
-	for _, dec := range decs {
-		sess := dec.Session
-		if logged == maxDecisionLines {
-			rest[dec.Action]++
-			continue
-		}
-		logged++
-		switch dec.Action {
-		case resume.Resume:
-			if held != "" && !sess.Resume.Manual {
-				o.warn("session interrupted mid-turn: it is owed a resume, held", "session", sess.ID, "turn", sess.Turn,
-					"held", held, "crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
-				break
-			}
-			o.warn("session interrupted mid-turn: it will be resumed", "session", sess.ID, "turn", sess.Turn,
-				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
-		case resume.Park:
-			o.warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
-				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
-		case resume.Stop:
-			o.info("session stopped mid-turn by the requested stop; not resumed automatically", "session", sess.ID,
-				"turn", sess.Turn, "resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
-		}
-	}
-	if len(rest) > 0 {
-		o.warn("more sessions decided than logged one by one: see supervise status",
-			"logged", logged, "resumed", rest[resume.Resume], "parked", rest[resume.Park], "stopped", rest[resume.Stop])
-	}
-}
-
-// booted takes over what the journal holds; a run the previous supervise
-// left behind is decided as a dirty death before anything starts.
-func (m *Machine) booted(o *out, e Booted, now time.Time) {
-	for i := range e.Sessions {
-		sess := e.Sessions[i]
-		m.Sessions[sess.ID] = &sess
-		if sess.State.Open() {
-			m.open[sess.ID] = true
-		}
-	}
-	m.nextRun, m.LastExit, m.Restarts = e.NextRun, e.LastExit, e.Restarts
-	m.Backoff, m.Guard, m.Verifying = e.Backoff, e.Guard, e.Verifying
-	m.Budget = e.Budget.clean()
-	m.RefusalsChanged++ // the proxy's snapshot starts from what the journal holds
-	for i := range e.Sessions {
-		m.Budgets.track(e.Sessions[i].ID, m.Sessions[e.Sessions[i].ID])
-	}
-	orphan := e.Orphan
-	if r := orphan; r != nil && r.PID == 0 && !m.anyHandedTo(r.Run) {
-		// Reserved and never recorded as launched, and no session was
-		// handed to it: whether or not it forked, no turn was in it. Not a
-		// death; its number is reserved again.
-		o.info("the run the previous supervise reserved never started a child: not a death", "run", r.Run)
-		orphan = nil
-		m.nextRun = max(m.nextRun, r.Run)
-	}
-	if r := orphan; r != nil {
-		// Supervise's own death: the sessions in the run are decided as
-		// at any dirty death (each turn is resumed once, then parked), but
-		// the crash-loop guard, the agent's, does not count it.
-		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
-			"pid", r.PID, "reason", r.Reason)
-		decs := m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
-			Run: r.Run, At: r.Ended}, now)
-		m.logDecisions(o, decs)
-		last := *r
-		m.LastExit = &last
-		if r.Run >= m.nextRun {
-			m.nextRun = r.Run + 1
-		}
-	}
-	o.add(Commit{Kind: CommitBoot, Orphan: orphan, Reserve: m.nextRun, Why: "recording the boot"})
+	o.info("task ended: exiting with the agent's own status", "exit_code", e.Code,
+		"last_outcome", string(d.Task.outcome))
+	return e.Code
 }

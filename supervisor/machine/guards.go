@@ -292,14 +292,3 @@ func (m *Machine) watchHangs(o *out, e TimerFired, now time.Time) {
 		}
 	}
 }
-
-// startHangRerun: a task whose own launch hung at start, with no session
-// seen, is started again once: nothing ran.
-func (m *Machine) startHangRerun(o *out, r record.Run) bool {
-	if r.Reason != record.ReasonStartTimeout || !m.Policy.Task || m.hang.startRetried || len(m.pending()) > 0 {
-		return false
-	}
-	m.hang.startRetried = true
-	o.warn("task mode: the agent hung at start before any marker or model request; starting it again once")
-	return true
-}

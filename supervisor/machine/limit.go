@@ -65,42 +65,18 @@ const (
 	limitJitterMax = 30 * time.Second
 )
 
-// limitResumes is the configured cap.
-func (m *Machine) limitResumes() int {
-	if m.Config.Limit.Resumes > 0 {
-		return m.Config.Limit.Resumes
+// resumes is the configured cap (--limit-resumes).
+func (c LimitConfig) resumes() int {
+	if c.Resumes > 0 {
+		return c.Resumes
 	}
 	return DefaultLimitResumes
 }
 
-// limitSeen reports whether the run that ended with e ended on a limit:
-// the agent's words said so (e.Limit), or a session was waiting on the
-// model API when it exited (the proxy saw a 429/529, or the hooks said
-// the turn stopped on a rate limit: Claude Code's StopFailure
-// "rate_limit").
-//
-// The agent's words concern only the sessions that were mid-turn in the
-// run (in_turn, waiting on the model API, or handed the run's resume):
-// with none, the words change nothing and the death is what it is.
-func (m *Machine) limitSeen(e Exited, run uint64) bool {
-	words := false
-	for _, id := range sortedKeys(m.open) {
-		sess := m.Sessions[id]
-		switch {
-		case sess == nil:
-		case sess.State == record.Waiting && sess.Wait == WaitReconnect:
-			return true
-		case sess.State == record.InTurn, sess.State == record.ResumePending && sess.Resume != nil && sess.Resume.Run == run && run != 0:
-			words = true
-		}
-	}
-	return words && e.Limit != nil
-}
-
-// limitReset is when session sess may be resumed after a limit: the
+// reset is when session sess may be resumed after a limit: the
 // limit's own reset, else the proxy's for it, else the default, plus the
 // jitter drawn from rnd.
-func (m *Machine) limitReset(sess *record.Session, lim *Limit, rnd float64, now time.Time) time.Time {
+func (LimitConfig) reset(sess *record.Session, lim *Limit, rnd float64, now time.Time) time.Time {
 	var at time.Time
 	switch {
 	case lim != nil && lim.Reset.After(now):
@@ -119,57 +95,6 @@ func (m *Machine) limitReset(sess *record.Session, lim *Limit, rnd float64, now 
 	}
 	j := min(at.Sub(now)/10, limitJitterMax)
 	return at.Add(time.Duration(float64(j) * rnd))
-}
-
-// decideLimit applies a limit's death to the sessions: those mid-turn (or
-// handed the run's resume) wait out the limit or are parked past the cap;
-// the rest are decided as the death d is without the limit (the words
-// concern only the sessions mid-turn: one waiting for a person is parked
-// as at any dirty death).
-func (m *Machine) decideLimit(o *out, e Exited, r record.Run, d resume.Death, now time.Time) []resume.Decision {
-	var changed []resume.Decision
-	var ids []string
-	var rest []record.Session
-	line := e.Said
-	if e.Limit != nil && e.Limit.Line != "" {
-		line = e.Limit.Line
-	}
-	for _, id := range m.sessionIDs() {
-		sess := m.Sessions[id]
-		if !sess.State.Open() {
-			continue
-		}
-		d := resume.LimitDeath{Death: resume.Death{Reason: r.Reason, ExitCode: r.ExitCode, Signal: r.Signal, Run: r.Run, At: r.Ended},
-			Reset: m.limitReset(sess, e.Limit, e.Random, now), Line: line, Max: m.limitResumes()}
-		dec, ok := resume.Limited(*sess, d, now, m.Config.Resume)
-		if !ok {
-			rest = append(rest, *sess)
-			continue
-		}
-		if dec.Action == resume.Park {
-			o.add(Count{Metric: "park", Label: record.ParkedByLimit})
-		}
-		s := dec.Session
-		m.Sessions[id] = &s
-		ids = append(ids, id)
-		changed = append(changed, dec)
-	}
-	for _, dec := range resume.Decide(rest, d, now, m.Config.Resume) {
-		if dec.Action == resume.Keep {
-			continue
-		}
-		if dec.Action == resume.Park {
-			o.add(Count{Metric: "park", Label: dec.Session.ParkedBy})
-		}
-		s := dec.Session
-		m.Sessions[s.ID] = &s
-		ids = append(ids, s.ID)
-		changed = append(changed, dec)
-	}
-	if len(ids) > 0 {
-		o.save(ids...)
-	}
-	return changed
 }
 
 // limitsDue makes the sessions whose limit has reset resume_pending, and

@@ -210,18 +210,18 @@ func TestRuleGuard(t *testing.T) {
 func TestRuleClassify(t *testing.T) {
 	m := New(testConfig())
 	m.Abort = &Abort{Reason: record.ReasonWatchdog, At: t0}
-	if r, dirty := m.classify(Exited{Code: 134, Signal: sigABRT}); r != record.ReasonWatchdog || !dirty {
+	if r, dirty := classify(m, Exited{Code: 134, Signal: sigABRT}); r != record.ReasonWatchdog || !dirty {
 		t.Errorf("watchdog abort: %s %v", r, dirty)
 	}
 	m.Abort = nil
 	m.Stop = &Stop{At: t0}
-	if r, dirty := m.classify(Exited{Code: 143, Signal: sigTERM}); r != record.ReasonStopped || dirty {
+	if r, dirty := classify(m, Exited{Code: 143, Signal: sigTERM}); r != record.ReasonStopped || dirty {
 		t.Errorf("requested stop: %s %v", r, dirty)
 	}
 	// The abort began before the stop was asked for: the death is the
 	// watchdog's, and dirty.
 	m.Abort = &Abort{Reason: record.ReasonWatchdog, At: t0.Add(-time.Second)}
-	if r, dirty := m.classify(Exited{Code: 137, Signal: sigKILL}); r != record.ReasonWatchdog || !dirty {
+	if r, dirty := classify(m, Exited{Code: 137, Signal: sigKILL}); r != record.ReasonWatchdog || !dirty {
 		t.Errorf("abort before stop: %s %v", r, dirty)
 	}
 }
@@ -308,4 +308,12 @@ func TestRuleProvenRun(t *testing.T) {
 	if !n.relaunch || n.delay != 0 {
 		t.Errorf("a 1.4s run that completed a turn: %+v, want an immediate relaunch", n)
 	}
+}
+
+// classify runs a death's first stage alone: the reason and dirtiness of
+// a run that ended with e.
+func classify(m *Machine, e Exited) (string, bool) {
+	d := death{Machine: m, o: &out{}, e: e}
+	d.classify()
+	return d.r.Reason, d.r.Dirty
 }

@@ -260,14 +260,14 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			s.fail(ev, "session %s resumed before its limit's retry_at %s (now %s)", id, b.RetryAt, s.now)
 		}
 		// Words never skip a park: a session waiting for a person at a
-		// dirty death is parked.
-		if isExit && held && m.Run.Dirty == (m.Run.Reason != record.ReasonLimit) && m.Run.Reason != record.ReasonStopped &&
+		// dirty death of a run that started is parked.
+		if isExit && !exited.ExecFailed && held && m.Run.Dirty == (m.Run.Reason != record.ReasonLimit) && m.Run.Reason != record.ReasonStopped &&
 			b.State == record.Waiting && b.Wait != record.WaitLimit && b.Wait != WaitReconnect && sess.State != record.Parked {
 			s.fail(ev, "session %s waited for a person (%s) at a dirty death (words: limit %v, lost %v) and is %s, not parked",
 				id, b.Wait, exited.Limit != nil, exited.Lost, sess.State)
 		}
-		if sess.Limits > s.m.limitResumes() && sess.State != record.Parked {
-			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.limitResumes())
+		if sess.Limits > s.m.Config.Limit.resumes() && sess.State != record.Parked {
+			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.Config.Limit.resumes())
 		}
 		limitWait := (sess.State == record.Waiting && sess.Wait == record.WaitLimit) || sess.ParkedBy == record.ParkedByLimit
 		if isExit && s.m.Run.Reason == record.ReasonLimit && limitWait && sess.CrashCount > b.CrashCount {

@@ -174,3 +174,34 @@ func (m *Machine) extendGrace(o *out, d time.Duration, now time.Time) {
 		o.add(Publish{}) // the upward notifier extends supervise's own stop timeout
 	}
 }
+
+// endStopped ends the loop after a requested stop.
+func (m *Machine) endStopped(o *out) {
+	m.unfold(o, m.nextRun) // a delivery recorded for a run that will not start
+	m.taskStopped(o)
+	o.add(End{Code: m.stopCode()})
+}
+
+// stopCode is the exit code after a requested stop: 0, or 128+N when a
+// second signal N forced it.
+func (e *Ending) stopCode() int {
+	if e.Stop != nil && e.Stop.Forced {
+		if e.Stop.Signal != 0 {
+			return 128 + e.Stop.Signal
+		}
+		return 128 + sigKILL
+	}
+	return ExitOK
+}
+
+// stopRequested reports whether e counts as a requested stop: supervise
+// asked the child to stop, or a terminal Ctrl-C reached it shortly before.
+func (n *Ending) stopRequested(e Exited, timeout time.Duration) bool {
+	if n.Stop == nil {
+		return false
+	}
+	if n.Stop.FromTTY {
+		return !e.Ended.After(n.Stop.At.Add(timeout))
+	}
+	return true
+}

@@ -3,9 +3,7 @@ package machine
 import (
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/record"
 )
@@ -139,82 +137,6 @@ func (m *Machine) taskBlocked(o *out) int {
 	o.warn("task not started: an earlier run of the same task left a session parked, stopped or owed a held resume",
 		"sessions", ids, "exit_code", ExitParked)
 	return len(ids)
-}
-
-// taskNextWords says in the death's log line what follows in task mode
-// (taskNext): a resume launch, or the end, also when the resume launch
-// could not start.
-func (m *Machine) taskNextWords(e Exited, dec crashloop.Decision) string {
-	switch {
-	case e.ExecFailed:
-		return "end of task"
-	case len(m.pending()) == 0 && len(m.limitWaiters()) > 0:
-		return m.limitWords(m.Hold() != "")
-	case len(m.pending()) == 0 && m.Run.Reason == record.ReasonStartTimeout && !m.hang.startRetried && m.Policy.Task:
-		return "the task again (it hung at start)"
-	case len(m.pending()) == 0 && m.Task.rerunDue:
-		return "the task again as a new session"
-	case len(m.pending()) == 0:
-		return "end of task"
-	}
-	if dec.Action == crashloop.Relaunch && dec.Delay > 0 {
-		return "resume launch in " + dec.Delay.Round(time.Millisecond).String()
-	}
-	return "resume launch now"
-}
-
-// taskNext decides what follows a death in task mode: a resume launch for
-// a pending session, or the end of supervise with its code.
-func (m *Machine) taskNext(o *out, e Exited, dec crashloop.Decision) {
-	if e.ExecFailed {
-		// A resume launch whose command cannot start: retrying it cannot
-		// help, and the session stays owed its resume.
-		o.error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
-			"err", e.ExecErr)
-		m.taskReport(o)
-		o.add(End{Code: e.Code})
-		return
-	}
-	// Park here, not at the launch, a session whose id the template refuses:
-	// with none left, the launch would be the task itself again.
-	for _, sess := range m.pending() {
-		if _, ok := m.templated(o, sess); ok {
-			o.info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
-			m.wait(o, m.waitForRetry(o, dec.Delay, e.Ended), false)
-			return
-		}
-	}
-	if m.waitLimit(o, e.Ended) {
-		return
-	}
-	if m.Task.rerunDue {
-		m.Task.rerunDue = false
-		o.info("task mode: starting the task again as a new session (its conversation was lost)")
-		m.wait(o, dec.Delay, false)
-		return
-	}
-	if m.startHangRerun(o, m.Run) {
-		m.wait(o, dec.Delay, false)
-		return
-	}
-	o.add(End{Code: m.taskEnd(o, e)})
-}
-
-// taskEnd returns supervise's exit code at the end of a task and tells the
-// person what they must know.
-func (m *Machine) taskEnd(o *out, e Exited) int {
-	stuck := m.taskReport(o)
-	switch {
-	case stuck > 0:
-		o.warn("task ended with a session that needs a person", "exit_code", ExitParked)
-		return ExitParked
-	case m.Task.outcome == marker.OutcomeCompleted:
-		o.info("task ended: its last turn completed", "exit_code", ExitOK)
-		return ExitOK
-	}
-	o.info("task ended: exiting with the agent's own status", "exit_code", e.Code,
-		"last_outcome", string(m.Task.outcome))
-	return e.Code
 }
 
 // taskStopped tells the person who stopped a task how to continue each
