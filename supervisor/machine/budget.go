@@ -42,8 +42,8 @@ func (b Budget) clean() Budget {
 }
 
 // overBudget reports whether sess's own spend is past --max-tokens.
-func (m *Machine) overBudget(sess *record.Session) bool {
-	return m.Config.MaxTokens > 0 && sess.Tokens != nil && sess.Tokens.Spent() > m.Config.MaxTokens
+func (c *Config) overBudget(sess *record.Session) bool {
+	return c.MaxTokens > 0 && sess.Tokens != nil && sess.Tokens.Spent() > c.MaxTokens
 }
 
 // Refusal says whether a model call of session id must not be forwarded,
@@ -71,21 +71,21 @@ func (m *Machine) Refusal(id string) (string, bool) {
 
 // TotalRefusal is the message every model call is answered with while the
 // state dir's budget is spent, "" while it is not.
-func (m *Machine) TotalRefusal() string {
-	if m.Budget.Over(m.Config.MaxTokensTotal) {
-		lift := "supervise resume --state-dir " + ShellQuote(m.Config.StateDir) + " SESSION (a session parked for the budget)"
-		if m.Budget.Parked != "" {
-			lift = ResumeCommand(m.Config.StateDir, m.Budget.Parked)
+func (b *Budgets) TotalRefusal() string {
+	if b.Budget.Over(b.maxTotal) {
+		lift := "supervise resume --state-dir " + ShellQuote(b.stateDir) + " SESSION (a session parked for the budget)"
+		if b.Budget.Parked != "" {
+			lift = ResumeCommand(b.stateDir, b.Budget.Parked)
 		}
 		return "supervise: the token budget of this state dir is spent (--max-tokens-total " +
-			strconv.FormatInt(m.Config.MaxTokensTotal, 10) + ", " + strconv.FormatInt(m.Budget.Since(), 10) +
+			strconv.FormatInt(b.maxTotal, 10) + ", " + strconv.FormatInt(b.Budget.Since(), 10) +
 			" tokens used): no more model calls are forwarded. A person lifts it with: " + lift
 	}
 	return ""
 }
 
 // TotalSpent reports whether --max-tokens-total is spent.
-func (m *Machine) TotalSpent() bool { return m.Budget.Over(m.Config.MaxTokensTotal) }
+func (b *Budgets) TotalSpent() bool { return b.Budget.Over(b.maxTotal) }
 
 // Budgets is the token budgets' part: the state dir's spend, and the
 // sessions parked for a budget, whose model calls the proxy answers itself
@@ -101,6 +101,10 @@ type Budgets struct {
 	// runner republishes its snapshot for the proxy when it moves.
 	RefusalsChanged uint64
 	badUsageSaid    bool
+	// maxTotal is --max-tokens-total; stateDir names the state dir in
+	// the refusal's words. Set by New.
+	maxTotal int64
+	stateDir string
 }
 
 // track keeps the set of budget parks for a session a step saved.
@@ -167,7 +171,7 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	}
 	var reason string
 	switch {
-	case m.overBudget(sess):
+	case m.Config.overBudget(sess):
 		reason = "over its token budget: " + strconv.FormatInt(t.Spent(), 10) + " tokens used (" +
 			strconv.FormatInt(t.Input, 10) + " in, " + strconv.FormatInt(t.Output, 10) + " out), --max-tokens " +
 			strconv.FormatInt(m.Config.MaxTokens, 10) + ": never resumed automatically"
@@ -186,7 +190,7 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	// it, and its model calls are refused.
 	sess.State, sess.ParkedBy, sess.Resume, sess.Fingerprint = record.Parked, record.ParkedByBudget, nil, nil
 	sess.Reason = reason
-	m.touch(sess.ID)
+	m.Task.touch(sess.ID)
 	o.add(Commit{Kind: CommitPending, Why: "recording a park for the token budget"})
 	if wasParked {
 		return

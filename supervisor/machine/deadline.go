@@ -117,25 +117,24 @@ func extendDeadlines(sess *record.Session, d Deadlines, by time.Duration, now ti
 }
 
 // deadlinesLive reports whether turn deadlines are watched now.
-func (m *Machine) deadlinesLive() bool {
-	return m.Running() && m.Config.Deadlines.On() && m.Stop == nil && m.Abort == nil
-}
+func (m *Machine) deadlinesLive() bool { return m.watching() && m.Config.Deadlines.On() }
 
 // armDeadline sets the deadline timer to fire at at, if that is sooner
 // than it is set to (or force).
-func (m *Machine) armDeadline(o *out, at time.Time, force bool) {
-	if m.deadlineArmed && !force && !at.Before(m.deadlineDue) {
+func (w *Watch) armDeadline(o *out, at time.Time, force bool) {
+	if w.deadlineArmed && !force && !at.Before(w.deadlineDue) {
 		return
 	}
-	m.deadlineArmed, m.deadlineDue = true, at
+	w.deadlineArmed, w.deadlineDue = true, at
 	o.arm(TimerDeadline, at)
 }
 
-func (m *Machine) stopDeadlines(o *out) {
-	if m.deadlineArmed {
+// stopDeadlines stops the deadline timer.
+func (w *Watch) stopDeadlines(o *out) {
+	if w.deadlineArmed {
 		o.disarm(TimerDeadline)
 	}
-	m.deadlineArmed, m.DeadlineDeferred = false, 0
+	w.deadlineArmed, w.DeadlineDeferred = false, 0
 }
 
 // noteDeadline arms the timer for sess's deadline after a marker changed it.

@@ -301,7 +301,7 @@ func (d *death) commit() {
 	}
 	if d.Stop == nil && dec.Action == crashloop.Relaunch && d.Policy.Fold && reserve != 0 &&
 		d.retryDelay(dec.Delay, d.e.Ended) == 0 {
-		d.fold(o, reserve)
+		d.fold(o, d.pending(), reserve)
 	}
 	o.add(Commit{Kind: CommitDeath, Run: d.r, Reserve: reserve, Why: "recording the child's death"})
 	if d.Stop == nil && dec.Action == crashloop.Relaunch && dec.Delay == 0 && d.Policy.HoldLogs {

@@ -100,7 +100,7 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 		o.warn("automatic resumes held", "why", m.Hold(), "sessions", ids)
 	}
 	if len(pending) == 0 {
-		m.unfold(o, n)
+		m.unfold(o, m.Sessions, n)
 		m.Task.Ran = true
 		o.add(Launch{Run: n, Argv: m.Config.Argv, Stale: true, Tail: m.Policy.Tail})
 		return
@@ -158,106 +158,6 @@ func copies(ss []*record.Session) []record.Session {
 		out[i] = *s
 	}
 	return out
-}
-
-// fold records, in the death's commit, the delivery of the resumes the
-// launch that follows at once will hand to run: that launch then forks
-// without a commit of its own (one commit, two fdatasyncs, fewer on a
-// restart that resumes). The power-loss enumerator (journal's
-// TestPowerLossCrashImages) proves it adds no crash state: a cut leaves
-// the journal before the death, or the death with its delivery; the
-// delivery recorded for a run that never started is what a cut between a
-// separate delivery commit and the fork leaves too. A launch that hands
-// over something else, or nothing (the resume file cannot be written),
-// corrects it in delivered.
-func (m *Machine) fold(o *out, run uint64) {
-	pending := m.pending()
-	if len(pending) == 0 {
-		return
-	}
-	m.folded = make(map[string]uint64, len(pending))
-	ids := make([]string, 0, len(pending))
-	for _, sess := range pending {
-		m.folded[sess.ID] = sess.Resume.Run
-		r := *sess.Resume
-		r.Delivered++
-		r.Run = run
-		sess.Resume = &r
-		ids = append(ids, sess.ID)
-	}
-	o.save(ids...)
-}
-
-// unfold takes back the deliveries the death's commit recorded for run
-// (fold) when the launch hands over none of them: a stop came first, the
-// hold changed, or the resume file could not be written.
-func (m *Machine) unfold(o *out, run uint64) {
-	folded := m.folded
-	m.folded = nil
-	if ids := m.takeBack(folded, run); len(ids) > 0 {
-		o.save(ids...)
-		o.add(Commit{Kind: CommitPending, Why: "taking back deliveries that were not made"})
-	}
-}
-
-// takeBack restores the resumes of folded that are recorded as handed to
-// run, and returns their ids.
-func (m *Machine) takeBack(folded map[string]uint64, run uint64) []string {
-	var ids []string
-	for id, prev := range folded {
-		if sess := m.Sessions[id]; sess != nil && sess.Resume != nil && sess.Resume.Run == run {
-			r := *sess.Resume
-			r.Delivered--
-			r.Run = prev
-			sess.Resume = &r
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// delivered records that run e.Run got the resumes of e.IDs; the commit
-// follows before the fork (or, live, before the signal), unless the
-// death's commit recorded every one of them already (fold).
-func (m *Machine) delivered(o *out, e Delivered) {
-	if e.Unsent {
-		m.unfold(o, e.Run)
-		return
-	}
-	folded := m.folded
-	m.folded = nil
-	var changed []string
-	for _, id := range e.IDs {
-		sess := m.Sessions[id]
-		if sess == nil || sess.Resume == nil {
-			continue
-		}
-		m.touch(id)
-		if _, ok := folded[id]; ok {
-			// Handed to this run: never taken back below, even when its
-			// resume changed since the fold (a manual resume meanwhile).
-			delete(folded, id)
-			if sess.Resume.Run == e.Run {
-				continue // recorded by the death's commit
-			}
-		}
-		r := *sess.Resume
-		r.Delivered++
-		r.Run = e.Run
-		sess.Resume = &r
-		changed = append(changed, id)
-	}
-	changed = append(changed, m.takeBack(folded, e.Run)...) // recorded for this run, not handed to it
-	o.add(Count{Metric: "resume", N: len(e.IDs)})
-	if len(changed) > 0 {
-		o.save(changed...)
-		o.add(Commit{Kind: CommitPending, Why: "recording the deliveries"})
-	}
-	if e.Live {
-		return
-	}
-	o.info("delivering resumes", "run", e.Run, "via", e.Via, "sessions", e.IDs)
 }
 
 // started records that run e.Run's child runs.

@@ -135,7 +135,7 @@ func (m *Machine) waitLimit(o *out, now time.Time) bool {
 		var lines []string
 		for _, sess := range waiters {
 			lines = append(lines, "session "+sess.ID+" hit a usage or rate limit; it resets at "+sess.RetryAt.UTC().Format(time.RFC3339)+
-				" (in "+wait.Round(time.Second).String()+")", "to continue it then: "+m.rerunCommand(sess.ID))
+				" (in "+wait.Round(time.Second).String()+")", "to continue it then: "+m.Config.rerunCommand(sess.ID))
 		}
 		o.add(Report{Lines: lines})
 		o.warn("task ended by a limit it does not wait out (--limit-wait)", "session", first.ID,

@@ -21,22 +21,22 @@ const lostReason = "its conversation is lost: asked to resume it, the CLI said "
 // inheritRerun gives the first session that begins a turn after the task
 // was started again for a lost conversation that conversation's crash
 // count: the rerun stands in for its resume.
-func (m *Machine) inheritRerun(o *out, sess *record.Session, msg marker.Message) {
-	if m.Task.inherit == 0 || msg.Event != marker.EventTurnBegin || sess.State.Open() {
+func (t *TaskState) inheritRerun(o *out, sess *record.Session, msg marker.Message) {
+	if t.inherit == 0 || msg.Event != marker.EventTurnBegin || sess.State.Open() {
 		return
 	}
 	// Never lower: a session that already counts more consecutive dirty
 	// deaths keeps its own count (the breaker must not be reset by a rerun).
-	sess.CrashCount, m.Task.inherit = max(sess.CrashCount, m.Task.inherit), 0
+	sess.CrashCount, t.inherit = max(sess.CrashCount, t.inherit), 0
 	o.info("the task's new session stands in for the lost one's resume: it takes its crash count",
 		"session", sess.ID, "crash_count", sess.CrashCount)
 }
 
 // taskSeenBefore reports whether a session of this task command is known
 // (from this or an earlier invocation): its hooks are wired.
-func (m *Machine) taskSeenBefore() bool {
-	for _, sess := range m.Sessions {
-		if sess.Task == m.Config.Task.ID && m.Config.Task.ID != "" {
+func (b *Book) taskSeenBefore(task string) bool {
+	for _, sess := range b.Sessions {
+		if sess.Task == task && task != "" {
 			return true
 		}
 	}

@@ -101,10 +101,7 @@ type State struct {
 	// Verifying: the background journal check runs; VerifyFailed: it failed.
 	Verifying    bool
 	VerifyFailed bool
-	// folded holds the sessions whose delivery to the run about to start
-	// was recorded in the death's commit (fold), with the run each had
-	// been handed before; nil when none.
-	folded map[string]uint64
+	Delivery     // which run each resume is handed to (delivery.go)
 }
 
 // Machine is the loop state with its configuration.
@@ -124,8 +121,10 @@ func New(cfg Config) *Machine {
 	if cfg.MaxOpenSessions <= 0 {
 		cfg.MaxOpenSessions = DefaultMaxOpenSessions
 	}
-	return &Machine{Config: cfg, Policy: policyFor(cfg), State: State{Book: Book{Sessions: map[string]*record.Session{},
-		open: map[string]bool{}}}}
+	policy := policyFor(cfg)
+	return &Machine{Config: cfg, Policy: policy, State: State{Book: Book{Sessions: map[string]*record.Session{},
+		open: map[string]bool{}}, Task: TaskState{remember: policy.Remember},
+		Budgets: Budgets{maxTotal: cfg.MaxTokensTotal, stateDir: cfg.StateDir}}}
 }
 
 // Signal numbers Step needs, as Linux and macOS number them.
@@ -147,7 +146,7 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 	case LaunchDue:
 		m.launchDue(&o, e, now)
 	case Delivered:
-		m.delivered(&o, e)
+		m.delivered(&o, e, m.Sessions, &m.Task)
 	case Started:
 		m.started(&o, e)
 	case Exited:

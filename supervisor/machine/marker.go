@@ -56,7 +56,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		if m.Policy.Remember {
 			// The hooks are wired, and the task has this parked session.
 			m.Task.Markers, m.Task.runMarkers = true, true
-			m.touch(sess.ID)
+			m.Task.touch(sess.ID)
 		}
 		m.refuseParked(o, sess, string(msg.Event), m.Config.StateDir)
 		o.add(Refuse{PID: msg.PID})
@@ -76,8 +76,8 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	}
 	sess.LastHeartbeat = now
 	sess.Updated = now
-	m.taskMarker(msg)
-	m.inheritRerun(o, sess, msg)
+	m.Task.marker(msg)
+	m.Task.inheritRerun(o, sess, msg)
 	if m.Run.Run != 0 {
 		sess.Run = m.Run.Run
 	}
@@ -323,7 +323,7 @@ func (m *Machine) beats(o *out, e Beats, now time.Time) {
 		at := e.Sessions[id]
 		if m.Policy.Remember {
 			m.Task.Markers = true
-			m.touch(id)
+			m.Task.touch(id)
 		}
 		sess, ok := m.Sessions[id]
 		if !ok {

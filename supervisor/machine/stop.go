@@ -118,8 +118,8 @@ func (m *Machine) requestStop(o *out, sig int, name string, now time.Time) {
 }
 
 // armGrace starts the grace period of an ending that began at start.
-func (m *Machine) armGrace(o *out, start, deadline time.Time) {
-	m.Grace = Grace{Armed: true, Start: start, Deadline: deadline}
+func (n *Ending) armGrace(o *out, start, deadline time.Time) {
+	n.Grace = Grace{Armed: true, Start: start, Deadline: deadline}
 	o.arm(TimerGrace, deadline)
 }
 
@@ -177,7 +177,7 @@ func (m *Machine) extendGrace(o *out, d time.Duration, now time.Time) {
 
 // endStopped ends the loop after a requested stop.
 func (m *Machine) endStopped(o *out) {
-	m.unfold(o, m.nextRun) // a delivery recorded for a run that will not start
+	m.unfold(o, m.Sessions, m.nextRun) // a delivery recorded for a run that will not start
 	m.taskStopped(o)
 	o.add(End{Code: m.stopCode()})
 }

@@ -69,31 +69,34 @@ type TaskState struct {
 	// rerun counts toward the breaker like any resume.
 	reran, rerunDue bool
 	inherit         int
+	// remember: the task's sessions and outcome are kept
+	// (Policy.Remember), set by New.
+	remember bool
 }
 
 // touch records that session id was seen in this invocation.
-func (m *Machine) touch(id string) {
-	if !m.Policy.Remember {
+func (t *TaskState) touch(id string) {
+	if !t.remember {
 		return
 	}
-	if m.Task.touched == nil {
-		m.Task.touched = map[string]bool{}
+	if t.touched == nil {
+		t.touched = map[string]bool{}
 	}
-	m.Task.touched[id] = true
+	t.touched[id] = true
 }
 
 // taskMarker records what a marker means for the task's end.
-func (m *Machine) taskMarker(msg marker.Message) {
-	if !m.Policy.Remember {
+func (t *TaskState) marker(msg marker.Message) {
+	if !t.remember {
 		return
 	}
-	m.Task.Markers, m.Task.runMarkers = true, true
-	m.touch(msg.Session)
+	t.Markers, t.runMarkers = true, true
+	t.touch(msg.Session)
 	switch msg.Event {
 	case marker.EventTurnBegin, marker.EventResumed:
-		m.Task.outcome = ""
+		t.outcome = ""
 	case marker.EventTurnEnd:
-		m.Task.outcome = msg.Outcome
+		t.outcome = msg.Outcome
 	}
 }
 
@@ -130,7 +133,7 @@ func (m *Machine) taskBlocked(o *out) int {
 		default:
 			what = "is parked: " + sess.Reason
 		}
-		lines = append(lines, "session "+id+" of this task "+what, "to resume it: "+m.rerunCommand(id))
+		lines = append(lines, "session "+id+" of this task "+what, "to resume it: "+m.Config.rerunCommand(id))
 	}
 	lines = append(lines, "not starting the task again: it would open a new session and repeat what that session may already have done. To start it afresh anyway, add --rerun-task.")
 	o.add(Report{Lines: lines})
@@ -150,7 +153,7 @@ func (m *Machine) taskStopped(o *out) {
 	}
 	var lines []string
 	held := m.Hold()
-	for _, id := range m.touchedIn(record.Stopped, record.ResumePending) {
+	for _, id := range m.Task.touchedIn(m.Sessions, record.Stopped, record.ResumePending) {
 		what := "was stopped mid-turn"
 		if sess := m.Sessions[id]; sess.State == record.ResumePending {
 			what = "is still owed a resume (the stop came before its resume launch)"
@@ -158,7 +161,7 @@ func (m *Machine) taskStopped(o *out) {
 				what = "is still owed a resume that is held (" + held + ")"
 			}
 		}
-		lines = append(lines, "session "+id+" "+what+"; to resume it: "+m.rerunCommand(id))
+		lines = append(lines, "session "+id+" "+what+"; to resume it: "+m.Config.rerunCommand(id))
 	}
 	if len(lines) > 0 {
 		o.add(Report{Lines: lines})
@@ -166,10 +169,10 @@ func (m *Machine) taskStopped(o *out) {
 }
 
 // touchedIn lists the sessions of this invocation in one of states.
-func (m *Machine) touchedIn(states ...record.SessionState) []string {
+func (t *TaskState) touchedIn(sessions map[string]*record.Session, states ...record.SessionState) []string {
 	var ids []string
-	for id := range m.Task.touched {
-		if sess := m.Sessions[id]; sess != nil {
+	for id := range t.touched {
+		if sess := sessions[id]; sess != nil {
 			for _, st := range states {
 				if sess.State == st {
 					ids = append(ids, id)
@@ -187,18 +190,18 @@ func (m *Machine) touchedIn(states ...record.SessionState) []string {
 // resumes it. It returns how many such sessions there are.
 func (m *Machine) taskReport(o *out) int {
 	var lines []string
-	if !m.Task.Markers && !m.taskSeenBefore() {
+	if !m.Task.Markers && !m.taskSeenBefore(m.Config.Task.ID) {
 		lines = append(lines, "warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.",
 			"the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")
 	}
-	ids := m.touchedIn(record.Parked, record.ResumePending)
+	ids := m.Task.touchedIn(m.Sessions, record.Parked, record.ResumePending)
 	for _, id := range ids {
 		sess := m.Sessions[id]
 		switch held := m.Hold(); {
 		case sess.State == record.Parked && strings.HasPrefix(sess.Reason, lostReason):
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason,
-				"to start the task afresh (check first what the interrupted turn did): "+m.rerunTaskCommand(),
-				"or, if the CLI can resume it after all: "+m.rerunCommand(id))
+				"to start the task afresh (check first what the interrupted turn did): "+m.Config.rerunTaskCommand(),
+				"or, if the CLI can resume it after all: "+m.Config.rerunCommand(id))
 			continue
 		case sess.State == record.Parked:
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason)
@@ -207,7 +210,7 @@ func (m *Machine) taskReport(o *out) int {
 		default:
 			lines = append(lines, "session "+id+" is still owed a resume: "+sess.Reason)
 		}
-		lines = append(lines, "to resume it: "+m.rerunCommand(id))
+		lines = append(lines, "to resume it: "+m.Config.rerunCommand(id))
 	}
 	if len(lines) > 0 {
 		o.add(Report{Lines: lines})
@@ -218,23 +221,23 @@ func (m *Machine) taskReport(o *out) int {
 // rerunCommand is the shell command that resumes session id by hand and
 // runs this supervise again, which delivers the resume (and does not start
 // the task again).
-func (m *Machine) rerunCommand(id string) string {
-	argv := m.taskCommand()
-	return QuoteArgs([]string{argv[0], "resume", "--state-dir", m.Config.StateDir, id}) + " && " + QuoteArgs(argv)
+func (c *Config) rerunCommand(id string) string {
+	argv := c.taskCommand()
+	return QuoteArgs([]string{argv[0], "resume", "--state-dir", c.StateDir, id}) + " && " + QuoteArgs(argv)
 }
 
 // taskCommand is supervise's own command line (Task.Command), or, when
 // unknown, "supervise", the flags that matter and the agent argv.
-func (m *Machine) taskCommand() []string {
-	if argv := m.Config.Task.Command; len(argv) > 0 {
+func (c *Config) taskCommand() []string {
+	if argv := c.Task.Command; len(argv) > 0 {
 		return argv
 	}
-	return append([]string{"supervise", "--state-dir", m.Config.StateDir, "--resume-exec", strings.Join(m.Config.Task.Exec, " "), "--"}, m.Config.Argv...)
+	return append([]string{"supervise", "--state-dir", c.StateDir, "--resume-exec", strings.Join(c.Task.Exec, " "), "--"}, c.Argv...)
 }
 
 // rerunTaskCommand is this supervise's command line with --rerun-task.
-func (m *Machine) rerunTaskCommand() string {
-	argv := m.taskCommand()
+func (c *Config) rerunTaskCommand() string {
+	argv := c.taskCommand()
 	at := 1
 	if len(argv) > 1 && argv[1] == "run" {
 		at = 2

@@ -74,7 +74,7 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 		m.refuseParked(o, sess, "model traffic", m.Config.StateDir)
 		return
 	}
-	msg, ok := m.trafficMarker(e)
+	msg, ok := m.trafficMarker(e, m.Run)
 	if !ok {
 		return
 	}
@@ -89,18 +89,18 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 
 // trafficSession is the session e names, held or as the journal holds it;
 // nil when neither has it.
-func (m *Machine) trafficSession(e Traffic) *record.Session {
-	if sess := m.Sessions[e.Session]; sess != nil {
+func (b *Book) trafficSession(e Traffic) *record.Session {
+	if sess := b.Sessions[e.Session]; sess != nil {
 		return sess
 	}
 	return e.Stored
 }
 
 // trafficMarker turns e into the marker hooks would send, false when it
-// would only restate the session's state.
-func (m *Machine) trafficMarker(e Traffic) (marker.Message, bool) {
-	msg := marker.Message{PID: int32(m.Run.PID), Session: e.Session}
-	sess := m.Sessions[e.Session]
+// would only restate the session's state: run is the current run.
+func (b *Book) trafficMarker(e Traffic, run record.Run) (marker.Message, bool) {
+	msg := marker.Message{PID: int32(run.PID), Session: e.Session}
+	sess := b.Sessions[e.Session]
 	if sess == nil && e.Stored != nil {
 		sess = e.Stored
 	}
@@ -114,7 +114,7 @@ func (m *Machine) trafficMarker(e Traffic) (marker.Message, bool) {
 		switch {
 		case open:
 			return msg, false
-		case state == record.ResumePending && sess.Resume != nil && sess.Resume.Run == m.Run.Run:
+		case state == record.ResumePending && sess.Resume != nil && sess.Resume.Run == run.Run:
 			// The relaunched agent calls the model for the session it was
 			// handed: it took the resume.
 			msg.Event = marker.EventResumed
