@@ -38,9 +38,9 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 		// the crash-loop guard, the agent's, does not count it.
 		o.warn("the run the previous supervise left behind counts as a dirty death", "run", r.Run,
 			"pid", r.PID, "reason", r.Reason)
-		decs := m.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
-			Run: r.Run, At: r.Ended}, now)
-		m.logDecisions(o, decs)
+		decs := m.Book.decide(o, resume.Death{Reason: r.Reason, Signal: r.Signal, ExitCode: r.ExitCode,
+			Run: r.Run, At: r.Ended}, now, m.Config.Resume, m.Config.Fingerprint)
+		logDecisions(o, decs, m.Hold(), m.Config.StateDir)
 		last := *r
 		m.LastExit = &last
 		if r.Run >= m.nextRun {

@@ -224,15 +224,15 @@ func LiftsBudget(sess record.Session) bool {
 // session's own is resume.Manual's): a spent budget, whichever session the
 // person resumes, or any resume of a session parked for a budget, counts
 // it again from what all have spent.
-func (m *Machine) liftBudget(o *out, before record.Session) {
-	if !m.TotalSpent() && (!LiftsBudget(before) || m.Budget.Lifted == m.Budget.Spent) {
+func (b *Budgets) liftBudget(o *out, before record.Session) {
+	if !b.TotalSpent() && (!LiftsBudget(before) || b.Budget.Lifted == b.Budget.Spent) {
 		return
 	}
-	if m.Config.MaxTokensTotal > 0 {
+	if b.maxTotal > 0 {
 		o.info("the state dir's token budget lifted by hand: --max-tokens-total counts again from now",
-			"session", before.ID, "tokens_total", m.Budget.Spent)
+			"session", before.ID, "tokens_total", b.Budget.Spent)
 	}
-	m.Budget = m.Budget.Lift()
-	m.RefusalsChanged++
+	b.Budget = b.Budget.Lift()
+	b.RefusalsChanged++
 	o.savePolicy()
 }

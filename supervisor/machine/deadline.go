@@ -138,33 +138,33 @@ func (w *Watch) stopDeadlines(o *out) {
 }
 
 // noteDeadline arms the timer for sess's deadline after a marker changed it.
-func (m *Machine) noteDeadline(o *out, sess *record.Session) {
-	if !m.deadlinesLive() {
+func (w *Watch) noteDeadline(o *out, sess *record.Session, d Deadlines, live bool) {
+	if !live {
 		return
 	}
-	if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok {
-		m.armDeadline(o, dl.At, false)
+	if dl, ok := SessionDeadline(sess, d); ok {
+		w.armDeadline(o, dl.At, false)
 	}
 }
 
 // rearmDeadlines sets the timer to the earliest deadline of any session, or
 // stops it.
-func (m *Machine) rearmDeadlines(o *out) {
-	if !m.deadlinesLive() {
-		m.stopDeadlines(o)
+func (w *Watch) rearmDeadlines(o *out, sessions map[string]*record.Session, d Deadlines, live bool) {
+	if !live {
+		w.stopDeadlines(o)
 		return
 	}
 	var first time.Time
-	for _, sess := range m.Sessions {
-		if dl, ok := SessionDeadline(sess, m.Config.Deadlines); ok && (first.IsZero() || dl.At.Before(first)) {
+	for _, sess := range sessions {
+		if dl, ok := SessionDeadline(sess, d); ok && (first.IsZero() || dl.At.Before(first)) {
 			first = dl.At
 		}
 	}
 	if first.IsZero() {
-		m.stopDeadlines(o)
+		w.stopDeadlines(o)
 		return
 	}
-	m.armDeadline(o, first, true)
+	w.armDeadline(o, first, true)
 }
 
 // deadlineFired: a turn or phase past its deadline stops the agent (reason
@@ -184,7 +184,7 @@ func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
 	}
 	if len(late) == 0 {
 		m.DeadlineDeferred = 0
-		m.rearmDeadlines(o)
+		m.rearmDeadlines(o, m.Sessions, m.Config.Deadlines, m.deadlinesLive())
 		return
 	}
 	// A turn-end or phase marker may be queued on the socket: read it first.
@@ -209,7 +209,7 @@ func (m *Machine) deadlineFired(o *out, e TimerFired, now time.Time) {
 // each flag. Heartbeats never extend anything.
 func (m *Machine) extendTimeout(o *out, msg marker.Message, by time.Duration, now time.Time) {
 	if m.Grace.Armed {
-		m.extendGrace(o, by, now)
+		m.extendGrace(o, by, now, m.Config.StopTimeout, m.Run.PID)
 		return
 	}
 	if !m.Config.Deadlines.On() {

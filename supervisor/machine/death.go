@@ -214,8 +214,8 @@ func (d *death) decideSessions() {
 			Run: r.Run, At: r.Ended, Said: e.Said})
 	case !e.ExecFailed:
 		requested := r.Reason == record.ReasonStopped && !r.Dirty
-		d.decs = d.decide(d.o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
-			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, d.now)
+		d.decs = d.Book.decide(d.o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
+			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, d.now, d.Config.Resume, d.Config.Fingerprint)
 	}
 }
 
@@ -316,7 +316,7 @@ func (d *death) commit() {
 func (d *death) say() {
 	o := d.o
 	d.logDeath()
-	d.logDecisions(o, d.decs)
+	logDecisions(o, d.decs, d.Hold(), d.Config.StateDir)
 	changed := make([]string, len(d.decs))
 	for i, dec := range d.decs {
 		changed[i] = dec.Session.ID
@@ -422,14 +422,14 @@ func (d *death) taskNext() {
 		// help, and the session stays owed its resume.
 		o.error("the --resume-exec command could not be started: ending the task; the session stays owed its resume",
 			"err", e.ExecErr)
-		d.taskReport(o)
+		d.Task.report(o, &d.Book, &d.Config, d.Hold())
 		o.add(End{Code: e.Code})
 		return
 	}
 	// Park here, not at the launch, a session whose id the template refuses:
 	// with none left, the launch would be the task itself again.
 	for _, sess := range d.pending() {
-		if _, ok := d.templated(o, sess); ok {
+		if _, ok := templated(o, d.Config.Task.Exec, sess); ok {
 			o.info("task mode: relaunching as --resume-exec for a pending session", "session", sess.ID)
 			d.wait(o, d.waitForRetry(d.dec.Delay), false)
 			return
@@ -466,7 +466,7 @@ func (d *death) startHangRerun() bool {
 // person what they must know.
 func (d *death) taskEnd() int {
 	o, e := d.o, d.e
-	stuck := d.taskReport(o)
+	stuck := d.Task.report(o, &d.Book, &d.Config, d.Hold())
 	switch {
 	case stuck > 0:
 		o.warn("task ended with a session that needs a person", "exit_code", ExitParked)

@@ -14,9 +14,9 @@ func (e Exited) jitter() float64 { return e.Random }
 // saves them for the death's commit, which follows in the same effects, so
 // every decision is durable before the next child starts. It returns the
 // decisions that changed a session.
-func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decision {
+func (b *Book) decide(o *out, d resume.Death, now time.Time, p resume.Policy, fingerprint bool) []resume.Decision {
 	var open []record.Session
-	for _, sess := range m.Sessions {
+	for _, sess := range b.Sessions {
 		if sess.State.Open() {
 			open = append(open, *sess)
 		}
@@ -24,7 +24,7 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 	var changed []resume.Decision
 	var ids, breaker []string
 	warm := false
-	for _, dec := range resume.Decide(open, d, now, m.Config.Resume) {
+	for _, dec := range resume.Decide(open, d, now, p) {
 		if dec.Action == resume.Keep {
 			continue
 		}
@@ -36,17 +36,17 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 				breaker = append(breaker, sess.ID)
 			}
 		}
-		if dec.Action == resume.Resume && m.Config.Resume.Exhausted(sess.CrashCount+1) {
+		if dec.Action == resume.Resume && p.Exhausted(sess.CrashCount+1) {
 			warm = true // the next death parks it: hash the agent now
 		}
-		m.Sessions[sess.ID] = &sess
+		b.Sessions[sess.ID] = &sess
 		ids = append(ids, sess.ID)
 		changed = append(changed, resume.Decision{Action: dec.Action, Session: sess})
 	}
 	if len(ids) > 0 {
 		o.save(ids...)
 	}
-	if m.Config.Fingerprint && (len(breaker) > 0 || warm) {
+	if fingerprint && (len(breaker) > 0 || warm) {
 		o.add(StampFingerprint{IDs: breaker, Warm: warm && len(breaker) == 0})
 	}
 	return changed
@@ -54,10 +54,10 @@ func (m *Machine) decide(o *out, d resume.Death, now time.Time) []resume.Decisio
 
 // fingerprinted stamps the agent's fingerprint on sessions the breaker
 // parked, so that a changed agent lifts the park once.
-func (m *Machine) fingerprinted(o *out, e Fingerprinted) {
+func (b *Book) fingerprinted(o *out, e Fingerprinted) {
 	var ids []string
 	for _, id := range e.IDs {
-		if sess := m.Sessions[id]; sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker {
+		if sess := b.Sessions[id]; sess != nil && sess.State == record.Parked && sess.ParkedBy == record.ParkedByBreaker {
 			sess.Fingerprint = e.Fingerprint
 			ids = append(ids, id)
 		}
@@ -74,10 +74,9 @@ const maxDecisionLines = 20
 // logDecisions says what was decided for each session, after the death
 // that caused it has been logged and the crash-loop guard updated for it:
 // a resume the guard (or --resume off, or the journal check) holds is said
-// to be held, not to be resumed.
-func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
+// to be held (why: held), not to be resumed.
+func logDecisions(o *out, decs []resume.Decision, held, stateDir string) {
 	logged, rest := 0, map[resume.Action]int{}
-	held := m.Hold()
 	for _, dec := range decs {
 		sess := dec.Session
 		if logged == maxDecisionLines {
@@ -96,10 +95,10 @@ func (m *Machine) logDecisions(o *out, decs []resume.Decision) {
 				"crash_count", sess.CrashCount, "attempt", sess.Resume.Attempt, "phase", sess.Phase, "tool", sess.Tool, "detail", sess.Detail)
 		case resume.Park:
 			o.warn("session parked: it will not be resumed automatically", "session", sess.ID, "turn", sess.Turn,
-				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
+				"crash_count", sess.CrashCount, "reason", sess.Reason, "resume_with", ResumeCommand(stateDir, sess.ID))
 		case resume.Stop:
 			o.info("session stopped mid-turn by the requested stop; not resumed automatically", "session", sess.ID,
-				"turn", sess.Turn, "resume_with", ResumeCommand(m.Config.StateDir, sess.ID))
+				"turn", sess.Turn, "resume_with", ResumeCommand(stateDir, sess.ID))
 		}
 	}
 	if len(rest) > 0 {

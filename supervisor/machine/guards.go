@@ -104,9 +104,9 @@ func (m *Machine) flush(o *out, e TimerFired, now time.Time) {
 	if e.MaxRSS > 0 && e.RSS > e.MaxRSS && m.watching() {
 		m.trip(o, guardMemory, "", now, "rss", e.RSS, "max_rss", e.MaxRSS)
 	}
-	m.rearmDeadlines(o)
+	m.rearmDeadlines(o, m.Sessions, m.Config.Deadlines, m.deadlinesLive())
 	m.watchHangs(o, e, now)
-	if m.Running() && m.limitsDue(o, now) {
+	if m.Running() && m.limitsDue(o, now, m.Hold() != "") {
 		m.deliverLive(o)
 	}
 	o.add(Publish{})
@@ -186,15 +186,15 @@ func (w *Watch) armWatchdog(o *out, d time.Duration, now time.Time) {
 
 // setWatchdog applies WATCHDOG_USEC= from the agent: a new period, counted
 // from now (systemd resets the timer too).
-func (m *Machine) setWatchdog(o *out, d time.Duration, now time.Time) {
+func (w *Watch) setWatchdog(o *out, d time.Duration, now time.Time, running bool) {
 	d = min(max(d, minWatchdog), maxWatchdog)
-	if !m.Running() {
+	if !running {
 		return
 	}
 	o.info("agent changed its watchdog period", "watchdog", d)
-	m.Watchdog.Period = d
-	m.Watchdog.due = now.Add(d)
-	o.add(Arm{Timer: TimerWatchdog, At: m.Watchdog.due, ResetPing: true})
+	w.Watchdog.Period = d
+	w.Watchdog.due = now.Add(d)
+	o.add(Arm{Timer: TimerWatchdog, At: w.Watchdog.due, ResetPing: true})
 }
 
 // watchdogFired runs when the watchdog timer fires.

@@ -61,24 +61,24 @@ func InteractiveArgv(argv []string) bool {
 
 // interactiveTurnBegin: in an interactive task, a turn-begin from a run
 // that was handed a resume takes it.
-func (m *Machine) interactiveTurnBegin(o *out, sess *record.Session, msg marker.Message, now time.Time) marker.Message {
-	if !m.Policy.Interactive || msg.Event != marker.EventTurnBegin || m.Run.Run == 0 {
+func (b *Book) interactiveTurnBegin(o *out, sess *record.Session, msg marker.Message, now time.Time, run uint64) marker.Message {
+	if msg.Event != marker.EventTurnBegin || run == 0 {
 		return msg
 	}
-	if handedTo(sess, m.Run.Run) {
+	if handedTo(sess, run) {
 		o.info("interactive: the relaunched agent began its continuation as a new turn: it took the resume", "session", sess.ID)
 		msg.Event, msg.Prompt = marker.EventResumed, ""
 		return msg
 	}
 	var ids []string
-	for _, id := range m.sessionIDs() {
-		if other := m.Sessions[id]; id != sess.ID && handedTo(other, m.Run.Run) {
+	for _, id := range b.sessionIDs() {
+		if other := b.Sessions[id]; id != sess.ID && handedTo(other, run) {
 			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		other := m.Sessions[id]
+		other := b.Sessions[id]
 		other.State, other.Resume, other.Updated = record.Idle, nil, now
 		other.Reason = "continued as session " + sess.ID + " (interactive resume)"
 		o.save(id)

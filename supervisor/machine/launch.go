@@ -19,7 +19,7 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 	}
 	first := m.launches == 0
 	m.on(onDue)
-	m.limitsDue(o, now)
+	m.limitsDue(o, now, m.Hold() != "")
 	if first && m.Verifying && len(m.owed()) > 0 {
 		// Nothing is resumed from state not yet verified.
 		o.info("waiting for the journal check before the first launch: resumes are owed")
@@ -32,12 +32,12 @@ func (m *Machine) launchDue(o *out, e LaunchDue, now time.Time) {
 	if m.Policy.Task && len(m.pending()) == 0 && m.waitLimit(o, now) {
 		return // a session of the task waits out a limit: not the task again
 	}
-	if first && m.Policy.BlockRerun && len(m.pending()) == 0 && m.taskBlocked(o) > 0 {
+	if first && m.Policy.BlockRerun && len(m.pending()) == 0 && m.taskBlocked(o, &m.Config, m.Hold()) > 0 {
 		o.add(End{Code: ExitParked})
 		return
 	}
 	n := m.launch()
-	m.liftParks(o, e.Fingerprint, now)
+	m.liftParks(o, e.Fingerprint, now, m.Config.Resume)
 	m.prepareDelivery(o, n)
 }
 
@@ -59,18 +59,18 @@ func (m *Machine) NeedFingerprint() bool {
 // liftParks: a session parked by the breaker under an agent whose
 // fingerprint differs from the one about to run becomes resume_pending,
 // once.
-func (m *Machine) liftParks(o *out, fp *record.Fingerprint, now time.Time) {
+func (b *Book) liftParks(o *out, fp *record.Fingerprint, now time.Time, p resume.Policy) {
 	if fp == nil {
 		return
 	}
 	var ids []string
-	for _, id := range m.sessionIDs() {
-		sess := m.Sessions[id]
+	for _, id := range b.sessionIDs() {
+		sess := b.Sessions[id]
 		if !resume.Liftable(*sess, fp.Sum) {
 			continue
 		}
 		was := sess.Fingerprint
-		*sess = resume.Lift(*sess, now, m.Config.Resume)
+		*sess = resume.Lift(*sess, now, p)
 		ids = append(ids, sess.ID)
 		o.warn("session's park lifted: the agent changed since it was parked; resuming it once",
 			"session", sess.ID, "turn", sess.Turn, "crash_count", sess.CrashCount,
@@ -111,7 +111,7 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 			o.warn("task mode: a resume is owed from an earlier run of supervise; delivering it instead of starting the task again (the task argv runs only when nothing is owed)",
 				"session", pending[0].ID)
 		}
-		if argv, pending = m.execArgv(o, pending); pending == nil {
+		if argv, pending = execArgv(o, m.Config.Task.Exec, pending); pending == nil {
 			m.prepareDelivery(o, n) // every one was refused and parked
 			return
 		}
@@ -128,9 +128,9 @@ func (m *Machine) prepareDelivery(o *out, n uint64) {
 // execArgv builds the --resume-exec argv of the oldest pending session.
 // A session whose id cannot go into an argv is parked instead, with its
 // reason, and the next one is tried; nil when none is left.
-func (m *Machine) execArgv(o *out, pending []*record.Session) ([]string, []*record.Session) {
+func execArgv(o *out, exec []string, pending []*record.Session) ([]string, []*record.Session) {
 	for _, sess := range pending {
-		if argv, ok := m.templated(o, sess); ok {
+		if argv, ok := templated(o, exec, sess); ok {
 			return argv, []*record.Session{sess}
 		}
 	}
@@ -139,8 +139,8 @@ func (m *Machine) execArgv(o *out, pending []*record.Session) ([]string, []*reco
 
 // templated fills the --resume-exec template for sess; a session whose id
 // cannot be passed (see resume.ExecArgv) is parked instead, with the reason.
-func (m *Machine) templated(o *out, sess *record.Session) ([]string, bool) {
-	argv, err := resume.ExecArgv(m.Config.Task.Exec, resume.Items(copies([]*record.Session{sess}))[0])
+func templated(o *out, exec []string, sess *record.Session) ([]string, bool) {
+	argv, err := resume.ExecArgv(exec, resume.Items(copies([]*record.Session{sess}))[0])
 	if err == nil {
 		return argv, true
 	}

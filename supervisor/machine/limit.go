@@ -99,9 +99,9 @@ func (LimitConfig) reset(sess *record.Session, lim *Limit, rnd float64, now time
 
 // limitsDue makes the sessions whose limit has reset resume_pending, and
 // reports whether any did.
-func (m *Machine) limitsDue(o *out, now time.Time) bool {
+func (b *Book) limitsDue(o *out, now time.Time, held bool) bool {
 	var ids []string
-	for _, sess := range m.limitWaiters() {
+	for _, sess := range b.waiters(held) {
 		if sess.State != record.Waiting {
 			continue // owed a resume already: due by its retry_at alone
 		}

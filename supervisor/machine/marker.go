@@ -43,11 +43,11 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	if msg.Barrier || msg.Session == "" {
 		return // a barrier is the runner's: answered once what came before it is durable
 	}
-	if m.overOpenCap(o, msg, now) {
+	if m.overOpenCap(o, msg, now, m.Config.MaxOpenSessions) {
 		o.add(Refuse{PID: msg.PID})
 		return
 	}
-	sess := m.sessionFor(o, e, now)
+	sess := m.sessionFor(o, e, now, m.Config.MaxOpenSessions)
 	if sess == nil {
 		o.add(Refuse{PID: msg.PID})
 		return
@@ -64,7 +64,9 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		o.save(sess.ID)
 		return
 	}
-	msg = m.interactiveTurnBegin(o, sess, msg, now)
+	if m.Policy.Interactive {
+		msg = m.interactiveTurnBegin(o, sess, msg, now, m.Run.Run)
+	}
 	if why, ignore := outOfSequence(sess, msg); why != "" {
 		m.sayOutOfSequence(o, sess, msg, why, ignore, now)
 		if ignore {
@@ -81,7 +83,9 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 	if m.Run.Run != 0 {
 		sess.Run = m.Run.Run
 	}
-	m.transition(o, sess, msg, now)
+	if transition(o, sess, msg, now) {
+		m.turnCompleted(o, sess)
+	}
 	if msg.Event != marker.EventWaiting && sess.State != record.Waiting {
 		sess.Wait, sess.RetryAt = "", time.Time{}
 	}
@@ -89,7 +93,7 @@ func (m *Machine) marker(o *out, e Marker, now time.Time) {
 		sess.Task = m.Config.Task.ID
 	}
 	o.save(sess.ID)
-	m.noteDeadline(o, sess)
+	m.noteDeadline(o, sess, m.Config.Deadlines, m.deadlinesLive())
 	if msg.Event != marker.EventNone && msg.Event != marker.EventHeartbeat {
 		o.add(ObserveMarker{Run: m.Run.Run, Session: msg.Session, Event: string(msg.Event), Turn: msg.Turn,
 			Phase: string(msg.Phase), Tool: msg.Tool, Outcome: string(msg.Outcome), Effect: msg.Effect})
@@ -109,7 +113,7 @@ func (m *Machine) standard(o *out, msg marker.Message, now time.Time) {
 		o.info("agent says it is stopping", "run", m.Run.Run, "pid", msg.PID)
 	}
 	if msg.WatchdogUSec > 0 {
-		m.setWatchdog(o, time.Duration(msg.WatchdogUSec)*time.Microsecond, now)
+		m.setWatchdog(o, time.Duration(msg.WatchdogUSec)*time.Microsecond, now, m.Running())
 	}
 	if msg.WatchdogTrigger && m.Running() && m.Stop == nil && m.Abort == nil {
 		m.trip(o, guardTrigger, "", now)
@@ -122,17 +126,17 @@ func (m *Machine) standard(o *out, msg marker.Message, now time.Time) {
 // overOpenCap reports whether msg would open one session more than
 // --max-open-sessions allows: a turn-begin (or resumed) for a session that
 // is not open. Refused, never ignored: the sender's barrier answers '0'.
-func (m *Machine) overOpenCap(o *out, msg marker.Message, now time.Time) bool {
+func (b *Book) overOpenCap(o *out, msg marker.Message, now time.Time, limit int) bool {
 	if msg.Event != marker.EventTurnBegin && msg.Event != marker.EventResumed && msg.Event != marker.EventWaiting {
 		return false
 	}
-	if m.open[msg.Session] || len(m.open) < m.Config.MaxOpenSessions {
+	if b.open[msg.Session] || len(b.open) < limit {
 		return false
 	}
-	m.Refused++
-	if n, ok := m.refusedLog.allow(now); ok {
+	b.Refused++
+	if n, ok := b.refusedLog.allow(now); ok {
 		o.warn("too many open sessions: a turn that would open one more is refused (--max-open-sessions)",
-			"session", msg.Session, "pid", msg.PID, "limit", m.Config.MaxOpenSessions, "suppressed", n)
+			"session", msg.Session, "pid", msg.PID, "limit", limit, "suppressed", n)
 	}
 	o.add(Count{Metric: "refused", Label: "open-sessions"})
 	return true
@@ -141,38 +145,39 @@ func (m *Machine) overOpenCap(o *out, msg marker.Message, now time.Time) bool {
 // sessionFor returns the session a marker names: held, loaded from the
 // journal (e.Stored) or new; nil when it is refused (too many sessions, or
 // a new session while commits fail).
-func (m *Machine) sessionFor(o *out, e Marker, now time.Time) *record.Session {
+func (b *Book) sessionFor(o *out, e Marker, now time.Time, limit int) *record.Session {
 	id := e.Msg.Session
-	if sess, ok := m.Sessions[id]; ok {
+	if sess, ok := b.Sessions[id]; ok {
 		return sess
 	}
 	if e.Failing != "" && e.Stored == nil {
-		if n, ok := m.refusedLog.allow(now); ok {
+		if n, ok := b.refusedLog.allow(now); ok {
 			o.warn("the journal cannot commit: marker for a new session refused",
 				"session", id, "pid", e.Msg.PID, "err", e.Failing, "suppressed", n)
 		}
 		return nil
 	}
-	if len(m.Sessions) >= MaxSessions {
-		if n, ok := m.refusedLog.allow(now); ok {
+	if len(b.Sessions) >= MaxSessions {
+		if n, ok := b.refusedLog.allow(now); ok {
 			o.warn("too many sessions in memory: marker for a new session refused",
 				"session", id, "pid", e.Msg.PID, "limit", MaxSessions, "suppressed", n)
 		}
 		return nil
 	}
-	if e.Stored == nil && (e.Msg.Event == marker.EventNone || e.Msg.Event == marker.EventHeartbeat) && !m.born(o, id, now, m.Config.MaxOpenSessions) {
+	if e.Stored == nil && (e.Msg.Event == marker.EventNone || e.Msg.Event == marker.EventHeartbeat) && !b.born(o, id, now, limit) {
 		return nil
 	}
 	sess := record.Session{ID: id, State: record.Idle, Updated: now}
 	if e.Stored != nil {
 		sess = *e.Stored
 	}
-	m.Sessions[id] = &sess
+	b.Sessions[id] = &sess
 	return &sess
 }
 
-// transition moves sess by the marker's event.
-func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, now time.Time) {
+// transition moves sess by the marker's event, and reports whether it
+// completed a turn.
+func transition(o *out, sess *record.Session, msg marker.Message, now time.Time) (completed bool) {
 	switch msg.Event {
 	case marker.EventTurnBegin:
 		if sess.State == record.ResumePending {
@@ -194,9 +199,7 @@ func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, n
 		sess.State = record.Idle
 		sess.Outcome = string(msg.Outcome)
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
-		if msg.Outcome == marker.OutcomeCompleted {
-			m.turnCompleted(o, sess)
-		}
+		completed = msg.Outcome == marker.OutcomeCompleted
 	case marker.EventWaiting:
 		if msg.Turn != "" {
 			sess.Turn = msg.Turn
@@ -244,6 +247,7 @@ func (m *Machine) transition(o *out, sess *record.Session, msg marker.Message, n
 		sess.State = record.Closed
 		sess.Phase, sess.Tool, sess.Detail, sess.Reason, sess.Resume = "", "", "", "", nil
 	}
+	return completed
 }
 
 // parkHolds reports whether a marker with event ev is refused for a

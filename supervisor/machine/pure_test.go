@@ -69,7 +69,7 @@ func TestLogDecisionsBounded(t *testing.T) {
 		decs = append(decs, resume.Decision{Action: resume.Park, Session: record.Session{ID: fmt.Sprintf("s%d", i), State: record.Parked}})
 	}
 	var o out
-	m.logDecisions(&o, decs)
+	logDecisions(&o, decs, m.Hold(), m.Config.StateDir)
 	lines := all[Log](o.fx)
 	if len(lines) != maxDecisionLines+1 {
 		t.Fatalf("%d log lines for 3000 parks, want %d", len(lines), maxDecisionLines+1)

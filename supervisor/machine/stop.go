@@ -65,7 +65,7 @@ func (m *Machine) stopAsked(o *out, e StopRequested, now time.Time) {
 		return
 	}
 	if e.Signal == sigINT && m.Config.Foreground && (m.Stop == nil || m.Stop.FromTTY) {
-		m.ctrlC(o, now)
+		m.ctrlC(o, now, m.Config.StopTimeout, m.Run.PID)
 		return
 	}
 	m.requestStop(o, e.Signal, e.Name, now)
@@ -73,18 +73,18 @@ func (m *Machine) stopAsked(o *out, e StopRequested, now time.Time) {
 
 // ctrlC applies a terminal Ctrl-C: the kernel delivered it to the agent
 // too (same process group), so it is not forwarded.
-func (m *Machine) ctrlC(o *out, now time.Time) {
-	if !m.lastInterrupt.IsZero() && now.Sub(m.lastInterrupt) <= forceQuitWindow {
-		o.warn("second Ctrl-C: force-quitting", "pid", m.Run.PID)
-		m.Stop = &Stop{Signal: sigINT, At: now, Forced: true}
+func (n *Ending) ctrlC(o *out, now time.Time, timeout time.Duration, pid int) {
+	if !n.lastInterrupt.IsZero() && now.Sub(n.lastInterrupt) <= forceQuitWindow {
+		o.warn("second Ctrl-C: force-quitting", "pid", pid)
+		n.Stop = &Stop{Signal: sigINT, At: now, Forced: true}
 		o.add(Signal{Kill: true})
 		return
 	}
-	m.lastInterrupt = now
-	m.Stop = &Stop{Signal: sigINT, At: now, FromTTY: true}
-	m.armGrace(o, now, now.Add(m.Config.StopTimeout))
+	n.lastInterrupt = now
+	n.Stop = &Stop{Signal: sigINT, At: now, FromTTY: true}
+	n.armGrace(o, now, now.Add(timeout))
 	o.info("Ctrl-C reached the agent; if it exits now that is a stop, not a crash; Ctrl-C again within 2s force-quits",
-		"pid", m.Run.PID)
+		"pid", pid)
 }
 
 // requestStop starts a graceful stop, or forces one already under way.
@@ -163,14 +163,14 @@ func (m *Machine) ctrlCExpired(o *out, e TimerFired, now time.Time) {
 // extendGrace applies EXTEND_TIMEOUT_USEC= while the agent is being
 // stopped: it may take until now+d to exit, within --stop-timeout plus
 // maxExtend of the start of the stop.
-func (m *Machine) extendGrace(o *out, d time.Duration, now time.Time) {
+func (n *Ending) extendGrace(o *out, d time.Duration, now time.Time, timeout time.Duration, pid int) {
 	at := now.Add(d)
-	if limit := m.Grace.Start.Add(m.Config.StopTimeout + maxExtend); at.After(limit) {
+	if limit := n.Grace.Start.Add(timeout + maxExtend); at.After(limit) {
 		at = limit
 	}
-	if at.After(m.Grace.Deadline) {
-		o.info("agent extended its stop deadline", "pid", m.Run.PID, "by", d, "deadline", at.Sub(now).Round(time.Millisecond))
-		m.Grace.Deadline = at
+	if at.After(n.Grace.Deadline) {
+		o.info("agent extended its stop deadline", "pid", pid, "by", d, "deadline", at.Sub(now).Round(time.Millisecond))
+		n.Grace.Deadline = at
 		o.add(Publish{}) // the upward notifier extends supervise's own stop timeout
 	}
 }
@@ -178,7 +178,7 @@ func (m *Machine) extendGrace(o *out, d time.Duration, now time.Time) {
 // endStopped ends the loop after a requested stop.
 func (m *Machine) endStopped(o *out) {
 	m.unfold(o, m.Sessions, m.nextRun) // a delivery recorded for a run that will not start
-	m.taskStopped(o)
+	m.Task.stopped(o, m.Sessions, &m.Config, m.Hold())
 	o.add(End{Code: m.stopCode()})
 }
 

@@ -109,11 +109,11 @@ func (t *TaskState) marker(msg marker.Message) {
 // job or a shell loop rerunning the command after exit 5 would do so every
 // time). It reports each with its reason and the command that resumes it,
 // and returns how many there are.
-func (m *Machine) taskBlocked(o *out) int {
+func (b *Book) taskBlocked(o *out, cfg *Config, held string) int {
 	var ids []string
-	for id, sess := range m.Sessions {
+	for id, sess := range b.Sessions {
 		owed := sess.State == record.ResumePending && sess.Resume != nil
-		if sess.Task == m.Config.Task.ID && (sess.State == record.Parked || sess.State == record.Stopped || owed) {
+		if sess.Task == cfg.Task.ID && (sess.State == record.Parked || sess.State == record.Stopped || owed) {
 			ids = append(ids, id)
 		}
 	}
@@ -123,17 +123,17 @@ func (m *Machine) taskBlocked(o *out) int {
 	sort.Strings(ids)
 	var lines []string
 	for _, id := range ids {
-		sess := m.Sessions[id]
+		sess := b.Sessions[id]
 		var what string
 		switch sess.State {
 		case record.Stopped:
 			what = "was stopped mid-turn"
 		case record.ResumePending:
-			what = "is owed a resume that is held (" + m.Hold() + "): " + sess.Reason
+			what = "is owed a resume that is held (" + held + "): " + sess.Reason
 		default:
 			what = "is parked: " + sess.Reason
 		}
-		lines = append(lines, "session "+id+" of this task "+what, "to resume it: "+m.Config.rerunCommand(id))
+		lines = append(lines, "session "+id+" of this task "+what, "to resume it: "+cfg.rerunCommand(id))
 	}
 	lines = append(lines, "not starting the task again: it would open a new session and repeat what that session may already have done. To start it afresh anyway, add --rerun-task.")
 	o.add(Report{Lines: lines})
@@ -147,21 +147,20 @@ func (m *Machine) taskBlocked(o *out) int {
 // stop during the backoff before a resume launch, or during a run that was
 // not handed that session's resume: it was not running, so it was not
 // stopped).
-func (m *Machine) taskStopped(o *out) {
-	if !m.Policy.Remember {
+func (t *TaskState) stopped(o *out, sessions map[string]*record.Session, cfg *Config, held string) {
+	if !t.remember {
 		return
 	}
 	var lines []string
-	held := m.Hold()
-	for _, id := range m.Task.touchedIn(m.Sessions, record.Stopped, record.ResumePending) {
+	for _, id := range t.touchedIn(sessions, record.Stopped, record.ResumePending) {
 		what := "was stopped mid-turn"
-		if sess := m.Sessions[id]; sess.State == record.ResumePending {
+		if sess := sessions[id]; sess.State == record.ResumePending {
 			what = "is still owed a resume (the stop came before its resume launch)"
 			if held != "" && (sess.Resume == nil || !sess.Resume.Manual) {
 				what = "is still owed a resume that is held (" + held + ")"
 			}
 		}
-		lines = append(lines, "session "+id+" "+what+"; to resume it: "+m.Config.rerunCommand(id))
+		lines = append(lines, "session "+id+" "+what+"; to resume it: "+cfg.rerunCommand(id))
 	}
 	if len(lines) > 0 {
 		o.add(Report{Lines: lines})
@@ -188,20 +187,20 @@ func (t *TaskState) touchedIn(sessions map[string]*record.Session, states ...rec
 // taskReport reports the no-markers warning, and each session of this
 // invocation that is parked or whose resume is held, with the command that
 // resumes it. It returns how many such sessions there are.
-func (m *Machine) taskReport(o *out) int {
+func (t *TaskState) report(o *out, book *Book, cfg *Config, held string) int {
 	var lines []string
-	if !m.Task.Markers && !m.taskSeenBefore(m.Config.Task.ID) {
+	if !t.Markers && !book.taskSeenBefore(cfg.Task.ID) {
 		lines = append(lines, "warning: no turn markers arrived from the agent, so supervise saw no session and could not resume an interrupted turn.",
 			"the agent's hooks are not wired, or not trusted (Codex runs only hooks a person trusted; Gemini needs a trusted folder): see docs/adapters.md.")
 	}
-	ids := m.Task.touchedIn(m.Sessions, record.Parked, record.ResumePending)
+	ids := t.touchedIn(book.Sessions, record.Parked, record.ResumePending)
 	for _, id := range ids {
-		sess := m.Sessions[id]
-		switch held := m.Hold(); {
+		sess := book.Sessions[id]
+		switch {
 		case sess.State == record.Parked && strings.HasPrefix(sess.Reason, lostReason):
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason,
-				"to start the task afresh (check first what the interrupted turn did): "+m.Config.rerunTaskCommand(),
-				"or, if the CLI can resume it after all: "+m.Config.rerunCommand(id))
+				"to start the task afresh (check first what the interrupted turn did): "+cfg.rerunTaskCommand(),
+				"or, if the CLI can resume it after all: "+cfg.rerunCommand(id))
 			continue
 		case sess.State == record.Parked:
 			lines = append(lines, "session "+id+" is parked: "+sess.Reason)
@@ -210,7 +209,7 @@ func (m *Machine) taskReport(o *out) int {
 		default:
 			lines = append(lines, "session "+id+" is still owed a resume: "+sess.Reason)
 		}
-		lines = append(lines, "to resume it: "+m.Config.rerunCommand(id))
+		lines = append(lines, "to resume it: "+cfg.rerunCommand(id))
 	}
 	if len(lines) > 0 {
 		o.add(Report{Lines: lines})
