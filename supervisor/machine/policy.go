@@ -2,11 +2,13 @@ package machine
 
 // Policy is how the machine treats the agent command: as a service,
 // relaunched by --restart, or as a task (--resume-exec), run once and then
-// only resume launches. It is the one value that differs between the two,
-// resolved once from the configuration (policyFor, in New): every rule
-// task mode changes asks one of its fields, and nothing else in the
+// only resume launches, or driven by a person. It is its Mode's row of
+// modes, resolved once from the configuration (policyFor, in New): every
+// rule a mode changes asks one of its fields, and nothing else in the
 // machine, nor the runner, reads TaskConfig.On.
 type Policy struct {
+	// Mode is the mode this is the row of.
+	Mode Mode
 	// Task: the agent argv is a task (--resume-exec).
 	Task bool
 	// ByRestart: what follows a death is --restart's decision (a service);
@@ -45,11 +47,53 @@ type Policy struct {
 	Interactive bool
 }
 
-// policyFor resolves the policy of cfg: the one place TaskConfig.On is read.
+// Mode is how supervise runs the agent: one value, chosen once from the
+// configuration, whose behaviour is its row in modes.
+type Mode uint8
+
+const (
+	// ModeService: the agent is a service, relaunched by --restart.
+	ModeService Mode = iota
+	// ModeTask: a one-shot task (--resume-exec with a task prompt): run
+	// once, then only resume launches.
+	ModeTask
+	// ModeInteractive: a person drives the agent in the terminal
+	// (--resume-exec, no task prompt).
+	ModeInteractive
+)
+
+var modeNames = [...]string{"service", "task", "interactive"}
+
+func (m Mode) String() string { return modeNames[m] }
+
+// modes is each mode's behaviour: every rule that differs between them
+// asks a field of the row (two flags narrow it: --resume-signal and
+// --rerun-task).
+var modes = [...]Policy{
+	ModeService:     {ByRestart: true, Fold: true, HoldLogs: true, LiveDelivery: true},
+	ModeTask:        {Task: true, ExecDelivery: true, BlockRerun: true, Remember: true, LostConversations: true, Tail: true},
+	ModeInteractive: {Task: true, ExecDelivery: true, Remember: true, Interactive: true},
+}
+
+// Mode is the mode the configuration asks for: the one place TaskConfig.On
+// is read.
+func (c *Config) Mode() Mode {
+	switch {
+	case !c.Task.On:
+		return ModeService
+	case c.Task.Interactive:
+		return ModeInteractive
+	}
+	return ModeTask
+}
+
+// policyFor resolves the policy of cfg: its mode's row, narrowed by
+// --resume-signal and --rerun-task.
 func policyFor(cfg Config) Policy {
-	task := cfg.Task.On
-	interactive := task && cfg.Task.Interactive
-	return Policy{Task: task, ByRestart: !task, Fold: !task, HoldLogs: !task, ExecDelivery: task,
-		LiveDelivery: cfg.LiveResume && !task, BlockRerun: task && !cfg.Task.Rerun && !interactive, Remember: task,
-		LostConversations: task && !interactive, Tail: task && !interactive, Interactive: interactive}
+	mode := cfg.Mode()
+	p := modes[mode]
+	p.Mode = mode
+	p.LiveDelivery = p.LiveDelivery && cfg.LiveResume
+	p.BlockRerun = p.BlockRerun && !cfg.Task.Rerun
+	return p
 }

@@ -107,7 +107,7 @@ func TestPureClosure(t *testing.T) {
 	}
 }
 
-// Task mode is one policy value: TaskConfig.On is read in policyFor alone,
+// The mode is one value: TaskConfig.On is read in Config.Mode alone,
 // here and in the runner; every rule asks Machine.Policy.
 func TestTaskPolicyOnePlace(t *testing.T) {
 	for _, glob := range []string{"*.go", "../*.go"} {
@@ -126,7 +126,7 @@ func TestTaskPolicyOnePlace(t *testing.T) {
 				ast.Inspect(d, func(n ast.Node) bool {
 					if sel, ok2 := n.(*ast.SelectorExpr); ok2 && sel.Sel.Name == "On" {
 						if inner, ok3 := sel.X.(*ast.SelectorExpr); ok3 && inner.Sel.Name == "Task" &&
-							!(ok && fn.Name.Name == "policyFor" && name == "policy.go") {
+							!(ok && fn.Name.Name == "Mode" && name == "policy.go") {
 							t.Errorf("%s reads Task.On at %s: ask Machine.Policy", name, fset.Position(sel.Pos()))
 						}
 					}
