@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +56,25 @@ type Spec struct {
 	// descendants that left the process group by it once the leader has
 	// exited; the Linux backend does not need it. "" means none.
 	Tag string
+	// Trace, when set, is called at this child's trace points, for a
+	// benchmark's restart breakdown: TraceForkCall as the spawn thread
+	// calls fork, TraceReaped when the child's wait4 returned. nil is off,
+	// at the cost of a nil check.
+	Trace func(TracePoint)
 }
+
+// TracePoint is a step of a child's start or reap that Spec.Trace is told of.
+type TracePoint uint8
+
+// The trace points, in the order a child passes them.
+const (
+	// TraceForkCall: the reaper's spawn thread took the start and calls
+	// ForkExec.
+	TraceForkCall TracePoint = iota
+	// TraceReaped: the reaper's wait4 of the child returned, before it
+	// sweeps the dead child's descendants and closes Done.
+	TraceReaped
+)
 
 // Reaper starts children and owns every wait on them. The zero value is not
 // usable; call NewReaper.
@@ -70,7 +87,6 @@ type Reaper struct {
 	mu     sync.Mutex
 	procs  map[int]*Process
 	closed bool
-	trace  *trace.Recorder // bench-only trace points (SetTrace); nil: off
 
 	sigc  chan os.Signal
 	forkc chan forkReq
@@ -257,13 +273,15 @@ func (r *Reaper) fork(req forkReq) forkReply {
 		return forkReply{err: ErrClosed}
 	}
 	started := time.Now()
-	r.trace.Mark(trace.ForkCall)
+	if req.spec.Trace != nil {
+		req.spec.Trace(TraceForkCall)
+	}
 	pid, err := syscall.ForkExec(req.path, req.args, req.attr)
 	if err != nil {
 		// ForkExec reaps a child whose exec failed itself; nothing is left.
 		return forkReply{err: newStartError(req.args[0], err)}
 	}
-	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, done: make(chan struct{}), cgroup: req.spec.Cgroup}
+	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, trace: req.spec.Trace, done: make(chan struct{}), cgroup: req.spec.Cgroup}
 	if !req.spec.Foreground {
 		p.pgid = pid
 	}
@@ -305,7 +323,8 @@ type Process struct {
 	pid, pgid int
 	startTime int64
 	started   time.Time
-	tag       string // Spec.Tag
+	tag       string           // Spec.Tag
+	trace     func(TracePoint) // Spec.Trace; nil: off
 
 	cgroup *RunCgroup // nil: none
 
@@ -341,14 +360,6 @@ func (p *Process) Exit() Exit {
 }
 
 func (p *Process) finish() { close(p.done) }
-
-// SetTrace has the reaper mark trace.Reaped when it reaps a child (the
-// bench's restart breakdown); nil turns it off. Call it before Start.
-func (r *Reaper) SetTrace(t *trace.Recorder) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.trace = t
-}
 
 // Signal sends sig to the child's process group (to the child alone when it
 // shares the supervisor's group). It does nothing once the child is reaped.

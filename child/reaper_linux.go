@@ -6,7 +6,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,7 +46,9 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 		}
 		var ws unix.WaitStatus
 		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && wpid == pid {
-			r.trace.Mark(trace.Reaped)
+			if p.trace != nil {
+				p.trace(TraceReaped)
+			}
 			e := r.ended(p, ws)
 			e.exit.InnerSignal = innerSig
 			ended = append(ended, e)

@@ -243,6 +243,22 @@ func (s *Supervisor) arm(e machine.Arm) {
 	s.timers.set(s.clock, int(e.Timer), e.At)
 }
 
+// childTrace is the Spec.Trace through which child marks its trace points
+// (the fork call, the reap) on r; nil when tracing is off.
+func childTrace(r *trace.Recorder) func(child.TracePoint) {
+	if r == nil {
+		return nil
+	}
+	return func(p child.TracePoint) {
+		switch p {
+		case child.TraceForkCall:
+			r.Mark(trace.ForkCall)
+		case child.TraceReaped:
+			r.Mark(trace.Reaped)
+		}
+	}
+}
+
 // launch starts the run the machine prepared: the resume file first (its
 // deliveries committed before the fork), then the child.
 func (s *Supervisor) launch(e machine.Launch) {
@@ -259,6 +275,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Cgroup:     s.runCgroup(e.Run),
 		Tag:        s.tag(e.Run),
 		Credential: s.cfg.User,
+		Trace:      childTrace(s.cfg.Trace),
 	}
 	s.cfg.Trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)

@@ -357,7 +357,6 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
-	s.reaper.SetTrace(s.cfg.Trace)
 	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{},
 		ackLogs: rateLog{interval: time.Second}}
