@@ -36,12 +36,6 @@ type Exit struct {
 	Started, Ended time.Time
 }
 
-// Uptime is how long the child lived.
-func (e Exit) Uptime() time.Duration { return e.Ended.Sub(e.Started) }
-
-// Clean reports whether the child exited by itself with status 0.
-func (e Exit) Clean() bool { return e.ExecErr == nil && e.Signal == 0 && e.Code == 0 }
-
 // String describes the exit in words, for logs and status.
 func (e Exit) String() string {
 	switch {

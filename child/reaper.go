@@ -412,6 +412,9 @@ func (p *Process) Kill() error {
 // Stop stops the child the way a service manager does: sig and SIGCONT,
 // then up to grace for it to exit, then SIGKILL to the whole tree. Cancelling
 // ctx skips the rest of the grace period. It returns how the child ended.
+//
+// No binary calls it (the runner stops through Signal and Kill on its own
+// clock): it is child's one-call stop for other Go users, tested here.
 func (p *Process) Stop(ctx context.Context, sig syscall.Signal, grace time.Duration) Exit {
 	_ = p.Terminate(sig)
 	t := time.NewTimer(grace)

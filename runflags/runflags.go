@@ -125,15 +125,6 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 // tests.
 func (f *Flags) SetEUID(uid int) { f.euid = &uid }
 
-// User returns the credential --user resolved to, for child.Spec.Credential
-// (its Env for the agent's environment); nil without --user. Config sets
-// it when it succeeds.
-func (f *Flags) User() *child.Credential { return f.cred }
-
-// MaxOpenSessions returns --max-open-sessions, at least 1 once Config
-// succeeded: how many open sessions a turn-begin may bring the journal to.
-func (f *Flags) MaxOpenSessions() int { return f.maxOpen }
-
 // ResumeOff reports whether --resume is off (automatic resumes decided
 // but not dispatched), before Config checks the flags.
 func (f *Flags) ResumeOff() bool { return f.resumeMode == "off" }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/agentsaid"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 // The line a death quotes is the one that says most: what each pinned CLI
@@ -158,4 +159,11 @@ func devNull(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// tellingLine picks the line of an agent's stderr tail that says most,
+// cleaned to one bounded line of printable text, as the runner does for an
+// agent it does not know.
+func tellingLine(tail []byte) string {
+	return agentsaid.TellingLine(tail, agentsaid.Unknown, machine.LostConversation)
 }

@@ -585,9 +585,6 @@ func (s *Supervisor) loopAge(now time.Time) time.Duration {
 // once a second; its longest legitimate stall is a journal fsync.
 const healthyWithin = 10 * time.Second
 
-// Healthy reports whether the supervision loop ran recently.
-func (s *Supervisor) Healthy() bool { return s.loopAge(s.clock.Now()) < healthyWithin }
-
 // ErrNotRunning is returned by requests to a supervisor whose loop ended.
 var ErrNotRunning = errors.New("supervisor is not running")
 
