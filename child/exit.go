@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/signame"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +44,7 @@ func (e Exit) String() string {
 	case e.ExecErr != nil:
 		return fmt.Sprintf("could not start (exit %d): %v", e.Code, e.ExecErr)
 	case e.Signal != 0:
-		s := fmt.Sprintf("killed by signal %d (%s)", int(e.Signal), unix.SignalName(e.Signal))
+		s := fmt.Sprintf("killed by signal %d (%s)", int(e.Signal), signame.Of(e.Signal))
 		if e.CoreDump {
 			s += ", core dumped"
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/supervise-dev/supervise/apiproxy"
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 	"github.com/supervise-dev/supervise/supervisor/machine"
@@ -216,7 +217,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 			return cfg, nil, fmt.Errorf("%s: unknown signal %q", Source("resume-signal", set), f.resumeSig)
 		}
 		if resumeSig == syscall.SIGKILL || resumeSig == syscall.SIGSTOP {
-			return cfg, nil, fmt.Errorf("%s: %s cannot be caught, so it cannot tell the agent to read the resume file (use SIGUSR1 or another signal the agent handles)", Source("resume-signal", set), unix.SignalName(resumeSig))
+			return cfg, nil, fmt.Errorf("%s: %s cannot be caught, so it cannot tell the agent to read the resume file (use SIGUSR1 or another signal the agent handles)", Source("resume-signal", set), signame.Of(resumeSig))
 		}
 	}
 	log, err := newLogger(f.logLevel, f.logFormat, stderr)

@@ -11,9 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -632,4 +631,4 @@ func signalNumber(sig os.Signal) int {
 }
 
 // signalName is the SIG name of sig, as logs give it.
-func signalName(sig syscall.Signal) string { return unix.SignalName(sig) }
+func signalName(sig syscall.Signal) string { return signame.Of(sig) }
