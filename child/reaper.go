@@ -428,3 +428,31 @@ func (p *Process) Stop(ctx context.Context, sig syscall.Signal, grace time.Durat
 	}
 	return p.Exit()
 }
+
+// reapAny reaps every child that has exited, whoever it is (wait4 of any
+// pid, without blocking), and appends the registered ones to ended; any
+// other is logged as orphan says. Called under r.mu by both backends'
+// reap. none reports that no child at all is left.
+func (r *Reaper) reapAny(ended []*Process, orphan string) (_ []*Process, none bool) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ECHILD {
+			return ended, true
+		}
+		if err != nil || pid <= 0 {
+			return ended, false
+		}
+		if p, ok := r.procs[pid]; ok {
+			innerSig := p.inner.killedBy() // 0 where inner deaths are not watched
+			e := r.ended(p, ws)
+			e.exit.InnerSignal = innerSig
+			ended = append(ended, e)
+			continue
+		}
+		r.log.Debug(orphan, "pid", pid)
+	}
+}
