@@ -83,9 +83,9 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/child"
-	"github.com/supervise-dev/supervise/internal/observe"
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/observe"
 	"github.com/supervise-dev/supervise/resume"
+	"github.com/supervise-dev/supervise/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 

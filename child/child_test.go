@@ -472,3 +472,9 @@ func TestDedupEnv(t *testing.T) {
 		}
 	}
 }
+
+// Uptime is how long the child lived.
+func (e Exit) Uptime() time.Duration { return e.Ended.Sub(e.Started) }
+
+// Clean reports whether the child exited by itself with status 0.
+func (e Exit) Clean() bool { return e.ExecErr == nil && e.Signal == 0 && e.Code == 0 }

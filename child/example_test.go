@@ -26,7 +26,7 @@ func Example() {
 		}
 		<-p.Done()
 		e := p.Exit()
-		fmt.Printf("%s: code %d, clean %v: %s\n", script, e.Code, e.Clean(), e)
+		fmt.Printf("%s: code %d, clean %v: %s\n", script, e.Code, e.ExecErr == nil && e.Signal == 0 && e.Code == 0, e)
 	}
 	// A binary that cannot be started is an error, and its exit the one a
 	// shell would give (127: not found), so a missing agent never hot-loops.

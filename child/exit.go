@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/signame"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -36,19 +38,13 @@ type Exit struct {
 	Started, Ended time.Time
 }
 
-// Uptime is how long the child lived.
-func (e Exit) Uptime() time.Duration { return e.Ended.Sub(e.Started) }
-
-// Clean reports whether the child exited by itself with status 0.
-func (e Exit) Clean() bool { return e.ExecErr == nil && e.Signal == 0 && e.Code == 0 }
-
 // String describes the exit in words, for logs and status.
 func (e Exit) String() string {
 	switch {
 	case e.ExecErr != nil:
 		return fmt.Sprintf("could not start (exit %d): %v", e.Code, e.ExecErr)
 	case e.Signal != 0:
-		s := fmt.Sprintf("killed by signal %d (%s)", int(e.Signal), unix.SignalName(e.Signal))
+		s := fmt.Sprintf("killed by signal %d (%s)", int(e.Signal), signame.Of(e.Signal))
 		if e.CoreDump {
 			s += ", core dumped"
 		}

@@ -131,6 +131,9 @@ func (in inner) killedBy() syscall.Signal {
 
 // InnerDeathsSeen reports whether this kernel lets WatchInner see a
 // wrapper's inner death: PIDFD_GET_INFO (Linux 6.15).
+//
+// No binary calls it: integration's real-CLI tests ask it whether this
+// kernel can show an inner death, and skip where it cannot.
 func InnerDeathsSeen() bool {
 	fd, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +56,25 @@ type Spec struct {
 	// descendants that left the process group by it once the leader has
 	// exited; the Linux backend does not need it. "" means none.
 	Tag string
+	// Trace, when set, is called at this child's trace points, for a
+	// benchmark's restart breakdown: TraceForkCall as the spawn thread
+	// calls fork, TraceReaped when the child's wait4 returned. nil is off,
+	// at the cost of a nil check.
+	Trace func(TracePoint)
 }
+
+// TracePoint is a step of a child's start or reap that Spec.Trace is told of.
+type TracePoint uint8
+
+// The trace points, in the order a child passes them.
+const (
+	// TraceForkCall: the reaper's spawn thread took the start and calls
+	// ForkExec.
+	TraceForkCall TracePoint = iota
+	// TraceReaped: the reaper's wait4 of the child returned, before it
+	// sweeps the dead child's descendants and closes Done.
+	TraceReaped
+)
 
 // Reaper starts children and owns every wait on them. The zero value is not
 // usable; call NewReaper.
@@ -70,7 +87,6 @@ type Reaper struct {
 	mu     sync.Mutex
 	procs  map[int]*Process
 	closed bool
-	trace  *trace.Recorder // bench-only trace points (SetTrace); nil: off
 
 	sigc  chan os.Signal
 	forkc chan forkReq
@@ -257,13 +273,15 @@ func (r *Reaper) fork(req forkReq) forkReply {
 		return forkReply{err: ErrClosed}
 	}
 	started := time.Now()
-	r.trace.Mark(trace.ForkCall)
+	if req.spec.Trace != nil {
+		req.spec.Trace(TraceForkCall)
+	}
 	pid, err := syscall.ForkExec(req.path, req.args, req.attr)
 	if err != nil {
 		// ForkExec reaps a child whose exec failed itself; nothing is left.
 		return forkReply{err: newStartError(req.args[0], err)}
 	}
-	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, done: make(chan struct{}), cgroup: req.spec.Cgroup}
+	p := &Process{r: r, pid: pid, started: started, tag: req.spec.Tag, trace: req.spec.Trace, done: make(chan struct{}), cgroup: req.spec.Cgroup}
 	if !req.spec.Foreground {
 		p.pgid = pid
 	}
@@ -305,7 +323,8 @@ type Process struct {
 	pid, pgid int
 	startTime int64
 	started   time.Time
-	tag       string // Spec.Tag
+	tag       string           // Spec.Tag
+	trace     func(TracePoint) // Spec.Trace; nil: off
 
 	cgroup *RunCgroup // nil: none
 
@@ -341,14 +360,6 @@ func (p *Process) Exit() Exit {
 }
 
 func (p *Process) finish() { close(p.done) }
-
-// SetTrace has the reaper mark trace.Reaped when it reaps a child (the
-// bench's restart breakdown); nil turns it off. Call it before Start.
-func (r *Reaper) SetTrace(t *trace.Recorder) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.trace = t
-}
 
 // Signal sends sig to the child's process group (to the child alone when it
 // shares the supervisor's group). It does nothing once the child is reaped.
@@ -401,6 +412,9 @@ func (p *Process) Kill() error {
 // Stop stops the child the way a service manager does: sig and SIGCONT,
 // then up to grace for it to exit, then SIGKILL to the whole tree. Cancelling
 // ctx skips the rest of the grace period. It returns how the child ended.
+//
+// No binary calls it (the runner stops through Signal and Kill on its own
+// clock): it is child's one-call stop for other Go users, tested here.
 func (p *Process) Stop(ctx context.Context, sig syscall.Signal, grace time.Duration) Exit {
 	_ = p.Terminate(sig)
 	t := time.NewTimer(grace)
@@ -413,4 +427,32 @@ func (p *Process) Stop(ctx context.Context, sig syscall.Signal, grace time.Durat
 		_ = p.Kill()
 	}
 	return p.Exit()
+}
+
+// reapAny reaps every child that has exited, whoever it is (wait4 of any
+// pid, without blocking), and appends the registered ones to ended; any
+// other is logged as orphan says. Called under r.mu by both backends'
+// reap. none reports that no child at all is left.
+func (r *Reaper) reapAny(ended []*Process, orphan string) (_ []*Process, none bool) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ECHILD {
+			return ended, true
+		}
+		if err != nil || pid <= 0 {
+			return ended, false
+		}
+		if p, ok := r.procs[pid]; ok {
+			innerSig := p.inner.killedBy() // 0 where inner deaths are not watched
+			e := r.ended(p, ws)
+			e.exit.InnerSignal = innerSig
+			ended = append(ended, e)
+			continue
+		}
+		r.log.Debug(orphan, "pid", pid)
+	}
 }

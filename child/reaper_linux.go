@@ -6,7 +6,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,35 +46,15 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 		}
 		var ws unix.WaitStatus
 		if wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && wpid == pid {
-			r.trace.Mark(trace.Reaped)
+			if p.trace != nil {
+				p.trace(TraceReaped)
+			}
 			e := r.ended(p, ws)
 			e.exit.InnerSignal = innerSig
 			ended = append(ended, e)
 		}
 	}
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.ECHILD {
-			none = true
-			break
-		}
-		if err != nil || pid <= 0 {
-			break
-		}
-		if p, ok := r.procs[pid]; ok {
-			innerSig := p.inner.killedBy()
-			e := r.ended(p, ws)
-			e.exit.InnerSignal = innerSig
-			ended = append(ended, e)
-			continue
-		}
-		r.log.Debug("reaped orphaned descendant", "pid", pid)
-	}
-	return ended, none
+	return r.reapAny(ended, "reaped orphaned descendant")
 }
 
 // sweep kills every unregistered child of the supervisor (descendants of a

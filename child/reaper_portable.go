@@ -48,28 +48,10 @@ func (r *Reaper) reap() (ended []*Process, none bool) {
 			ended = append(ended, r.ended(p, ws))
 		}
 	}
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.ECHILD {
-			none = true
-			break
-		}
-		if err != nil || pid <= 0 {
-			break
-		}
-		if p, ok := r.procs[pid]; ok {
-			// Reaped by the sweep below the peek: its group was not killed
-			// while pinned. Members carrying the tag are still swept.
-			ended = append(ended, r.ended(p, ws))
-			continue
-		}
-		r.log.Debug("reaped a child", "pid", pid)
-	}
-	return ended, none
+	// A registered child reaped here was reaped by the sweep below the
+	// peek: its group was not killed while pinned. Members carrying the
+	// tag are still swept.
+	return r.reapAny(ended, "reaped a child")
 }
 
 // sweep kills what is left of the dead leaders' trees: every process still

@@ -43,17 +43,6 @@ func ParseRestart(s string) (Restart, error) {
 	return OnFailure, fmt.Errorf("%q: %w", s, ErrBadRestart)
 }
 
-// String returns the flag spelling of r.
-func (r Restart) String() string {
-	switch r {
-	case Always:
-		return "always"
-	case Never:
-		return "never"
-	}
-	return "on-failure"
-}
-
 // Run is what the policy needs to know about one ended child run.
 type Run struct {
 	Started, Ended time.Time

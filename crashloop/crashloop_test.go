@@ -13,9 +13,9 @@ func run(start, lived time.Duration, dirty bool) Run {
 }
 
 func TestParseRestart(t *testing.T) {
-	for _, s := range []string{"on-failure", "always", "never"} {
+	for s, want := range map[string]Restart{"on-failure": OnFailure, "always": Always, "never": Never} {
 		r, err := ParseRestart(s)
-		if err != nil || r.String() != s {
+		if err != nil || r != want {
 			t.Errorf("ParseRestart(%q) = %v, %v", s, r, err)
 		}
 	}

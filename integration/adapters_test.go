@@ -303,7 +303,7 @@ func TestAdapterGoAgent(t *testing.T) {
 // resume file from the environment, prints the marker with --print (which
 // sends nothing), and never exits 2, which every one of these agents reads
 // as "block". The whole mapping table, payload by payload, is
-// internal/hook's TestMap.
+// cmd/internal/hook's TestMap.
 func TestAdapterHookMapping(t *testing.T) {
 	t.Parallel()
 	for _, client := range [][]string{{superviseBin, "notify", "hook"}, {notifyBin, "hook"}} {

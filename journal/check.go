@@ -132,10 +132,6 @@ func (m *crcMeter) unseal(v []byte) (ok, sealed bool) {
 	return bytes.Equal(v[i+len(checkKey):n-2], want[:]), true
 }
 
-// seal and unseal outside a journal: in software.
-func seal(raw []byte) []byte            { return (*crcMeter)(nil).seal(raw) }
-func unseal(v []byte) (ok, sealed bool) { return (*crcMeter)(nil).unseal(v) }
-
 // crc is the meter of t's journal, nil (software) for a Tx of none.
 func (t *Tx) crc() *crcMeter {
 	if t.db == nil {
@@ -216,14 +212,6 @@ func (db *DB) damaged(d *damage, kind string, k []byte) {
 			"key", fmt.Sprintf("%q", k), "damaged_sessions", db.damagedSessions.n.Load(), "damaged_runs", db.damagedRuns.n.Load())
 	}
 }
-
-// DamagedRuns returns how many distinct run records this DB skipped
-// because they failed their check or did not decode.
-func (db *DB) DamagedRuns() int64 { return db.damagedRuns.n.Load() }
-
-// DamagedSessions returns how many distinct session records this DB read
-// as DamagedSession.
-func (db *DB) DamagedSessions() int64 { return db.damagedSessions.n.Load() }
 
 // migrateBatch bounds the records one migration transaction rewrites.
 const migrateBatch = 10000

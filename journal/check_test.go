@@ -400,3 +400,15 @@ func TestCRC32C(t *testing.T) {
 		t.Errorf("unseal with hash/crc32 of a record sealed in software: %v, %v", ok, sealed)
 	}
 }
+
+// seal and unseal outside a journal: in software.
+func seal(raw []byte) []byte            { return (*crcMeter)(nil).seal(raw) }
+func unseal(v []byte) (ok, sealed bool) { return (*crcMeter)(nil).unseal(v) }
+
+// DamagedRuns returns how many distinct run records this DB skipped
+// because they failed their check or did not decode.
+func (db *DB) DamagedRuns() int64 { return db.damagedRuns.n.Load() }
+
+// DamagedSessions returns how many distinct session records this DB read
+// as DamagedSession.
+func (db *DB) DamagedSessions() int64 { return db.damagedSessions.n.Load() }

@@ -833,6 +833,9 @@ func field(v []byte, key string) ([]byte, bool) {
 
 // ForEachSession calls fn for every session, in id order, until fn returns
 // an error.
+//
+// No binary calls it: the journal's and integration's tests read every
+// session through it.
 func (t *Tx) ForEachSession(fn func(Session) error) error {
 	return t.sessions().ForEach(func(k, v []byte) error { return fn(t.decodeSession(k, v)) })
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/failpoint"
-	"github.com/supervise-dev/supervise/internal/journalopen"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 )
@@ -59,7 +58,7 @@ import (
 // are checked once.
 //
 // Checks, for each image, opened through supervise's boot path
-// (journalopen.Open: open, the full check unless the journal says it was
+// (journal.OpenState: open, the full check unless the journal says it was
 // closed cleanly, the record check, quarantine of damage):
 //   - the boot path opens a journal (supervise starts);
 //   - a journal it trusts passes bbolt's full check and the record check
@@ -304,7 +303,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 
 	// Creation: bbolt's init write, then the journal's first commit, both
 	// inside Open.
-	db, _, err := journalopen.Open(dir, failpoint.Points{}, quiet)
+	db, _, err := journal.OpenState(dir, failpoint.Points{}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +622,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 
 	// The next supervise: the boot path writes nothing; its boot commit is
 	// the first write after a clean stop.
-	db, _, err = journalopen.Open(dir, failpoint.Points{}, quiet)
+	db, _, err = journal.OpenState(dir, failpoint.Points{}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -959,7 +958,7 @@ func boot(dir string, img, slot []byte) (state string, quarantined bool, err err
 		}
 	}
 	var logb bytes.Buffer
-	db, later, err := journalopen.Open(dir, failpoint.Points{}, slog.New(slog.NewTextHandler(&logb, nil)))
+	db, later, err := journal.OpenState(dir, failpoint.Points{}, slog.New(slog.NewTextHandler(&logb, nil)))
 	if err != nil {
 		return "", false, fmt.Errorf("the boot path failed: supervise would not start: %w", err)
 	}

@@ -40,6 +40,9 @@ var (
 // of a file on a FUSE file system flushes it through the daemon, and a
 // pipe's lock may be held by a writer faulting on a page such a file
 // backs. Only an agent that can mount a FUSE file system can do either.
+//
+// No binary here calls it: it is the Go client's one-call answer for an
+// agent; the runner keeps an Answerer.
 func Ack(f *os.File) error {
 	var a Answerer
 	defer a.Close()
@@ -48,6 +51,9 @@ func Ack(f *os.File) error {
 
 // Nack answers a barrier with NackByte and closes its fd. Like Ack it never
 // blocks and returns the same errors.
+//
+// No binary here calls it: it is the Go client's one-call answer for an
+// agent; the runner keeps an Answerer.
 func Nack(f *os.File) error {
 	var a Answerer
 	defer a.Close()

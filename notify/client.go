@@ -100,6 +100,9 @@ func FromEnv() (*Client, error) {
 
 // Notify sends state to NOTIFY_SOCKET with DefaultTimeout, like the zero
 // Client's Notify.
+//
+// No binary here calls it: it is the Go client's one-call send for an
+// agent written in Go.
 func Notify(ctx context.Context, state string) error {
 	var c Client
 	return c.Notify(ctx, state)

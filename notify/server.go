@@ -113,15 +113,6 @@ type Drops struct {
 	FDs       uint64 // "fds": fds closed on a message that was still delivered
 }
 
-// Total returns the sum of all drop counters.
-func (d Drops) Total() uint64 {
-	var n uint64
-	for _, v := range d.All() {
-		n += v
-	}
-	return n
-}
-
 // All yields each reason label with its counter, in a fixed order. The
 // labels are stable and suitable as metric label values.
 func (d Drops) All() iter.Seq2[string, uint64] {

@@ -682,3 +682,12 @@ func sendmsg(conn *net.UnixConn, b, oob []byte) error {
 	}
 	return serr
 }
+
+// Total returns the sum of all drop counters.
+func (d Drops) Total() uint64 {
+	var n uint64
+	for _, v := range d.All() {
+		n += v
+	}
+	return n
+}

@@ -15,16 +15,9 @@ import (
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
-// LoadStatus is `supervise status`: it asks the supervise running on
-// stateDir over its control socket, or reads the journal when none runs.
-// It gives up after 5 s.
-func LoadStatus(ctx context.Context, stateDir, name string, all bool) (Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return LoadStatusView(ctx, stateDir, name, View{All: all})
-}
-
-// LoadStatusView is LoadStatus with a View, without a timeout of its own.
+// LoadStatusView is `supervise status` as v asks for it: it asks the
+// supervise running on stateDir over its control socket, or reads the
+// journal when none runs. It has no timeout of its own.
 func LoadStatusView(ctx context.Context, stateDir, name string, v View) (Status, error) {
 	st, err := FetchStatusView(ctx, stateDir, v)
 	if err == nil || !errors.Is(err, ErrNoSupervisor) {

@@ -28,7 +28,7 @@ func TestOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := LoadStatus(ctx, dir, "t", true)
+	st, err := LoadStatusView(ctx, dir, "t", View{All: true})
 	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].State != string(journal.Parked) {
 		t.Fatalf("LoadStatus = %+v, %v; want s1 parked", st.Sessions, err)
 	}
@@ -36,7 +36,7 @@ func TestOffline(t *testing.T) {
 	if err != nil || !strings.Contains(how, "next start") {
 		t.Fatalf("ManualResume = %q, %v", how, err)
 	}
-	st, _ = LoadStatus(ctx, dir, "t", true)
+	st, _ = LoadStatusView(ctx, dir, "t", View{All: true})
 	if s := st.Sessions[0]; s.State != string(journal.ResumePending) || s.CrashCount != 0 {
 		t.Errorf("after a manual resume: %+v, want resume_pending with crash count 0", s)
 	}
@@ -53,7 +53,7 @@ func TestOffline(t *testing.T) {
 func TestOfflineNoJournal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, err := LoadStatus(context.Background(), dir, "t", false)
+	_, err := LoadStatusView(context.Background(), dir, "t", View{All: false})
 	if err == nil || !strings.Contains(err.Error(), "no journal in "+dir+": supervise has not run with this state dir") {
 		t.Fatalf("err = %v, want it to say no journal", err)
 	}
@@ -160,7 +160,7 @@ func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := LoadStatus(ctx, dir, "t", true)
+	st, err := LoadStatusView(ctx, dir, "t", View{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	st, err = LoadStatus(ctx, dir, "t", true)
+	st, err = LoadStatusView(ctx, dir, "t", View{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}

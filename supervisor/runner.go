@@ -11,10 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/internal/agentsaid"
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
@@ -244,6 +243,22 @@ func (s *Supervisor) arm(e machine.Arm) {
 	s.timers.set(s.clock, int(e.Timer), e.At)
 }
 
+// childTrace is the Spec.Trace through which child marks its trace points
+// (the fork call, the reap) on r; nil when tracing is off.
+func childTrace(r *trace.Recorder) func(child.TracePoint) {
+	if r == nil {
+		return nil
+	}
+	return func(p child.TracePoint) {
+		switch p {
+		case child.TraceForkCall:
+			r.Mark(trace.ForkCall)
+		case child.TraceReaped:
+			r.Mark(trace.Reaped)
+		}
+	}
+}
+
 // launch starts the run the machine prepared: the resume file first (its
 // deliveries committed before the fork), then the child.
 func (s *Supervisor) launch(e machine.Launch) {
@@ -260,6 +275,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 		Cgroup:     s.runCgroup(e.Run),
 		Tag:        s.tag(e.Run),
 		Credential: s.cfg.User,
+		Trace:      childTrace(s.cfg.Trace),
 	}
 	s.cfg.Trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)
@@ -617,4 +633,4 @@ func signalNumber(sig os.Signal) int {
 }
 
 // signalName is the SIG name of sig, as logs give it.
-func signalName(sig syscall.Signal) string { return unix.SignalName(sig) }
+func signalName(sig syscall.Signal) string { return signame.Of(sig) }

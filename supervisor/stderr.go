@@ -172,9 +172,3 @@ func (s *Supervisor) agentCLI() agentsaid.CLI {
 	}
 	return agentsaid.Unknown
 }
-
-// tellingLine picks the line of an agent's stderr tail that says most,
-// cleaned to one bounded line of printable text.
-func tellingLine(tail []byte) string {
-	return agentsaid.TellingLine(tail, agentsaid.Unknown, agentsaid.LostConversation)
-}

@@ -159,3 +159,10 @@ func devNull(t *testing.T) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// tellingLine picks the line of an agent's stderr tail that says most,
+// cleaned to one bounded line of printable text, as the runner does for an
+// agent it does not know.
+func tellingLine(tail []byte) string {
+	return agentsaid.TellingLine(tail, agentsaid.Unknown, agentsaid.LostConversation)
+}

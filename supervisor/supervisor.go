@@ -357,7 +357,6 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
-	s.reaper.SetTrace(s.cfg.Trace)
 	defer s.pruneWait()
 	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{},
 		ackLogs: rateLog{interval: time.Second}}
@@ -585,9 +584,6 @@ func (s *Supervisor) loopAge(now time.Time) time.Duration {
 // the upward watchdog to call supervise healthy. The loop wakes at least
 // once a second; its longest legitimate stall is a journal fsync.
 const healthyWithin = 10 * time.Second
-
-// Healthy reports whether the supervision loop ran recently.
-func (s *Supervisor) Healthy() bool { return s.loopAge(s.clock.Now()) < healthyWithin }
 
 // ErrNotRunning is returned by requests to a supervisor whose loop ended.
 var ErrNotRunning = errors.New("supervisor is not running")

@@ -18,15 +18,15 @@ func TestLean(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		deps[p] = true
 	}
-	if !deps["github.com/supervise-dev/supervise/internal/notifycmd"] {
-		t.Fatalf("supervise-notify does not link internal/notifycmd; deps: %s", out)
+	if !deps["github.com/supervise-dev/supervise/cmd/internal/notifycmd"] {
+		t.Fatalf("supervise-notify does not link cmd/internal/notifycmd; deps: %s", out)
 	}
 	for _, p := range []string{
 		"net/http",
 		"github.com/VictoriaMetrics/metrics",
 		"github.com/supervise-dev/supervise/supervisor",
 		"github.com/supervise-dev/supervise/apiproxy",
-		"github.com/supervise-dev/supervise/internal/runflags",
+		"github.com/supervise-dev/supervise/runflags",
 		"runtime/metrics",
 	} {
 		if deps[p] {

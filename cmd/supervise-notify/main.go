@@ -1,7 +1,7 @@
 // Command supervise-notify is `supervise notify` as a binary of its own,
 // for agent hooks: `supervise-notify EVENT [flags]` takes the same events,
 // flags, environment and exit codes as `supervise notify EVENT [flags]`
-// (internal/notifycmd is both). It links only the notify client and the
+// (cmd/internal/notifycmd is both). It links only the notify client and the
 // hook mapping, not the run loop, net/http, the model-API proxy or the
 // metrics library, whose package initialisation every `supervise`
 // process pays before main: a hook that runs it per call takes about three
@@ -18,7 +18,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/supervise-dev/supervise/internal/notifycmd"
+	"github.com/supervise-dev/supervise/cmd/internal/notifycmd"
 )
 
 func main() {

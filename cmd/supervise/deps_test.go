@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -14,34 +13,18 @@ import (
 // module is this module's path.
 const module = "github.com/supervise-dev/supervise"
 
-// leaves are the internal packages the public packages import: they import
-// no package of this module, so nothing public depends on supervise's
-// internals through them, and no import cycle can pass through them.
-var leaves = []string{"internal/statedir", "internal/failpoint", "internal/exitcode"}
-
-// supervisorUsers are the packages under internal/ allowed to import
-// supervisor, each because it uses supervisor's API, not a constant or a
-// file name (those live in internal/statedir).
-var supervisorUsers = map[string]string{
-	"internal/runflags": "builds a supervisor.Config (and its Deadlines) from the run flags",
-	"internal/observe":  "carries supervisor.Event to the chaos harness as a supervisor.Observer",
-	"internal/demo":     "reads supervisor.Status through supervisor.FetchStatus to narrate the demo",
-	"internal/statecmd": "status, resume and ls: supervisor.LoadStatusView, WriteStatus, FetchStatusView and ManualResume",
-}
-
 // listed is the part of `go list -json` these tests read.
 type listed struct {
 	ImportPath   string
-	Deps         []string
 	Imports      []string
 	TestImports  []string
 	XTestImports []string
 }
 
-// goList lists the packages under internal/ and their dependencies.
-func goList(t *testing.T) map[string]listed {
+// goList lists the packages under internal/.
+func goList(t *testing.T) []listed {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-json", "./internal/...")
+	cmd := exec.Command("go", "list", "-json", "./internal/...")
 	cmd.Dir = repoRoot
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -49,7 +32,7 @@ func goList(t *testing.T) map[string]listed {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	pkgs := map[string]listed{}
+	var pkgs []listed
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
 		var p listed
 		err := dec.Decode(&p)
@@ -59,41 +42,33 @@ func goList(t *testing.T) map[string]listed {
 		if err != nil {
 			t.Fatalf("go list output: %v", err)
 		}
-		pkgs[strings.TrimPrefix(p.ImportPath, module+"/")] = p
+		pkgs = append(pkgs, p)
 	}
 	return pkgs
 }
 
-// The leaves import no package of this module, directly or not; no package
-// under internal/ imports supervisor (in its code or its tests) but those
-// that use its API.
+// internal/ holds leaves only: no package under it imports, in its code or
+// its tests, a package of this module outside internal/. A command's code
+// lives beside its command (cmd/supervise/internal, cmd/internal), and a
+// package that needs the supervisor sits above it, never below in
+// internal/, so no arrow runs back up. There is no list of exceptions.
 func TestInternalImports(t *testing.T) {
 	t.Parallel()
 	pkgs := goList(t)
-	for _, leaf := range leaves {
-		p, ok := pkgs[leaf]
-		if !ok {
-			t.Errorf("go list does not list %s", leaf)
+	if len(pkgs) == 0 {
+		t.Fatal("go list lists no package under internal/")
+	}
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.ImportPath, module+"/internal/") {
+			t.Errorf("go list ./internal/... lists %s", p.ImportPath)
 			continue
 		}
-		for _, dep := range p.Deps {
-			if dep == module || strings.HasPrefix(dep, module+"/") {
-				t.Errorf("%s is a leaf but depends on %s", leaf, dep)
+		for _, imports := range [][]string{p.Imports, p.TestImports, p.XTestImports} {
+			for _, imp := range imports {
+				if (imp == module || strings.HasPrefix(imp, module+"/")) && !strings.HasPrefix(imp, module+"/internal/") {
+					t.Errorf("%s imports %s: internal/ holds leaves only; move the package beside its user or above what it imports", p.ImportPath, imp)
+				}
 			}
-		}
-	}
-	supervisor := module + "/supervisor"
-	for name, p := range pkgs {
-		if !strings.HasPrefix(name, "internal/") || supervisorUsers[name] != "" {
-			continue
-		}
-		if slices.Contains(p.Imports, supervisor) || slices.Contains(p.TestImports, supervisor) || slices.Contains(p.XTestImports, supervisor) {
-			t.Errorf("%s imports supervisor; take file names from internal/statedir, or add it to supervisorUsers saying which API it needs", name)
-		}
-	}
-	for name := range supervisorUsers {
-		if _, ok := pkgs[name]; !ok {
-			t.Errorf("supervisorUsers names %s, which go list does not list", name)
 		}
 	}
 }

@@ -12,13 +12,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/supervise-dev/supervise/internal/chaoscmd"
-	"github.com/supervise-dev/supervise/internal/demo"
+	"github.com/supervise-dev/supervise/cmd/internal/notifycmd"
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/chaoscmd"
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/demo"
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/statecmd"
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/unit"
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/notifycmd"
-	"github.com/supervise-dev/supervise/internal/runflags"
-	"github.com/supervise-dev/supervise/internal/statecmd"
-	"github.com/supervise-dev/supervise/internal/unit"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // Exit codes: the one table is internal/exitcode, printed by --help.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // call runs the command in-process and returns its exit code and output.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // The command line a newcomer meets (issue 22, item 7), in-process.

@@ -17,12 +17,11 @@ import (
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
-	"github.com/supervise-dev/supervise/internal/journalopen"
-	"github.com/supervise-dev/supervise/internal/observe"
-	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/observe"
+	"github.com/supervise-dev/supervise/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -163,7 +162,7 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		log.Info("state dir was readable by others: tightened it to 0700", "state_dir", dir)
 	}
 	cfg.StateDir = dir
-	db, verifyLater, err := journalopen.Open(cfg.StateDir, fp, log)
+	db, verifyLater, err := journal.OpenState(cfg.StateDir, fp, log)
 	cfg.Trace.Mark(trace.JournalOpened)
 	cfg.VerifyInBackground, cfg.Failpoints = verifyLater, fp
 	if err != nil {

@@ -87,7 +87,7 @@ func TestInteractiveResumeNewTurnTakesIt(t *testing.T) {
 
 // At the next interactive start, the session a hangup stopped mid-turn is
 // not resumed: a person's own quit is not a crash (the terminal's line that
-// names it is the observer's, internal/observe).
+// names it is the observer's, package observe).
 func TestInteractiveNotices(t *testing.T) {
 	r := newRig(t, interactiveConfig())
 	r.launch()

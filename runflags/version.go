@@ -12,7 +12,7 @@ import (
 // neither a module version nor a VCS revision (a tarball without .git, or
 // GOFLAGS=-buildvcs=false):
 //
-//	go build -ldflags "-X github.com/supervise-dev/supervise/internal/runflags.stamp=v1.2.3" ./cmd/supervise
+//	go build -ldflags "-X github.com/supervise-dev/supervise/runflags.stamp=v1.2.3" ./cmd/supervise
 //
 // It is the one package-level variable here, written only by the linker
 // and never at run time.

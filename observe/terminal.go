@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor"
 	"github.com/supervise-dev/supervise/supervisor/machine"
@@ -134,12 +135,9 @@ func midTurn(ds []supervisor.SessionStatus) string {
 	return ""
 }
 
-var sigNames = [...]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
-	8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
-
 func sigName(sig int) string {
-	if sig > 0 && sig < len(sigNames) && sigNames[sig] != "" {
-		return sigNames[sig]
+	if name := signame.Name(sig); name != "" {
+		return name
 	}
 	return fmt.Sprintf("signal %d", sig)
 }

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -435,7 +436,7 @@ func (d *demo) summary(st supervisor.Status) error {
 func howEnded(r supervisor.RunStatus) string {
 	how := fmt.Sprintf("exited %d", r.ExitCode)
 	if r.Signal != 0 {
-		how = "killed by " + unix.SignalName(syscall.Signal(r.Signal))
+		how = "killed by " + signame.Of(syscall.Signal(r.Signal))
 	}
 	if r.Reason == journal.ReasonStopped {
 		how += ", a requested stop"

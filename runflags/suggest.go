@@ -8,12 +8,6 @@ import (
 
 // The "did you mean" line for a mistyped flag or command is cliflags'.
 
-// Unknown reports the first flag of args that fs does not define.
-func Unknown(fs *flag.FlagSet, args []string) (string, bool) { return cliflags.Unknown(fs, args) }
-
-// Suggest is the flag of fs nearest to name, "" when none is near.
-func Suggest(fs *flag.FlagSet, name string) string { return cliflags.Suggest(fs, name) }
-
 // Nearest is the candidate nearest to name, "" when none is near.
 func Nearest(name string, candidates []string) string { return cliflags.Nearest(name, candidates) }
 

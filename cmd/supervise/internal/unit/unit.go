@@ -4,7 +4,7 @@
 // launchd.tmpl); every value is escaped for its place before it reaches
 // them, and a value that cannot be written safely is an error wrapping
 // ErrValue. Command is the `supervise unit` command line around them: it
-// checks the run flags as `supervise run` does (internal/runflags) and
+// checks the run flags as `supervise run` does (runflags) and
 // writes only the ones given into the unit.
 //
 // No value becomes an option. supervise's own arguments in a unit are run

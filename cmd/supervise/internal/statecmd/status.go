@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 

@@ -19,8 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/runflags"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 

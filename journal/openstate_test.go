@@ -1,4 +1,4 @@
-package journalopen
+package journal_test
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ import (
 	"github.com/supervise-dev/supervise/journal"
 )
 
-func open(t *testing.T, dir string, fp failpoint.Points) (*journal.DB, bool, string) {
+func openState(t *testing.T, dir string, fp failpoint.Points) (*journal.DB, bool, string) {
 	t.Helper()
 	var logb bytes.Buffer
-	db, later, err := Open(dir, fp, slog.New(slog.NewTextHandler(&logb, nil)))
+	db, later, err := journal.OpenState(dir, fp, slog.New(slog.NewTextHandler(&logb, nil)))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -29,9 +29,9 @@ func open(t *testing.T, dir string, fp failpoint.Points) (*journal.DB, bool, str
 
 // A new state dir gets a fresh journal; one closed cleanly is trusted as it
 // is; one left unclean is checked (inline, being small) and kept.
-func TestOpenTrusts(t *testing.T) {
+func TestOpenStateTrusts(t *testing.T) {
 	dir := t.TempDir()
-	db, later, log := open(t, dir, failpoint.Points{})
+	db, later, log := openState(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("fresh journal: verifyLater %v, log %q", later, log)
 	}
@@ -39,13 +39,13 @@ func TestOpenTrusts(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	db, later, log = open(t, dir, failpoint.Points{})
+	db, later, log = openState(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("clean journal: verifyLater %v, log %q", later, log)
 	}
 	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
 	db.Close()
-	db, later, log = open(t, dir, failpoint.Points{})
+	db, later, log = openState(t, dir, failpoint.Points{})
 	if later || log != "" {
 		t.Errorf("unclean small journal: verifyLater %v, log %q", later, log)
 	}
@@ -54,13 +54,13 @@ func TestOpenTrusts(t *testing.T) {
 
 // A journal beyond the inline limit, left unclean, is checked in the
 // background (the failpoint makes every journal large).
-func TestOpenLargeVerifiesLater(t *testing.T) {
+func TestOpenStateLargeVerifiesLater(t *testing.T) {
 	large := failpoint.Points{VerifyInline: 0, HasVerifyInline: true}
 	dir := t.TempDir()
-	db, _, _ := open(t, dir, large)
+	db, _, _ := openState(t, dir, large)
 	db.Update(func(tx *journal.Tx) error { return tx.SetClean(false) })
 	db.Close()
-	db, later, _ := open(t, dir, large)
+	db, later, _ := openState(t, dir, large)
 	db.Close()
 	if !later {
 		t.Error("an unclean journal over the inline limit was not left for the background check")
@@ -69,7 +69,7 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 	if err := os.WriteFile(statedir.VerifyFailedPath(dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, later, _ = open(t, dir, large)
+	db, later, _ = openState(t, dir, large)
 	db.Close()
 	if later {
 		t.Error("a journal whose background check failed was not checked inline")
@@ -81,13 +81,13 @@ func TestOpenLargeVerifiesLater(t *testing.T) {
 
 // A file that is not a journal is moved aside byte for byte, a fresh
 // journal starts, and the log says so.
-func TestOpenQuarantines(t *testing.T) {
+func TestOpenStateQuarantines(t *testing.T) {
 	dir := t.TempDir()
 	garbage := bytes.Repeat([]byte("not a journal "), 1000)
 	if err := os.WriteFile(statedir.JournalPath(dir), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, later, log := open(t, dir, failpoint.Points{})
+	db, later, log := openState(t, dir, failpoint.Points{})
 	defer db.Close()
 	if later || !strings.Contains(log, "journal is damaged") {
 		t.Errorf("verifyLater %v, log %q", later, log)
@@ -106,7 +106,7 @@ func TestOpenQuarantines(t *testing.T) {
 // bytes big-endian, "schema.crc", the CRC-32C of "supervise journal
 // schema " and those 8 bytes. bbolt stores each key followed by its value,
 // in key order, with no checksum over data pages.
-func schemaRecord(n uint64) []byte {
+func schemaRecordBytes(n uint64) []byte {
 	v := binary.BigEndian.AppendUint64(nil, n)
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	h.Write([]byte("supervise journal schema "))
@@ -119,14 +119,14 @@ func schemaRecord(n uint64) []byte {
 // the file (every copy of it) with fn, and returns the file's new bytes.
 func patchSchema(t *testing.T, dir string, fn func(rec []byte) []byte) []byte {
 	t.Helper()
-	db, _, _ := open(t, dir, failpoint.Points{})
+	db, _, _ := openState(t, dir, failpoint.Points{})
 	db.Close()
 	path := statedir.JournalPath(dir)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := schemaRecord(journal.Schema)
+	rec := schemaRecordBytes(journal.Schema)
 	if !bytes.Contains(raw, rec) {
 		t.Fatalf("schema record %q not found in the journal", rec)
 	}
@@ -141,13 +141,13 @@ func patchSchema(t *testing.T, dir string, fn func(rec []byte) []byte) []byte {
 // 4503599627370497, as TestFault05RandomDamage's seed 1796135621629718313
 // did) is damage, not a newer journal: it is moved aside byte for byte,
 // and a fresh journal starts, so the agent runs.
-func TestOpenQuarantinesDamagedSchema(t *testing.T) {
+func TestOpenStateQuarantinesDamagedSchema(t *testing.T) {
 	dir := t.TempDir()
 	damaged := patchSchema(t, dir, func(rec []byte) []byte {
 		rec[len("schema")+1] ^= 0x10
 		return rec
 	})
-	db, later, log := open(t, dir, failpoint.Points{})
+	db, later, log := openState(t, dir, failpoint.Points{})
 	defer db.Close()
 	if later || !strings.Contains(log, "journal is damaged") || !strings.Contains(log, strconv.FormatUint(journal.Schema|1<<52, 10)) {
 		t.Errorf("verifyLater %v, log %q", later, log)
@@ -169,10 +169,10 @@ func TestOpenQuarantinesDamagedSchema(t *testing.T) {
 
 // A journal a newer release wrote on purpose (schema 2 with its check) is
 // refused as before: ErrSchema, nothing moved aside, not a byte changed.
-func TestOpenRefusesNewerSchema(t *testing.T) {
+func TestOpenStateRefusesNewerSchema(t *testing.T) {
 	dir := t.TempDir()
-	newer := patchSchema(t, dir, func([]byte) []byte { return schemaRecord(journal.Schema + 1) })
-	db, _, err := Open(dir, failpoint.Points{}, slog.New(slog.DiscardHandler))
+	newer := patchSchema(t, dir, func([]byte) []byte { return schemaRecordBytes(journal.Schema + 1) })
+	db, _, err := journal.OpenState(dir, failpoint.Points{}, slog.New(slog.DiscardHandler))
 	if err == nil {
 		db.Close()
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // usage prints the help of `supervise unit`.

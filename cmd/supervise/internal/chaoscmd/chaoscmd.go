@@ -1,5 +1,5 @@
 // Package chaoscmd is `supervise chaos`: its flags, the run flags passed on
-// to the supervise it starts (checked through internal/runflags), and the
+// to the supervise it starts (checked through runflags), and the
 // report of package chaos, as a table or JSON. Run returns the exit status:
 // 0 every check held, 1 a check failed or supervise could not run, 2 usage.
 package chaoscmd
@@ -18,7 +18,7 @@ import (
 
 	"github.com/supervise-dev/supervise/chaos"
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // usage is the help of `supervise chaos`, followed by its flags.

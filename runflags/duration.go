@@ -18,9 +18,3 @@ func parseDuration(s string) (time.Duration, error) { return cliflags.ParseDurat
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	cliflags.DurationVar(fs, p, name, value, usage)
 }
-
-// DurationVar defines a duration flag whose refused value Parse reports
-// in one line that says what to type, for the other subcommands.
-func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	cliflags.DurationVar(fs, p, name, value, usage)
-}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // Command is `supervise demo` with args (after the word demo): the story

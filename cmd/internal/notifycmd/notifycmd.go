@@ -1,7 +1,7 @@
 // Package notifycmd is `supervise notify`: the command line of the notify
 // client for agents whose hooks run shell commands, and the protocol route
 // for a language without unix datagram sockets (Node.js). It checks an event's
-// flags, maps hook payloads through internal/hook, sends the marker over
+// flags, maps hook payloads through cmd/internal/hook, sends the marker over
 // $NOTIFY_SOCKET and waits for supervise's barrier. Run returns the exit
 // status: 0 sent (or nothing to do outside supervise), 1 not delivered, 2
 // usage; the hook event never returns 2, which agents read as "block".
@@ -18,9 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/cmd/internal/hook"
 	"github.com/supervise-dev/supervise/internal/cliflags"
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/hook"
 	"github.com/supervise-dev/supervise/notify"
 )
 

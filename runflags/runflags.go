@@ -20,6 +20,7 @@ import (
 	"github.com/supervise-dev/supervise/apiproxy"
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/crashloop"
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 	"github.com/supervise-dev/supervise/supervisor/machine"
@@ -125,15 +126,6 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 // tests.
 func (f *Flags) SetEUID(uid int) { f.euid = &uid }
 
-// User returns the credential --user resolved to, for child.Spec.Credential
-// (its Env for the agent's environment); nil without --user. Config sets
-// it when it succeeds.
-func (f *Flags) User() *child.Credential { return f.cred }
-
-// MaxOpenSessions returns --max-open-sessions, at least 1 once Config
-// succeeded: how many open sessions a turn-begin may bring the journal to.
-func (f *Flags) MaxOpenSessions() int { return f.maxOpen }
-
 // ResumeOff reports whether --resume is off (automatic resumes decided
 // but not dispatched), before Config checks the flags.
 func (f *Flags) ResumeOff() bool { return f.resumeMode == "off" }
@@ -225,7 +217,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 			return cfg, nil, fmt.Errorf("%s: unknown signal %q", Source("resume-signal", set), f.resumeSig)
 		}
 		if resumeSig == syscall.SIGKILL || resumeSig == syscall.SIGSTOP {
-			return cfg, nil, fmt.Errorf("%s: %s cannot be caught, so it cannot tell the agent to read the resume file (use SIGUSR1 or another signal the agent handles)", Source("resume-signal", set), unix.SignalName(resumeSig))
+			return cfg, nil, fmt.Errorf("%s: %s cannot be caught, so it cannot tell the agent to read the resume file (use SIGUSR1 or another signal the agent handles)", Source("resume-signal", set), signame.Of(resumeSig))
 		}
 	}
 	log, err := newLogger(f.logLevel, f.logFormat, stderr)

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/unit"
 	"github.com/supervise-dev/supervise/internal/exitcode"
-	"github.com/supervise-dev/supervise/internal/unit"
 )
 
 const (
@@ -612,7 +612,7 @@ func TestUnitUsageErrors(t *testing.T) {
 // readExample reads a file under examples/.
 func readExample(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "examples", path))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "examples", path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/internal/runflags"
+	"github.com/supervise-dev/supervise/runflags"
 )
 
 // No value becomes an option of supervise's command line in a unit: a

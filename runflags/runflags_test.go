@@ -347,8 +347,8 @@ func TestConfigMaxOpenSessions(t *testing.T) {
 			if err == nil || err.Error() != c.err {
 				t.Errorf("%v %s: error %v, want %q", c.args, c.env, err, c.err)
 			}
-		case err != nil || f.MaxOpenSessions() != c.want:
-			t.Errorf("%v %s: %v, max open sessions %d; want %d", c.args, c.env, err, f.MaxOpenSessions(), c.want)
+		case err != nil || f.maxOpen != c.want:
+			t.Errorf("%v %s: %v, max open sessions %d; want %d", c.args, c.env, err, f.maxOpen, c.want)
 		}
 		if c.env != "" {
 			k, _, _ := strings.Cut(c.env, "=")
@@ -399,7 +399,7 @@ func TestConfigUser(t *testing.T) {
 		}
 		f.SetEUID(c.euid)
 		_, _, err = f.Config(set, []string{"agent"}, nil, io.Discard)
-		cred := f.User()
+		cred := f.cred
 		switch {
 		case c.err != "":
 			if err == nil || err.Error() != c.err || cred != nil {
@@ -434,7 +434,7 @@ func TestConfigUserNeedsRoot(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("as uid %d: %v, want %q", euid, err, want)
 		}
-	} else if err != nil || f.User() == nil || f.User().UID != 0 {
-		t.Errorf("as root: %v, user %v; want root", err, f.User())
+	} else if err != nil || f.cred == nil || f.cred.UID != 0 {
+		t.Errorf("as root: %v, user %v; want root", err, f.cred)
 	}
 }
