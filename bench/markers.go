@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // markerResult is bench/agent's JSON result (agent.Result).
@@ -193,7 +194,7 @@ func (b *bench) journalCommitRow(fs *fsyncProbe) {
 		start := time.Now()
 		defer func() { el = time.Since(start) }()
 		for i := 0; time.Since(start) < b.cfg.fsyncDur; i++ {
-			s := journal.Session{ID: "bench-" + strconv.Itoa(i%64), State: journal.InTurn, Turn: "t1", Phase: "tool", Tool: "t" + strconv.Itoa(i%10),
+			s := record.Session{ID: "bench-" + strconv.Itoa(i%64), State: record.InTurn, Turn: "t1", Phase: "tool", Tool: "t" + strconv.Itoa(i%10),
 				TurnStarted: now, LastHeartbeat: now, Updated: now, Run: 1}
 			t := time.Now()
 			if err := db.Update(func(tx *journal.Tx) error { return tx.PutSession(s) }); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // startup times supervise from its start to its child's exec (the
@@ -325,12 +326,12 @@ func buildJournal(path string, sessions, runs int) error {
 	for i := 0; i < sessions; i += batch {
 		err := db.Update(func(tx *journal.Tx) error {
 			for j := i; j < min(i+batch, sessions); j++ {
-				state, outcome := journal.Idle, "completed"
+				state, outcome := record.Idle, "completed"
 				if j%2 == 1 {
-					state = journal.Closed
+					state = record.Closed
 				}
 				at := base.Add(time.Duration(j) * time.Second)
-				s := journal.Session{ID: fmt.Sprintf("0196b4a4-6f0e-7cc0-%04x-%012x", j>>16&0xffff, j), State: state, Turn: "turn-" + strconv.Itoa(j),
+				s := record.Session{ID: fmt.Sprintf("0196b4a4-6f0e-7cc0-%04x-%012x", j>>16&0xffff, j), State: state, Turn: "turn-" + strconv.Itoa(j),
 					Outcome: outcome, Prompt: "settled request " + strconv.Itoa(j), TurnStarted: at, LastHeartbeat: at, Updated: at, Run: uint64(j%max(runs, 1) + 1)}
 				if err := tx.PutSession(s); err != nil {
 					return err
@@ -350,8 +351,8 @@ func buildJournal(path string, sessions, runs int) error {
 					return err
 				}
 				at := base.Add(time.Duration(j) * time.Minute)
-				r := journal.Run{Run: n, PID: 1000 + j%30000, StartTime: at.UnixMilli(), Started: at, Ended: at.Add(50 * time.Second),
-					ExitCode: 137, Signal: 9, Reason: journal.ReasonSignal, Dirty: true, LastHeartbeat: at.Add(49 * time.Second),
+				r := record.Run{Run: n, PID: 1000 + j%30000, StartTime: at.UnixMilli(), Started: at, Ended: at.Add(50 * time.Second),
+					ExitCode: 137, Signal: 9, Reason: record.ReasonSignal, Dirty: true, LastHeartbeat: at.Add(49 * time.Second),
 					Argv: []string{"/usr/local/bin/agent", "--serve"}}
 				if err := tx.PutRun(r); err != nil {
 					return err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // The chaos suite: a seeded random schedule of faults against a real
@@ -58,7 +59,7 @@ func TestChaos(t *testing.T) {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
 	c := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), e: newEnv(t), faults: map[string]int{},
-		checks: map[string]int{}, snapshots: map[int]map[string]journal.Session{}}
+		checks: map[string]int{}, snapshots: map[int]map[string]record.Session{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("chaos seed %d: replay with SUPERVISE_CHAOS_SEED=%d SUPERVISE_CHAOS_ITERATIONS=%d go test -run TestChaos ./integration/",
@@ -88,7 +89,7 @@ type chaosRun struct {
 	// snapshots are the journal's sessions read right after a kill -9 of
 	// supervise in a run (before that run's death was decided): ground
 	// truth the model prunes its branches with.
-	snapshots map[int]map[string]journal.Session
+	snapshots map[int]map[string]record.Session
 	m         *model
 }
 
@@ -220,7 +221,7 @@ func (c *chaosRun) killChild(run int, sig syscall.Signal) {
 
 // readJournal opens the journal offline (read-only), verifies every page,
 // and returns its sessions and runs.
-func (c *chaosRun) readJournal() (map[string]journal.Session, []journal.Run) {
+func (c *chaosRun) readJournal() (map[string]record.Session, []record.Run) {
 	c.t.Helper()
 	db, err := journal.Open(filepath.Join(c.e.stateDir, "journal.db"), journal.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
@@ -230,10 +231,10 @@ func (c *chaosRun) readJournal() (map[string]journal.Session, []journal.Run) {
 	if err := db.Verify(); err != nil {
 		c.t.Fatalf("seed %d: journal fails tx.Check: %v", c.seed, err)
 	}
-	sessions := map[string]journal.Session{}
-	var runs []journal.Run
+	sessions := map[string]record.Session{}
+	var runs []record.Run
 	db.View(func(tx *journal.Tx) error {
-		tx.ForEachSession(func(s journal.Session) error { sessions[s.ID] = s; return nil })
+		tx.ForEachSession(func(s record.Session) error { sessions[s.ID] = s; return nil })
 		var err error
 		runs, err = tx.LastRuns(1 << 30)
 		return err
@@ -298,7 +299,7 @@ func (c *chaosRun) check() {
 	// Each run ended the way its fault says.
 	for _, r := range runs {
 		want, ok := c.fault[int(r.Run)]
-		if !ok || r.Reason == journal.ReasonStarting {
+		if !ok || r.Reason == record.ReasonStarting {
 			continue
 		}
 		c.checks["each run ended as its fault says"]++
@@ -315,12 +316,12 @@ func (c *chaosRun) check() {
 	c.m = m
 }
 
-func classify(r journal.Run) string {
+func classify(r record.Run) string {
 	switch {
-	case r.Reason == journal.ReasonSignal:
+	case r.Reason == record.ReasonSignal:
 		return "signal " + strconv.Itoa(r.Signal)
 	}
-	return r.Reason
+	return string(r.Reason)
 }
 
 func faultAllows(fault, got string) bool {
@@ -330,11 +331,11 @@ func faultAllows(fault, got string) bool {
 	case faultTermChild:
 		return got == "signal 15"
 	case faultStopChild:
-		return got == journal.ReasonWatchdog
+		return got == string(record.ReasonWatchdog)
 	case faultKillSupervisor:
-		return got == journal.ReasonSupervisorDied
+		return got == string(record.ReasonSupervisorDied)
 	case faultStopSupervisor:
-		return got == journal.ReasonStopped
+		return got == string(record.ReasonStopped)
 	}
 	return false
 }
@@ -384,7 +385,7 @@ func (c *chaosRun) report(iterations int) {
 // prunes them with what the next run observed (which resumes it got).
 
 type msess struct {
-	state      journal.SessionState
+	state      record.SessionState
 	count      int
 	turn       string
 	resumeRun  int // run the pending resume was delivered to
@@ -430,15 +431,15 @@ func (b branch) apply(line string) {
 	}
 	s, ok := b[id]
 	if !ok {
-		s = msess{state: journal.Idle}
+		s = msess{state: record.Idle}
 	}
-	if s.state == journal.Parked {
+	if s.state == record.Parked {
 		return // refused: only a person lifts a park (issue 29)
 	}
 	// A marker that contradicts the session's turn is a no-op
 	// (supervisor.outOfSequence).
 	if turn != "" && s.turn != "" {
-		same, open, ended := turn == s.turn, s.state == journal.InTurn || s.state == journal.Waiting, s.state == journal.Idle && s.ended
+		same, open, ended := turn == s.turn, s.state == record.InTurn || s.state == record.Waiting, s.state == record.Idle && s.ended
 		if ev == "turn-begin" && same && (open || ended) || ev == "turn-end" && same && ended {
 			b[id] = s
 			return
@@ -446,13 +447,13 @@ func (b branch) apply(line string) {
 	}
 	switch ev {
 	case "turn-begin":
-		s.state, s.turn, s.hasPending, s.resumeRun, s.ended = journal.InTurn, turn, false, 0, false
+		s.state, s.turn, s.hasPending, s.resumeRun, s.ended = record.InTurn, turn, false, 0, false
 	case "turn-end":
 		s.ended = true
 		if turn != "" {
 			s.turn = turn
 		}
-		s.state, s.hasPending, s.resumeRun = journal.Idle, false, 0
+		s.state, s.hasPending, s.resumeRun = record.Idle, false, 0
 		if len(f) > 3 && f[3] == "completed" {
 			s.count = 0
 		}
@@ -460,18 +461,18 @@ func (b branch) apply(line string) {
 		if turn != "" {
 			s.turn = turn
 		}
-		s.state = journal.Waiting
+		s.state = record.Waiting
 	case "phase":
-		if s.state == journal.Waiting {
-			s.state = journal.InTurn
+		if s.state == record.Waiting {
+			s.state = record.InTurn
 		}
 	case "resumed":
 		if turn != "" {
 			s.turn = turn
 		}
-		s.state, s.hasPending, s.resumeRun = journal.InTurn, false, 0
+		s.state, s.hasPending, s.resumeRun = record.InTurn, false, 0
 	case "closed":
-		s.state, s.hasPending, s.resumeRun = journal.Closed, false, 0
+		s.state, s.hasPending, s.resumeRun = record.Closed, false, 0
 	}
 	b[id] = s
 }
@@ -479,7 +480,7 @@ func (b branch) apply(line string) {
 // launch delivers every pending resume to run n.
 func (b branch) launch(n int) (delivered []string) {
 	for id, s := range b {
-		if s.state == journal.ResumePending {
+		if s.state == record.ResumePending {
 			s.resumeRun = n
 			b[id] = s
 			delivered = append(delivered, id)
@@ -492,14 +493,14 @@ func (b branch) launch(n int) (delivered []string) {
 // death applies the table of docs/design.md for the death of run n.
 func (b branch) death(n int, requested bool) {
 	for id, s := range b {
-		midTurn := s.state == journal.InTurn || s.state == journal.Waiting
-		pending := s.state == journal.ResumePending
+		midTurn := s.state == record.InTurn || s.state == record.Waiting
+		pending := s.state == record.ResumePending
 		if requested {
 			// A requested stop stops what ran: a turn in progress, or a
 			// resume handed to the stopped run; a resume never handed to
 			// it stays owed.
 			if midTurn || (pending && s.resumeRun == n) {
-				s.state, s.hasPending, s.resumeRun = journal.Stopped, false, 0
+				s.state, s.hasPending, s.resumeRun = record.Stopped, false, 0
 				b[id] = s
 			}
 			continue
@@ -509,10 +510,10 @@ func (b branch) death(n int, requested bool) {
 		}
 		s.count++
 		switch {
-		case s.state == journal.Waiting, s.count > 1:
-			s.state, s.hasPending, s.resumeRun = journal.Parked, false, 0
+		case s.state == record.Waiting, s.count > 1:
+			s.state, s.hasPending, s.resumeRun = record.Parked, false, 0
 		default:
-			s.state, s.hasPending, s.resumeRun = journal.ResumePending, true, 0
+			s.state, s.hasPending, s.resumeRun = record.ResumePending, true, 0
 		}
 		b[id] = s
 	}
@@ -528,7 +529,7 @@ type model struct {
 
 // replay runs the model over every run the journal knows, up to (and
 // without the death of) stopAt when it is not 0.
-func (c *chaosRun) replay(runs []journal.Run, stopAt int) *model {
+func (c *chaosRun) replay(runs []record.Run, stopAt int) *model {
 	events := c.log.all()
 	byRun := map[int][]event{}
 	for _, ev := range events {
@@ -537,7 +538,7 @@ func (c *chaosRun) replay(runs []journal.Run, stopAt int) *model {
 	m := &model{branches: []branch{{}}}
 	for _, r := range runs {
 		n := int(r.Run)
-		if r.Reason == journal.ReasonStarting && n != stopAt {
+		if r.Reason == record.ReasonStarting && n != stopAt {
 			continue // a reservation never launched
 		}
 		m.runs++
@@ -609,7 +610,7 @@ func (c *chaosRun) replay(runs []journal.Run, stopAt int) *model {
 		if r.Ended.IsZero() {
 			continue // the final run, stopped below by the requested stop
 		}
-		requested := r.Reason == journal.ReasonStopped && !r.Dirty
+		requested := r.Reason == record.ReasonStopped && !r.Dirty
 		for _, b := range m.branches {
 			b.death(n, requested)
 		}
@@ -682,7 +683,7 @@ func dedupe(bs []branch) []branch {
 
 // matches reports whether some branch equals the journal's sessions in
 // state, crash count and turn.
-func (m *model) matches(sessions map[string]journal.Session) bool {
+func (m *model) matches(sessions map[string]record.Session) bool {
 	if m.err != "" {
 		return false
 	}
@@ -694,7 +695,7 @@ func (m *model) matches(sessions map[string]journal.Session) bool {
 	return false
 }
 
-func branchMatches(b branch, sessions map[string]journal.Session) bool {
+func branchMatches(b branch, sessions map[string]record.Session) bool {
 	for id, s := range b {
 		j, ok := sessions[id]
 		if !ok || j.State != s.state || j.CrashCount != s.count || j.Turn != s.turn {
@@ -709,7 +710,7 @@ func branchMatches(b branch, sessions map[string]journal.Session) bool {
 	return true
 }
 
-func (m *model) diff(sessions map[string]journal.Session) string {
+func (m *model) diff(sessions map[string]record.Session) string {
 	var b strings.Builder
 	if m.err != "" {
 		fmt.Fprintf(&b, "model: %s\n", m.err)

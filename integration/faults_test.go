@@ -15,6 +15,7 @@ import (
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Fault classes of the chaos suite (reliability.md section 5), one test
@@ -295,7 +296,7 @@ func TestFaultPIDReuse(t *testing.T) {
 		db.Update(func(tx *journal.Tx) error {
 			tx.SetClean(false)
 			n, _ := tx.NextRun()
-			tx.PutRun(journal.Run{Run: 100 + n, PID: stranger.Process.Pid, StartTime: startTime, Reason: journal.ReasonRunning})
+			tx.PutRun(record.Run{Run: 100 + n, PID: stranger.Process.Pid, StartTime: startTime, Reason: record.ReasonRunning})
 			return tx.SetChild(&journal.Child{Run: 100 + n, PID: stranger.Process.Pid, StartTime: startTime,
 				PGID: stranger.Process.Pid, BootID: child.BootID()})
 		})
@@ -415,33 +416,54 @@ func TestFaultFDSpam(t *testing.T) {
 	e.stop(sv)
 }
 
-// A run reserved by a supervise that died before recording its launch
-// counts as a lost run: the next one gets a new number and the death is
-// recorded, never a reused run number.
+// A run reserved by a supervise that died before recording its launch,
+// with no resume handed to it, started no child that any turn was in: it
+// is no death, and the next supervise launches under its number (nothing
+// of it was journaled but the reservation). One that was handed a resume
+// may have forked and taken it: it is a dirty supervisor-died death for
+// that session, and the next run gets a new number, never a reused one.
 func TestFaultLostReservation(t *testing.T) {
-	e := newEnv(t)
-	sv := e.run()
-	e.waitEvent(1, "start")
-	e.stop(sv)
-	db, err := journal.Open(filepath.Join(e.stateDir, "journal.db"), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, handed := range []bool{false, true} {
+		e := newEnv(t)
+		sv := e.run()
+		e.waitEvent(1, "start")
+		e.stop(sv)
+		db, err := journal.Open(filepath.Join(e.stateDir, "journal.db"), journal.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Update(func(tx *journal.Tx) error {
+			tx.SetClean(false)
+			if handed {
+				if err := tx.PutSession(record.Session{ID: "s1", State: record.ResumePending, Turn: "t1", CrashCount: 1,
+					TurnStarted: time.Now(), Resume: &record.Resume{Attempt: 1, Run: 2, Delivered: 1, Since: time.Now(), Message: "go on"}}); err != nil {
+					return err
+				}
+			}
+			return tx.PutRun(record.Run{Run: 2, Reason: record.ReasonStarting, Started: time.Now()})
+		})
+		db.Close()
+		sv = e.run()
+		want := 2
+		if handed {
+			want = 3
+		}
+		e.waitEvent(want, "start")
+		st := e.status()
+		switch r := st.run(t, 2); {
+		case handed && (r.Reason != "supervisor-died" || !r.Dirty):
+			t.Errorf("a reservation handed a resume recorded as %+v, want a supervisor-died death", r)
+		case !handed && (r.Reason == "supervisor-died" || r.PID == 0):
+			t.Errorf("a reservation never launched nor handed a resume recorded as %+v, want run 2 launched anew", r)
+		}
+		if st.Child.Run != want {
+			t.Errorf("handed %v: child run %d, want %d", handed, st.Child.Run, want)
+		}
+		if st.Guard.Chain != 0 {
+			t.Errorf("handed %v: supervise's own death chained in the crash-loop guard: %+v", handed, st.Guard)
+		}
+		e.stop(sv)
 	}
-	db.Update(func(tx *journal.Tx) error {
-		tx.SetClean(false)
-		return tx.PutRun(journal.Run{Run: 2, Reason: journal.ReasonStarting, Started: time.Now()})
-	})
-	db.Close()
-	sv = e.run()
-	e.waitEvent(3, "start")
-	st := e.status()
-	if r := st.run(t, 2); r.Reason != "supervisor-died" || !r.Dirty {
-		t.Errorf("lost reservation recorded as %+v", r)
-	}
-	if st.Child.Run != 3 {
-		t.Errorf("child run %d, want 3 (never a reused number)", st.Child.Run)
-	}
-	e.stop(sv)
 }
 
 // Disk full under the journal: commit errors are surfaced, nothing is
@@ -556,7 +578,7 @@ func TestFaultBackgroundVerify(t *testing.T) {
 	}
 	db.Update(func(tx *journal.Tx) error { // old runs fill pages boot never reads
 		for i := uint64(1000); i < 3000; i++ {
-			tx.PutRun(journal.Run{Run: i, Reason: journal.ReasonExit, Argv: []string{strings.Repeat("x", 200)}})
+			tx.PutRun(record.Run{Run: i, Reason: record.ReasonExit, Argv: []string{strings.Repeat("x", 200)}})
 		}
 		return nil
 	})

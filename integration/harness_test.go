@@ -378,7 +378,11 @@ type status struct {
 			Output int64 `json:"output"`
 		} `json:"tokens"`
 	} `json:"sessions"`
-	Runs []runStatus `json:"runs"`
+	Runs  []runStatus `json:"runs"`
+	Guard struct {
+		Chain int  `json:"chain"`
+		Open  bool `json:"open"`
+	} `json:"crash_loop_guard"`
 }
 
 type runStatus struct {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Fault matrix, reliability.md section 5 A: the journal under supervisor
@@ -36,7 +37,7 @@ func seedFor(t *testing.T) uint64 {
 // suite does: it opens, every page passes tx.Check, every record decodes,
 // and each session's open-index entry agrees with its state (a transaction
 // is all there or not at all). It returns the sessions.
-func checkJournal(t *testing.T, path string) map[string]journal.Session {
+func checkJournal(t *testing.T, path string) map[string]record.Session {
 	t.Helper()
 	db, err := journal.Open(path, journal.Options{ReadOnly: true})
 	if err != nil {
@@ -49,9 +50,9 @@ func checkJournal(t *testing.T, path string) map[string]journal.Session {
 	if err := db.CheckRecords(); err != nil {
 		t.Fatalf("journal records: %v", err)
 	}
-	sessions := map[string]journal.Session{}
+	sessions := map[string]record.Session{}
 	db.View(func(tx *journal.Tx) error {
-		if err := tx.ForEachSession(func(s journal.Session) error { sessions[s.ID] = s; return nil }); err != nil {
+		if err := tx.ForEachSession(func(s record.Session) error { sessions[s.ID] = s; return nil }); err != nil {
 			t.Fatalf("sessions: %v", err)
 		}
 		open, err := tx.OpenSessions()
@@ -309,7 +310,7 @@ func TestFault02KillAtSync(t *testing.T) {
 		acked, _, _ := e.fills()
 		sessions := checkJournal(t, filepath.Join(e.stateDir, "journal.db"))
 		for _, id := range acked {
-			if s, ok := sessions[id]; !ok || s.State != journal.InTurn {
+			if s, ok := sessions[id]; !ok || s.State != record.InTurn {
 				t.Errorf("iteration %d (killed at sync %d): acknowledged marker %s is %+v (found %v)", i, n, id, s, ok)
 			}
 		}
@@ -536,7 +537,7 @@ func TestFault05RandomDamage(t *testing.T) {
 				// bbolt has no checksums on data pages: a flip inside a
 				// record's bytes can change it and still pass every
 				// check. Only an unchanged s1 owes exactly one resume.
-				if s1, ok := offlineSession(filepath.Join(e.dir, "copy.db"), "s1"); ok && s1.State == journal.InTurn && s1.CrashCount == 0 {
+				if s1, ok := offlineSession(filepath.Join(e.dir, "copy.db"), "s1"); ok && s1.State == record.InTurn && s1.CrashCount == 0 {
 					t.Errorf("%s: an intact journal owed s1 one resume; took %v", what, took)
 				} else {
 					t.Logf("%s: the damage changed s1 (%+v) without failing a check; took %v", what, s1, took)
@@ -558,7 +559,7 @@ func TestFault05RandomDamage(t *testing.T) {
 // panic or a fault (a recovered panic quoted in a log line does not match).
 var crashed = regexp.MustCompile(`(?m)^(panic: |fatal error: |goroutine \d+ |\[signal SIG)`)
 
-func offlineSession(path, id string) (s journal.Session, ok bool) {
+func offlineSession(path, id string) (s record.Session, ok bool) {
 	db, err := journal.Open(path, journal.Options{ReadOnly: true})
 	if err != nil {
 		return s, false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // scaleStatus is the part of status --json the scale test reads.
@@ -61,7 +62,7 @@ func buildSessions(t *testing.T, stateDir string, settled, open int) {
 	for lo := 0; lo < settled; lo += 10_000 { // ids in order: bbolt inserts fast
 		err := db.Update(func(tx *journal.Tx) error {
 			for i := lo; i < min(lo+10_000, settled); i++ {
-				if err := tx.PutSession(journal.Session{ID: fmt.Sprintf("s%06d", i), State: journal.Closed,
+				if err := tx.PutSession(record.Session{ID: fmt.Sprintf("s%06d", i), State: record.Closed,
 					Turn: "t1", Updated: base.Add(time.Duration(i) * time.Second)}); err != nil {
 					return err
 				}
@@ -74,7 +75,7 @@ func buildSessions(t *testing.T, stateDir string, settled, open int) {
 	}
 	err = db.Update(func(tx *journal.Tx) error {
 		for i := range open {
-			if err := tx.PutSession(journal.Session{ID: fmt.Sprintf("parked%d", i), State: journal.Parked,
+			if err := tx.PutSession(record.Session{ID: fmt.Sprintf("parked%d", i), State: record.Parked,
 				Reason: "test", Updated: base.Add(-time.Hour)}); err != nil {
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Benchmarks of the journal's hot paths. Commits fsync (NoSync is never
@@ -20,8 +22,8 @@ import (
 var benchNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // benchSession is a session record the size a turn marker writes.
-func benchSession(i int) Session {
-	return Session{ID: fmt.Sprintf("0196b4a4-6f0e-7cc0-a2c5-%012x", i), State: InTurn, Turn: "turn-42",
+func benchSession(i int) record.Session {
+	return record.Session{ID: fmt.Sprintf("0196b4a4-6f0e-7cc0-a2c5-%012x", i), State: record.InTurn, Turn: "turn-42",
 		Phase: "tool", Tool: "bash", Prompt: "rename the package and update every import", TurnStarted: benchNow,
 		LastHeartbeat: benchNow, Updated: benchNow, Run: 7}
 }
@@ -60,7 +62,7 @@ func BenchmarkCommitSession(b *testing.B) {
 // 64 session records in one transaction, one fsync.
 func BenchmarkCommit64Sessions(b *testing.B) {
 	db := benchOpen(b)
-	batch := make([]Session, 64)
+	batch := make([]record.Session, 64)
 	for i := range batch {
 		batch[i] = benchSession(i)
 	}
@@ -123,12 +125,12 @@ func largeJournal(b *testing.B) (path string, sessions, open int) {
 		err := db.Update(func(tx *Tx) error {
 			for j := i; j < min(i+batch, sessions); j++ {
 				s := benchSession(j)
-				s.State = Idle
+				s.State = record.Idle
 				if j%2 == 1 {
-					s.State = Closed
+					s.State = record.Closed
 				}
 				if j%(sessions/10+1) == 0 {
-					s.State = Parked // a handful of open sessions
+					s.State = record.Parked // a handful of open sessions
 					open++
 				}
 				if err := tx.PutSession(s); err != nil {
@@ -149,8 +151,8 @@ func largeJournal(b *testing.B) (path string, sessions, open int) {
 					return err
 				}
 				at := benchNow.Add(time.Duration(j) * time.Minute)
-				if err := tx.PutRun(Run{Run: n, PID: 1000 + j%30000, StartTime: at.UnixMilli(), Started: at,
-					Ended: at.Add(time.Minute), ExitCode: 137, Signal: 9, Reason: ReasonSignal, Dirty: true,
+				if err := tx.PutRun(record.Run{Run: n, PID: 1000 + j%30000, StartTime: at.UnixMilli(), Started: at,
+					Ended: at.Add(time.Minute), ExitCode: 137, Signal: 9, Reason: record.ReasonSignal, Dirty: true,
 					LastHeartbeat: at, Argv: []string{"/usr/local/bin/agent", "--serve"}}); err != nil {
 					return err
 				}
@@ -233,7 +235,7 @@ func BenchmarkLargeJournal(b *testing.B) {
 	})
 	b.Run("CommitSession", func(b *testing.B) {
 		s := benchSession(1)
-		s.State = InTurn
+		s.State = record.InTurn
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := db.Update(func(tx *Tx) error { return tx.PutSession(s) }); err != nil {

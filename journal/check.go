@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/supervise-dev/supervise/record"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -158,20 +159,20 @@ func (t *Tx) putRecord(b bucketID, key []byte, v any) error {
 
 // DamagedSession is what a session record that failed its own check (or
 // did not decode) reads as: parked, by ParkedByDamaged, under its id.
-func DamagedSession(id string, why string) Session {
-	return Session{ID: id, State: Parked, ParkedBy: ParkedByDamaged,
+func DamagedSession(id string, why string) record.Session {
+	return record.Session{ID: id, State: record.Parked, ParkedBy: ParkedByDamaged,
 		Reason: "the journal record of this session failed its checksum (" + why + "): its state is unknown, so it is not resumed " +
 			"automatically; a person decides (supervise resume " + id + ")"}
 }
 
 // decodeSession decodes the session record v stored under key k, or
 // returns DamagedSession if it fails its check or does not decode.
-func (t *Tx) decodeSession(k, v []byte) Session {
+func (t *Tx) decodeSession(k, v []byte) record.Session {
 	if !t.verified(v) {
 		t.db.damaged(&t.db.damagedSessions, "session", k)
 		return DamagedSession(string(k), "bad check")
 	}
-	var s Session
+	var s record.Session
 	if err := json.Unmarshal(v, &s); err != nil || s.ID != string(k) {
 		t.db.damaged(&t.db.damagedSessions, "session", k)
 		return DamagedSession(string(k), "it does not decode")
@@ -180,11 +181,11 @@ func (t *Tx) decodeSession(k, v []byte) Session {
 }
 
 // decodeRun decodes the run record v, false if it is damaged (counted).
-func (t *Tx) decodeRun(k, v []byte) (Run, bool) {
-	var r Run
+func (t *Tx) decodeRun(k, v []byte) (record.Run, bool) {
+	var r record.Run
 	if !t.verified(v) || json.Unmarshal(v, &r) != nil {
 		t.db.damaged(&t.db.damagedRuns, "run", k)
-		return Run{}, false
+		return record.Run{}, false
 	}
 	return r, true
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/record"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -26,7 +27,7 @@ func TestSealCatchesEveryBitFlip(t *testing.T) {
 	if ok, sealed := unseal(v); !ok || !sealed {
 		t.Fatalf("unseal(seal(r)) = %v, %v", ok, sealed)
 	}
-	var s Session
+	var s record.Session
 	if err := json.Unmarshal(v, &s); err != nil || s.ID != benchSession(3).ID {
 		t.Fatalf("a sealed record does not decode as JSON: %v", err)
 	}
@@ -74,7 +75,7 @@ func checkFixture(t *testing.T, db *DB) {
 			}
 		}
 		n := 0
-		if err := tx.ForEachSessionBrief(func(b SessionBrief, full func() (Session, error)) error {
+		if err := tx.ForEachSessionBrief(func(b SessionBrief, full func() (record.Session, error)) error {
 			n++
 			if s, _ := full(); s.ParkedBy == ParkedByDamaged || b.State != s.State {
 				t.Errorf("session %q reads damaged or inconsistent: brief %v, full %+v", b.ID, b.State, s)
@@ -193,18 +194,18 @@ func flipJournal(t *testing.T, id string) (raw []byte, at, n int) {
 	}
 	err = db.Update(func(tx *Tx) error {
 		for i := range 10 {
-			if err := tx.PutSession(Session{ID: "f" + strconv.Itoa(i), State: Idle, Turn: "t", Outcome: "completed",
+			if err := tx.PutSession(record.Session{ID: "f" + strconv.Itoa(i), State: record.Idle, Turn: "t", Outcome: "completed",
 				Updated: benchNow.Add(time.Duration(i) * time.Second), Run: 1}); err != nil {
 				return err
 			}
 		}
 		for i := uint64(1); i <= 3; i++ {
 			tx.NextRun()
-			if err := tx.PutRun(Run{Run: i, PID: int(100 + i), Reason: ReasonExit, Started: benchNow}); err != nil {
+			if err := tx.PutRun(record.Run{Run: i, PID: int(100 + i), Reason: record.ReasonExit, Started: benchNow}); err != nil {
 				return err
 			}
 		}
-		return tx.PutSession(Session{ID: "open", State: InTurn, Turn: "t", Updated: benchNow})
+		return tx.PutSession(record.Session{ID: "open", State: record.InTurn, Turn: "t", Updated: benchNow})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -246,17 +247,17 @@ func TestFlippedSessionRecord(t *testing.T) {
 			}
 			err = db.View(func(tx *Tx) error {
 				s, ok, err := tx.Session("f3")
-				if err != nil || !ok || s.State != Parked || s.ParkedBy != ParkedByDamaged || s.ID != "f3" {
+				if err != nil || !ok || s.State != record.Parked || s.ParkedBy != ParkedByDamaged || s.ID != "f3" {
 					t.Errorf("bit %d: f3 reads %+v %v %v, want damaged", bit, s, ok, err)
 				}
 				seen := 0
-				err = tx.ForEachSessionBrief(func(b SessionBrief, full func() (Session, error)) error {
+				err = tx.ForEachSessionBrief(func(b SessionBrief, full func() (record.Session, error)) error {
 					seen++
 					s, err := full()
 					switch {
 					case err != nil:
 						t.Errorf("bit %d: %s: %v", bit, b.ID, err)
-					case b.ID == "f3" && (b.State != Parked || s.ParkedBy != ParkedByDamaged):
+					case b.ID == "f3" && (b.State != record.Parked || s.ParkedBy != ParkedByDamaged):
 						t.Errorf("bit %d: f3 briefs as %v, %+v", bit, b.State, s)
 					case b.ID != "f3" && s.ParkedBy == ParkedByDamaged:
 						t.Errorf("bit %d: %s reads damaged too", bit, b.ID)
@@ -301,7 +302,7 @@ func TestFlippedRunRecord(t *testing.T) {
 	db.Update(func(tx *Tx) error {
 		for i := uint64(1); i <= 3; i++ {
 			tx.NextRun()
-			tx.PutRun(Run{Run: i, PID: int(100 + i), Reason: ReasonExit})
+			tx.PutRun(record.Run{Run: i, PID: int(100 + i), Reason: record.ReasonExit})
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // A journal is one file: writes happen in Update (committed and fsynced
@@ -30,7 +31,7 @@ func Example() {
 
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	err = db.Update(func(tx *journal.Tx) error {
-		return tx.PutSession(journal.Session{ID: "s1", State: journal.InTurn, Turn: "t1", TurnStarted: now, Updated: now})
+		return tx.PutSession(record.Session{ID: "s1", State: record.InTurn, Turn: "t1", TurnStarted: now, Updated: now})
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/record"
 )
 
 // hangBound is how long a journal call may take in these tests before it
@@ -50,7 +52,7 @@ func faultableWith(t *testing.T, opt Options) (*DB, string) {
 	}
 	err = db.Update(func(tx *Tx) error {
 		for i := range 200 {
-			s := Session{ID: fmt.Sprintf("s%03d", i), State: InTurn, Prompt: strings.Repeat("p", 200)}
+			s := record.Session{ID: fmt.Sprintf("s%03d", i), State: record.InTurn, Prompt: strings.Repeat("p", 200)}
 			if err := tx.PutSession(s); err != nil {
 				return err
 			}
@@ -113,7 +115,7 @@ func testFaultPoisons(t *testing.T, inline bool) {
 		})
 		if first == nil {
 			first = within(t, "Update on the cut journal", func() error {
-				return db.Update(func(tx *Tx) error { return tx.PutSession(Session{ID: "new", State: InTurn}) })
+				return db.Update(func(tx *Tx) error { return tx.PutSession(record.Session{ID: "new", State: record.InTurn}) })
 			})
 		}
 	}

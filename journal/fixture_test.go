@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/record"
 )
 
 // The schema-1 fixture: testdata/schema1.db.gz is a journal written by the
@@ -21,33 +23,33 @@ var fixtureNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 // fixtureSessions is what the fixture holds: one session in every state,
 // with the optional fields set, and ids that need escaping.
-func fixtureSessions() []Session {
-	var out []Session
-	states := []SessionState{Idle, InTurn, Waiting, ResumePending, Parked, Stopped, Closed}
+func fixtureSessions() []record.Session {
+	var out []record.Session
+	states := []record.SessionState{record.Idle, record.InTurn, record.Waiting, record.ResumePending, record.Parked, record.Stopped, record.Closed}
 	for i, st := range states {
-		s := Session{ID: fmt.Sprintf("sess-%d-%s", i, st), State: st, Turn: "t1", Phase: "tool", Tool: "bash",
+		s := record.Session{ID: fmt.Sprintf("sess-%d-%s", i, st), State: st, Turn: "t1", Phase: "tool", Tool: "bash",
 			Detail: `echo "quoted" \ back`, Prompt: "fix the \u00e9 bug", CrashCount: i, Reason: "why " + string(st),
 			Outcome: "completed", TurnStarted: fixtureNow, LastHeartbeat: fixtureNow.Add(time.Second),
 			Updated: fixtureNow.Add(time.Duration(i) * time.Minute), Run: uint64(i + 1),
-			Tokens: &Tokens{Input: int64(1000 * i), Output: int64(i)}, Effects: []string{"write:a.go"}}
+			Tokens: &record.Tokens{Input: int64(1000 * i), Output: int64(i)}, Effects: []string{"write:a.go"}}
 		switch st {
-		case ResumePending:
-			s.Resume = &Resume{Attempt: 1, Interrupted: 3, Reason: "supervisor-died", Message: "continue", Since: fixtureNow}
-		case Parked:
-			s.ParkedBy = ParkedByBreaker
-			s.Fingerprint = &Fingerprint{Sum: "abc", Files: []FileFingerprint{{Path: "/bin/agent", Size: 10, MTime: fixtureNow, SHA256: "def"}}}
+		case record.ResumePending:
+			s.Resume = &record.Resume{Attempt: 1, Interrupted: 3, Reason: "supervisor-died", Message: "continue", Since: fixtureNow}
+		case record.Parked:
+			s.ParkedBy = record.ParkedByBreaker
+			s.Fingerprint = &record.Fingerprint{Sum: "abc", Files: []record.FileFingerprint{{Path: "/bin/agent", Size: 10, MTime: fixtureNow, SHA256: "def"}}}
 		}
 		out = append(out, s)
 	}
-	out = append(out, Session{ID: `odd "id" \ with escapes`, State: Idle, Updated: fixtureNow})
+	out = append(out, record.Session{ID: `odd "id" \ with escapes`, State: record.Idle, Updated: fixtureNow})
 	return out
 }
 
-func fixtureRuns() []Run {
-	var out []Run
+func fixtureRuns() []record.Run {
+	var out []record.Run
 	for i := uint64(1); i <= 12; i++ {
-		out = append(out, Run{Run: i, PID: 1000 + int(i), StartTime: 17e11 + int64(i), Started: fixtureNow,
-			Ended: fixtureNow.Add(time.Minute), ExitCode: int(i % 3), Reason: ReasonExit, Dirty: i%2 == 0,
+		out = append(out, record.Run{Run: i, PID: 1000 + int(i), StartTime: 17e11 + int64(i), Started: fixtureNow,
+			Ended: fixtureNow.Add(time.Minute), ExitCode: int(i % 3), Reason: record.ReasonExit, Dirty: i%2 == 0,
 			LastHeartbeat: fixtureNow, Argv: []string{"agent", "-x"}})
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/supervise-dev/supervise/record"
 )
 
 // copyFile is cp src dst.
@@ -37,7 +39,7 @@ func mustFaultReplaced(t *testing.T, db *DB, err error) {
 }
 
 func put(db *DB, id string) error {
-	return db.Update(func(tx *Tx) error { return tx.PutSession(Session{ID: id, State: Idle}) })
+	return db.Update(func(tx *Tx) error { return tx.PutSession(record.Session{ID: id, State: record.Idle}) })
 }
 
 // TestCommitAfterSwapFaults is fault matrix case R2 (swap): cp journal.db x

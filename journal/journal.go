@@ -22,6 +22,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/supervise-dev/supervise/internal/statedir"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Schema is the additive schema version inside the v1 root bucket.
@@ -666,16 +667,16 @@ func (t *Tx) PutState(key string, v any) error {
 func (t *Tx) NextRun() (uint64, error) { return t.nextSequence(inRuns) }
 
 // PutRun stores r under its run number.
-func (t *Tx) PutRun(r Run) error { return t.putRecord(inRuns, u64(r.Run), r) }
+func (t *Tx) PutRun(r record.Run) error { return t.putRecord(inRuns, u64(r.Run), r) }
 
 // DeleteRun removes run n (a reservation that never launched).
 func (t *Tx) DeleteRun(n uint64) error { return t.del(inRuns, u64(n)) }
 
 // Run returns run n; a damaged record (check.go) reads as absent.
-func (t *Tx) Run(n uint64) (Run, bool, error) {
+func (t *Tx) Run(n uint64) (record.Run, bool, error) {
 	v := t.runs().Get(u64(n))
 	if v == nil {
-		return Run{}, false, nil
+		return record.Run{}, false, nil
 	}
 	r, ok := t.decodeRun(u64(n), v)
 	return r, ok, nil
@@ -684,8 +685,8 @@ func (t *Tx) Run(n uint64) (Run, bool, error) {
 // LastRuns returns up to n of the most recent runs, newest first. It reads
 // only those records (and the damaged ones among them, which it skips and
 // counts: DB.DamagedRuns), however many runs the journal holds.
-func (t *Tx) LastRuns(n int) ([]Run, error) {
-	var out []Run
+func (t *Tx) LastRuns(n int) ([]record.Run, error) {
+	var out []record.Run
 	c := t.runs().Cursor()
 	for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
 		if r, ok := t.decodeRun(k, v); ok {
@@ -726,7 +727,7 @@ func (t *Tx) PruneRuns(keep, max int) (int, error) {
 }
 
 // PutSession stores s and keeps the open index in step with its state.
-func (t *Tx) PutSession(s Session) error {
+func (t *Tx) PutSession(s record.Session) error {
 	id := []byte(s.ID)
 	if len(id) == 0 {
 		return errors.New("session without an id")
@@ -742,18 +743,18 @@ func (t *Tx) PutSession(s Session) error {
 
 // Session returns the session with the given id. A record that fails its
 // check or does not decode reads as DamagedSession (check.go).
-func (t *Tx) Session(id string) (Session, bool, error) {
+func (t *Tx) Session(id string) (record.Session, bool, error) {
 	v := t.sessions().Get([]byte(id))
 	if v == nil {
-		return Session{}, false, nil
+		return record.Session{}, false, nil
 	}
 	return t.decodeSession([]byte(id), v), true, nil
 }
 
 // OpenSessions returns the sessions in the open index, the only ones a
 // boot or a death needs; settled sessions are not read.
-func (t *Tx) OpenSessions() ([]Session, error) {
-	var out []Session
+func (t *Tx) OpenSessions() ([]record.Session, error) {
+	var out []record.Session
 	err := t.open().ForEach(func(k, _ []byte) error {
 		s, ok, err := t.Session(string(k))
 		if err != nil {
@@ -770,7 +771,7 @@ func (t *Tx) OpenSessions() ([]Session, error) {
 // SessionBrief is what ForEachSessionBrief decodes of every session.
 type SessionBrief struct {
 	ID      string
-	State   SessionState
+	State   record.SessionState
 	Updated time.Time
 }
 
@@ -778,14 +779,14 @@ type SessionBrief struct {
 // its state and last update decoded; full decodes the whole record when fn
 // needs it (valid during the call). It is cheaper than ForEachSession for
 // a scan that needs most records only to count them.
-func (t *Tx) ForEachSessionBrief(fn func(b SessionBrief, full func() (Session, error)) error) error {
+func (t *Tx) ForEachSessionBrief(fn func(b SessionBrief, full func() (record.Session, error)) error) error {
 	return t.sessions().ForEach(func(k, v []byte) error {
 		b, err := brief(k, v)
 		if err != nil || !t.verified(v) {
 			d := DamagedSession(string(k), "")
 			b = SessionBrief{ID: d.ID, State: d.State}
 		}
-		return fn(b, func() (Session, error) { return t.decodeSession(k, v), nil })
+		return fn(b, func() (record.Session, error) { return t.decodeSession(k, v), nil })
 	})
 }
 
@@ -800,14 +801,14 @@ func brief(k, v []byte) (SessionBrief, error) {
 	if st, ok := field(v, `,"state":"`); ok {
 		if up, ok := field(v, `,"updated":"`); ok {
 			if t, err := time.Parse(time.RFC3339Nano, string(up)); err == nil {
-				b.State, b.Updated = SessionState(st), t
+				b.State, b.Updated = record.SessionState(st), t
 				return b, nil
 			}
 		}
 	}
 	var full struct {
-		State   SessionState `json:"state"`
-		Updated time.Time    `json:"updated"`
+		State   record.SessionState `json:"state"`
+		Updated time.Time           `json:"updated"`
 	}
 	if err := json.Unmarshal(v, &full); err != nil {
 		return b, fmt.Errorf("%w: session %q: %v", ErrCorrupt, k, err)
@@ -836,7 +837,7 @@ func field(v []byte, key string) ([]byte, bool) {
 //
 // No binary calls it: the journal's and integration's tests read every
 // session through it.
-func (t *Tx) ForEachSession(fn func(Session) error) error {
+func (t *Tx) ForEachSession(fn func(record.Session) error) error {
 	return t.sessions().ForEach(func(k, v []byte) error { return fn(t.decodeSession(k, v)) })
 }
 
@@ -862,7 +863,7 @@ func (db *DB) PruneSessions(keep, batch int) (int, error) {
 	}
 	var settled []settledKey
 	err := db.View(func(tx *Tx) error {
-		return tx.ForEachSessionBrief(func(b SessionBrief, _ func() (Session, error)) error {
+		return tx.ForEachSessionBrief(func(b SessionBrief, _ func() (record.Session, error)) error {
 			if !b.State.Open() {
 				settled = append(settled, settledKey{b.Updated, b.ID})
 			}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/record"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -54,7 +55,7 @@ func helperWrite(path string) {
 	for i := 0; ; i++ {
 		id := "s" + strconv.Itoa(i)
 		if err := db.Update(func(tx *Tx) error {
-			return tx.PutSession(Session{ID: id, State: InTurn, Turn: "t"})
+			return tx.PutSession(record.Session{ID: id, State: record.InTurn, Turn: "t"})
 		}); err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -94,7 +95,7 @@ func TestCreateAndReopen(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Errorf("first run number %d, %v", n, err)
 		}
-		if err := tx.PutRun(Run{Run: n, PID: 42, Started: now, Reason: ReasonRunning}); err != nil {
+		if err := tx.PutRun(record.Run{Run: n, PID: 42, Started: now, Reason: record.ReasonRunning}); err != nil {
 			return err
 		}
 		if err := tx.SetChild(&Child{Run: n, PID: 42, StartTime: 123, Tag: "T"}); err != nil {
@@ -357,8 +358,8 @@ func fillJournal(t *testing.T, path string) {
 		db.Update(func(tx *Tx) error {
 			for j := 0; j < 50; j++ {
 				n, _ := tx.NextRun()
-				tx.PutRun(Run{Run: n, PID: j, Reason: ReasonExit, Argv: []string{strings.Repeat("x", 100)}})
-				tx.PutSession(Session{ID: fmt.Sprintf("s%d-%d", i, j), State: InTurn})
+				tx.PutRun(record.Run{Run: n, PID: j, Reason: record.ReasonExit, Argv: []string{strings.Repeat("x", 100)}})
+				tx.PutSession(record.Session{ID: fmt.Sprintf("s%d-%d", i, j), State: record.InTurn})
 			}
 			return nil
 		})
@@ -442,7 +443,7 @@ func TestQuarantine(t *testing.T) {
 
 func TestOpenIndexTracksState(t *testing.T) {
 	db := open(t, filepath.Join(t.TempDir(), "journal.db"))
-	put := func(s Session) {
+	put := func(s record.Session) {
 		t.Helper()
 		if err := db.Update(func(tx *Tx) error { return tx.PutSession(s) }); err != nil {
 			t.Fatal(err)
@@ -459,26 +460,26 @@ func TestOpenIndexTracksState(t *testing.T) {
 		})
 		return ids
 	}
-	put(Session{ID: "a", State: InTurn})
-	put(Session{ID: "b", State: Idle})
-	put(Session{ID: "c", State: Parked, Reason: "x"})
+	put(record.Session{ID: "a", State: record.InTurn})
+	put(record.Session{ID: "b", State: record.Idle})
+	put(record.Session{ID: "c", State: record.Parked, Reason: "x"})
 	if got := strings.Join(openIDs(), ","); got != "a:in_turn,c:parked" {
 		t.Errorf("open = %s", got)
 	}
-	put(Session{ID: "a", State: Idle})
-	put(Session{ID: "c", State: Closed})
-	put(Session{ID: "b", State: Waiting})
+	put(record.Session{ID: "a", State: record.Idle})
+	put(record.Session{ID: "c", State: record.Closed})
+	put(record.Session{ID: "b", State: record.Waiting})
 	if got := strings.Join(openIDs(), ","); got != "b:waiting" {
 		t.Errorf("open = %s", got)
 	}
 	var all []string
 	db.View(func(tx *Tx) error {
-		return tx.ForEachSession(func(s Session) error { all = append(all, s.ID); return nil })
+		return tx.ForEachSession(func(s record.Session) error { all = append(all, s.ID); return nil })
 	})
 	if strings.Join(all, ",") != "a,b,c" {
 		t.Errorf("all sessions = %v", all)
 	}
-	if err := db.Update(func(tx *Tx) error { return tx.PutSession(Session{}) }); err == nil {
+	if err := db.Update(func(tx *Tx) error { return tx.PutSession(record.Session{}) }); err == nil {
 		t.Error("session without id accepted")
 	}
 }
@@ -488,7 +489,7 @@ func TestLastRunsAndPrune(t *testing.T) {
 	db.Update(func(tx *Tx) error {
 		for i := 0; i < 25; i++ {
 			n, _ := tx.NextRun()
-			tx.PutRun(Run{Run: n})
+			tx.PutRun(record.Run{Run: n})
 		}
 		return nil
 	})
@@ -562,7 +563,7 @@ func TestCommittedSurvivesKill(t *testing.T) {
 		db.Update(func(tx *Tx) error { // start the next round from scratch
 			ss, _ := tx.OpenSessions()
 			for _, s := range ss {
-				s.State = Closed
+				s.State = record.Closed
 				tx.PutSession(s)
 			}
 			return nil
@@ -583,7 +584,7 @@ func TestVerifyTruncatedBelowHighWater(t *testing.T) {
 	}
 	db.Update(func(tx *Tx) error {
 		for i := uint64(1); i <= 3000; i++ {
-			if err := tx.PutRun(Run{Run: i, Argv: []string{strings.Repeat("x", 200)}}); err != nil {
+			if err := tx.PutRun(record.Run{Run: i, Argv: []string{strings.Repeat("x", 200)}}); err != nil {
 				return err
 			}
 		}

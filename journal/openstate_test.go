@@ -15,6 +15,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 func openState(t *testing.T, dir string, fp failpoint.Points) (*journal.DB, bool, string) {
@@ -159,7 +160,7 @@ func TestOpenStateQuarantinesDamagedSchema(t *testing.T) {
 	if b, _ := os.ReadFile(moved[0]); !bytes.Equal(b, damaged) {
 		t.Error("the damaged journal was not kept byte for byte")
 	}
-	if err := db.Update(func(tx *journal.Tx) error { return tx.PutSession(journal.Session{ID: "s1", State: journal.InTurn}) }); err != nil {
+	if err := db.Update(func(tx *journal.Tx) error { return tx.PutSession(record.Session{ID: "s1", State: record.InTurn}) }); err != nil {
 		t.Errorf("the fresh journal: %v", err)
 	}
 	if err := db.Verify(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/supervise-dev/supervise/record"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -89,7 +90,7 @@ func TestPowerLossCrashImages(t *testing.T) {
 	t.Logf("power-loss seed %d (long %v)", seed, long)
 	start := time.Now()
 
-	w := record(t, long, false)
+	w := recordWorkload(t, long, false)
 	ck := newChecker(t, w.fresh, true)
 	en := enumerator{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), long: long, ps: w.ps}
 	for _, ep := range w.epochs {
@@ -124,7 +125,7 @@ func TestPowerLossCrashImages(t *testing.T) {
 // content no commit left. If it found none, the enumeration or the checks
 // would be too weak to prove anything.
 func TestPowerLossCheckerCatchesNoSync(t *testing.T) {
-	w := record(t, false, true)
+	w := recordWorkload(t, false, true)
 	// One image at a time, stopping at the first violation: some images of
 	// this broken protocol make bbolt's own check recurse for ever (a page
 	// cycle, etcd-io/bbolt#877), and the first damaged image must be found
@@ -152,7 +153,7 @@ func TestPowerLossCheckerCatchesNoSync(t *testing.T) {
 // must give an image that lacks an acknowledged death: bbolt's commit of
 // a logged transaction starts only after the acknowledgement.
 func TestPowerLossCheckerCatchesLostRedo(t *testing.T) {
-	w := record(t, false, false)
+	w := recordWorkload(t, false, false)
 	ck := newChecker(t, w.fresh, false)
 	ck.stopAtFirst = true
 	en := enumerator{rng: rand.New(rand.NewPCG(1, 2)), ps: w.ps}
@@ -291,11 +292,11 @@ func apply(base []byte, size int64, ps int64, ws ...pageWrite) []byte {
 	return out
 }
 
-// record runs the workload and returns its epochs.
+// recordWorkload runs the workload and returns its epochs.
 //
 // noDataSync merges each recorded commit's data and meta epochs into one,
 // as if the fdatasync between them were gone (the checker's own test).
-func record(t *testing.T, long, noDataSync bool) *workload {
+func recordWorkload(t *testing.T, long, noDataSync bool) *workload {
 	t.Helper()
 	dir := t.TempDir()
 	path := statedir.JournalPath(dir)
@@ -451,8 +452,8 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	owner := journal.Owner{PID: 4242, StartTime: 1, BootID: "boot-a", Started: t0}
 	prompt := strings.Repeat("refactor the parser and run the tests; ", 8)
-	sessions := map[string]journal.Session{}
-	put := func(tx *journal.Tx, s journal.Session) error { sessions[s.ID] = s; return tx.PutSession(s) }
+	sessions := map[string]record.Session{}
+	put := func(tx *journal.Tx, s record.Session) error { sessions[s.ID] = s; return tx.PutSession(s) }
 	run := uint64(0)
 	policy := func(tx *journal.Tx, n int) error {
 		if err := tx.PutState("backoff", map[string]any{"failures": n, "next": at(n)}); err != nil {
@@ -465,7 +466,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 			if err := tx.SetChild(nil); err != nil {
 				return err
 			}
-			if err := tx.PutRun(journal.Run{Run: reserve, Reason: journal.ReasonStarting, Started: at(int(reserve))}); err != nil {
+			if err := tx.PutRun(record.Run{Run: reserve, Reason: record.ReasonStarting, Started: at(int(reserve))}); err != nil {
 				return err
 			}
 			if err := tx.SetOwner(owner); err != nil {
@@ -476,7 +477,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 	}
 	launch := func(n uint64, relaunch bool) {
 		up(fmt.Sprintf("launch run %d", n), func(tx *journal.Tx) error {
-			if err := tx.PutRun(journal.Run{Run: n, PID: 1000 + int(n), StartTime: int64(n), Started: at(int(n)), Reason: journal.ReasonRunning, Argv: []string{"agent", "--resume"}}); err != nil {
+			if err := tx.PutRun(record.Run{Run: n, PID: 1000 + int(n), StartTime: int64(n), Started: at(int(n)), Reason: record.ReasonRunning, Argv: []string{"agent", "--resume"}}); err != nil {
 				return err
 			}
 			if relaunch {
@@ -488,14 +489,14 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 		})
 		run = n
 	}
-	marker := func(id string, st journal.SessionState, phase string) {
+	marker := func(id string, st record.SessionState, phase string) {
 		up(fmt.Sprintf("marker %s %s %s (acknowledged)", id, st, phase), func(tx *journal.Tx) error {
 			s := sessions[id]
 			s.ID, s.State, s.Phase, s.Run, s.Updated = id, st, phase, run, at(int(run)*100+len(sessions))
-			if st == journal.InTurn && s.Turn == "" {
+			if st == record.InTurn && s.Turn == "" {
 				s.Turn, s.Prompt, s.TurnStarted = "turn-"+id, prompt, s.Updated
 			}
-			if st == journal.Idle || st == journal.Closed {
+			if st == record.Idle || st == record.Closed {
 				s.Turn, s.Phase, s.Prompt, s.Resume, s.CrashCount, s.Outcome = "", "", "", nil, 0, "completed"
 			}
 			return put(tx, s)
@@ -514,12 +515,12 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 		upLogged(label, func(tx *journal.Tx) error {
 			for _, id := range sortedIDs(sessions) {
 				s := sessions[id]
-				if s.State != journal.InTurn {
+				if s.State != record.InTurn {
 					continue
 				}
 				s.CrashCount++
-				s.State, s.Reason, s.Updated = journal.ResumePending, "signal", at(int(n)*100+99)
-				s.Resume = &journal.Resume{Attempt: s.CrashCount, Interrupted: n, Reason: "signal", Message: "continue " + s.Turn, Since: s.Updated}
+				s.State, s.Reason, s.Updated = record.ResumePending, "signal", at(int(n)*100+99)
+				s.Resume = &record.Resume{Attempt: s.CrashCount, Interrupted: n, Reason: "signal", Message: "continue " + s.Turn, Since: s.Updated}
 				if fold {
 					s.Resume.Delivered, s.Resume.Run = 1, n+1
 				}
@@ -527,7 +528,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 					return err
 				}
 			}
-			if err := tx.PutRun(journal.Run{Run: n, PID: 1000 + int(n), StartTime: int64(n), Started: at(int(n)), Ended: at(int(n) + 1), Signal: 9, Reason: journal.ReasonSignal, Dirty: true}); err != nil {
+			if err := tx.PutRun(record.Run{Run: n, PID: 1000 + int(n), StartTime: int64(n), Started: at(int(n)), Ended: at(int(n) + 1), Signal: 9, Reason: record.ReasonSignal, Dirty: true}); err != nil {
 				return err
 			}
 			if err := tx.SetChild(nil); err != nil {
@@ -536,7 +537,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 			if err := policy(tx, int(n)); err != nil {
 				return err
 			}
-			if err := tx.PutRun(journal.Run{Run: n + 1, Reason: journal.ReasonStarting, Started: at(int(n) + 1)}); err != nil {
+			if err := tx.PutRun(record.Run{Run: n + 1, Reason: record.ReasonStarting, Started: at(int(n) + 1)}); err != nil {
 				return err
 			}
 			_, err := tx.PruneRuns(keepRuns, 100)
@@ -561,7 +562,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 			return nil
 		})
 	}
-	resumed := func(id string) { marker(id, journal.InTurn, "model") }
+	resumed := func(id string) { marker(id, record.InTurn, "model") }
 
 	many := 24
 	cycles := 3
@@ -571,20 +572,20 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 	boot("boot commit of supervise A", 1)
 	launch(1, false)
 	for _, id := range []string{"a", "b", "c"} {
-		marker(id, journal.InTurn, "")
-		marker(id, journal.InTurn, "tool")
+		marker(id, record.InTurn, "")
+		marker(id, record.InTurn, "tool")
 	}
-	marker("a", journal.Idle, "")
+	marker("a", record.Idle, "")
 	death(1, 4, false)
 	deliver(2)
 	launch(2, true)
 	resumed("b")
-	marker("c", journal.Closed, "")
+	marker("c", record.Closed, "")
 	for i := range many { // enough sessions to split leaves and grow the file
-		marker(fmt.Sprintf("s%03d", i), journal.InTurn, "tool")
+		marker(fmt.Sprintf("s%03d", i), record.InTurn, "tool")
 	}
 	for i := 0; i < many; i += 2 {
-		marker(fmt.Sprintf("s%03d", i), journal.Idle, "")
+		marker(fmt.Sprintf("s%03d", i), record.Idle, "")
 	}
 	death(2, 4, true)
 	launch(3, true)
@@ -598,7 +599,7 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 		launch(n+1, true)
 	}
 	for i := 1; i < many; i += 2 {
-		marker(fmt.Sprintf("s%03d", i), journal.Closed, "")
+		marker(fmt.Sprintf("s%03d", i), record.Closed, "")
 	}
 	call("prune settled sessions beyond 6, 4 per commit", func() error {
 		n, err := db.PruneSessions(6, 4)
@@ -631,14 +632,14 @@ func record(t *testing.T, long, noDataSync bool) *workload {
 	owner = journal.Owner{PID: 4343, StartTime: 2, BootID: "boot-a", Started: at(9999)}
 	boot("boot commit of supervise B", run+1)
 	launch(run+1, false)
-	marker("b", journal.Idle, "")
+	marker("b", record.Idle, "")
 	if err := db.Verify(); err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-func sortedIDs(m map[string]journal.Session) []string {
+func sortedIDs(m map[string]record.Session) []string {
 	ids := make([]string, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/record"
 )
 
 // TestPruneSessions is issue 12 finding 3 (--keep-sessions): at 100 000
@@ -21,22 +23,22 @@ func TestPruneSessions(t *testing.T) {
 	}
 	err := db.Update(func(tx *Tx) error {
 		for i := range settled {
-			st := Idle
+			st := record.Idle
 			if i%2 == 1 {
-				st = Closed
+				st = record.Closed
 			}
 			// ids do not sort by age: pruning must go by the update time.
 			// (Keys go in sorted: bbolt inserts into one big node in a
 			// single transaction in O(n) each, O(n²) for random order.)
 			age := (i * 7919) % settled
 			id := fmt.Sprintf("s%06d", i)
-			if err := tx.PutSession(Session{ID: id, State: st, Updated: base.Add(time.Duration(age) * time.Second)}); err != nil {
+			if err := tx.PutSession(record.Session{ID: id, State: st, Updated: base.Add(time.Duration(age) * time.Second)}); err != nil {
 				return err
 			}
 		}
 		for i := range opened {
 			// The oldest of all.
-			if err := tx.PutSession(Session{ID: fmt.Sprintf("open%d", i), State: Parked, Updated: base.Add(-time.Hour)}); err != nil {
+			if err := tx.PutSession(record.Session{ID: fmt.Sprintf("open%d", i), State: record.Parked, Updated: base.Add(-time.Hour)}); err != nil {
 				return err
 			}
 		}
@@ -57,7 +59,7 @@ func TestPruneSessions(t *testing.T) {
 	var left, open int
 	oldest := base.Add(time.Duration(settled-keep) * time.Second)
 	db.View(func(tx *Tx) error {
-		return tx.ForEachSession(func(s Session) error {
+		return tx.ForEachSession(func(s record.Session) error {
 			left++
 			if s.State.Open() {
 				open++
@@ -80,12 +82,12 @@ func TestPruneSessions(t *testing.T) {
 func TestSessionBrief(t *testing.T) {
 	db := open(t, filepath.Join(t.TempDir(), "journal.db"))
 	at := time.Date(2026, 12, 1, 4, 5, 6, 789, time.UTC)
-	want := map[string]Session{}
-	for i, s := range []Session{
-		{ID: `a","state":"parked`, State: Closed, Updated: at},
-		{ID: "b", State: Parked, Reason: `x,"updated":"2001-01-01T00:00:00Z`, Updated: at.Add(time.Second)},
-		{ID: "c", State: Idle, Prompt: `,"state":"in_turn"`},
-		{ID: `d\"`, State: Stopped, Updated: at.Add(-time.Hour)},
+	want := map[string]record.Session{}
+	for i, s := range []record.Session{
+		{ID: `a","state":"parked`, State: record.Closed, Updated: at},
+		{ID: "b", State: record.Parked, Reason: `x,"updated":"2001-01-01T00:00:00Z`, Updated: at.Add(time.Second)},
+		{ID: "c", State: record.Idle, Prompt: `,"state":"in_turn"`},
+		{ID: `d\"`, State: record.Stopped, Updated: at.Add(-time.Hour)},
 	} {
 		want[s.ID] = s
 		_ = i
@@ -100,7 +102,7 @@ func TestSessionBrief(t *testing.T) {
 	})
 	n := 0
 	db.View(func(tx *Tx) error {
-		return tx.ForEachSessionBrief(func(b SessionBrief, full func() (Session, error)) error {
+		return tx.ForEachSessionBrief(func(b SessionBrief, full func() (record.Session, error)) error {
 			n++
 			w := want[b.ID]
 			if b.State != w.State || !b.Updated.Equal(w.Updated) {

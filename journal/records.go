@@ -2,8 +2,6 @@ package journal
 
 import (
 	"time"
-
-	"github.com/supervise-dev/supervise/record"
 )
 
 // Owner identifies a supervisor process.
@@ -25,54 +23,3 @@ type Child struct {
 	BootID    string    `json:"boot_id"`
 	Started   time.Time `json:"started"`
 }
-
-// The records below are defined in package record, a leaf the run loop
-// imports without the journal's storage; these aliases keep journal.Session
-// and the rest working for every caller.
-type (
-	Run             = record.Run
-	SessionState    = record.SessionState
-	Session         = record.Session
-	Tokens          = record.Tokens
-	Fingerprint     = record.Fingerprint
-	FileFingerprint = record.FileFingerprint
-	Resume          = record.Resume
-)
-
-// DirtyReasonNames lists the reasons a dirty death can have: see package
-// record.
-func DirtyReasonNames() []string { return record.DirtyReasonNames() }
-
-// Reasons a run ended, session states, park markers and bounds: see
-// package record.
-const (
-	ReasonStarting       = record.ReasonStarting
-	ReasonRunning        = record.ReasonRunning
-	ReasonExit           = record.ReasonExit
-	ReasonSignal         = record.ReasonSignal
-	ReasonExecFailed     = record.ReasonExecFailed
-	ReasonStopped        = record.ReasonStopped
-	ReasonWatchdog       = record.ReasonWatchdog
-	ReasonMemory         = record.ReasonMemory
-	ReasonSupervisorDied = record.ReasonSupervisorDied
-	ReasonTurnOpen       = record.ReasonTurnOpen
-	ReasonTurnTimeout    = record.ReasonTurnTimeout
-	ReasonOOM            = record.ReasonOOM
-	ReasonStreamStall    = record.ReasonStreamStall
-	ReasonTokenBudget    = record.ReasonTokenBudget
-	Idle                 = record.Idle
-	InTurn               = record.InTurn
-	Waiting              = record.Waiting
-	ResumePending        = record.ResumePending
-	Parked               = record.Parked
-	Stopped              = record.Stopped
-	Closed               = record.Closed
-	ParkedByBreaker      = record.ParkedByBreaker
-	ParkedByBudget       = record.ParkedByBudget
-	ParkedByWait         = record.ParkedByWait
-	ParkedByStale        = record.ParkedByStale
-	ParkedByUntaken      = record.ParkedByUntaken
-	ParkedByLost         = record.ParkedByLost
-	ParkedByTemplate     = record.ParkedByTemplate
-	MaxEffects           = record.MaxEffects
-)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/supervise-dev/supervise/record"
 )
 
 // helperLogged commits sessions s0, s1, ... one logged transaction each,
@@ -43,7 +45,7 @@ func helperLogged(path string, hold int) {
 			if err := tx.AddRestart(); err != nil {
 				return err
 			}
-			return tx.PutSession(Session{ID: id, State: InTurn, Turn: "t"})
+			return tx.PutSession(record.Session{ID: id, State: record.InTurn, Turn: "t"})
 		}); err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -192,7 +194,9 @@ func imageOfLoggedCommit(t *testing.T, prompt string) crashImage {
 	path := filepath.Join(dir, "journal.db")
 	db := open(t, path)
 	for i := range 3 {
-		if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "a" + strconv.Itoa(i), State: Idle}) }); err != nil {
+		if err := db.UpdateLogged(func(tx *Tx) error {
+			return tx.PutSession(record.Session{ID: "a" + strconv.Itoa(i), State: record.Idle})
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,10 +217,10 @@ func imageOfLoggedCommit(t *testing.T, prompt string) crashImage {
 		if _, err := tx.NextRun(); err != nil {
 			return err
 		}
-		if err := tx.PutRun(Run{Run: 7, Reason: ReasonSignal, Dirty: true}); err != nil {
+		if err := tx.PutRun(record.Run{Run: 7, Reason: record.ReasonSignal, Dirty: true}); err != nil {
 			return err
 		}
-		return tx.PutSession(Session{ID: "b", State: ResumePending, Prompt: prompt, Resume: &Resume{Attempt: 1, Interrupted: 7}})
+		return tx.PutSession(record.Session{ID: "b", State: record.ResumePending, Prompt: prompt, Resume: &record.Resume{Attempt: 1, Interrupted: 7}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +442,9 @@ func TestRedoSlotNotARegularFile(t *testing.T) {
 			}
 			defer db.Close()
 			for i := range 3 {
-				if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "s" + strconv.Itoa(i), State: Idle}) }); err != nil {
+				if err := db.UpdateLogged(func(tx *Tx) error {
+					return tx.PutSession(record.Session{ID: "s" + strconv.Itoa(i), State: record.Idle})
+				}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -465,7 +471,9 @@ func TestLoggedCommitTooBigIsPlain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	db := open(t, path)
 	for i := range 2 {
-		if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "s" + strconv.Itoa(i), State: Idle}) }); err != nil {
+		if err := db.UpdateLogged(func(tx *Tx) error {
+			return tx.PutSession(record.Session{ID: "s" + strconv.Itoa(i), State: record.Idle})
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -474,7 +482,7 @@ func TestLoggedCommitTooBigIsPlain(t *testing.T) {
 	big := strings.Repeat("x", redoSize)
 	testFinish = func() { t.Error("a transaction too big for the slot was logged") }
 	defer func() { testFinish = nil }()
-	if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "big", State: InTurn, Prompt: big}) }); err != nil {
+	if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(record.Session{ID: "big", State: record.InTurn, Prompt: big}) }); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(slot, readFile(t, redoPath(path))) {
@@ -500,13 +508,15 @@ func TestBoltCommitFailureAfterRecordPoisons(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "s" + strconv.Itoa(i), State: Idle}) }); err != nil {
+		if err := db.UpdateLogged(func(tx *Tx) error {
+			return tx.PutSession(record.Session{ID: "s" + strconv.Itoa(i), State: record.Idle})
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.View(func(*Tx) error { return nil }) // the last bbolt commit done
 	failWrites(db)
-	if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "lost?", State: Idle}) }); err != nil {
+	if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(record.Session{ID: "lost?", State: record.Idle}) }); err != nil {
 		t.Fatalf("UpdateLogged: %v; the record was durable, so nil", err)
 	}
 	if err := db.View(func(*Tx) error { return nil }); !errors.Is(err, ErrFault) {
@@ -544,17 +554,19 @@ func TestRedoSyncFailurePoisons(t *testing.T) {
 	}
 	defer db.Close()
 	for i := range 2 {
-		if err := db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "s" + strconv.Itoa(i), State: Idle}) }); err != nil {
+		if err := db.UpdateLogged(func(tx *Tx) error {
+			return tx.PutSession(record.Session{ID: "s" + strconv.Itoa(i), State: record.Idle})
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testSlotSync = func() error { return syscall.EIO }
-	err = db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(Session{ID: "s0", State: InTurn}) })
+	err = db.UpdateLogged(func(tx *Tx) error { return tx.PutSession(record.Session{ID: "s0", State: record.InTurn}) })
 	testSlotSync = nil
 	if !errors.Is(err, ErrFault) {
 		t.Fatalf("UpdateLogged with its sync failing returned %v, want ErrFault", err)
 	}
-	if err := db.Update(func(tx *Tx) error { return tx.PutSession(Session{ID: "s0", State: Parked}) }); !errors.Is(err, ErrFault) {
+	if err := db.Update(func(tx *Tx) error { return tx.PutSession(record.Session{ID: "s0", State: record.Parked}) }); !errors.Is(err, ErrFault) {
 		t.Fatalf("a plain commit after the failed sync returned %v, want ErrFault", err)
 	}
 	select {

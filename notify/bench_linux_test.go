@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/supervise-dev/supervise/marker"
 )
 
 // BenchmarkServeHeartbeats measures datagrams per second through a real
@@ -25,7 +27,7 @@ func BenchmarkServeHeartbeats(b *testing.B) {
 				n := b.N
 				done := make(chan struct{})
 				got := 0
-				s := serve(b, Config{}, func(m Message) {
+				s := serve(b, Config{}, func(m marker.Message) {
 					if got++; got == n {
 						close(done)
 					}
@@ -67,7 +69,7 @@ func BenchmarkServeHeartbeats(b *testing.B) {
 // BenchmarkBarrierRoundTrip measures Client.Barrier against a handler that
 // closes the fd at once: new socket, pipe, SCM_RIGHTS, close, EOF.
 func BenchmarkBarrierRoundTrip(b *testing.B) {
-	s := serve(b, Config{}, func(m Message) {
+	s := serve(b, Config{}, func(m marker.Message) {
 		if m.Fd != nil {
 			Ack(m.Fd)
 		}
@@ -85,7 +87,7 @@ func BenchmarkBarrierRoundTrip(b *testing.B) {
 // BenchmarkClientHeartbeat measures one Client.Heartbeat, which opens a
 // new socket per message.
 func BenchmarkClientHeartbeat(b *testing.B) {
-	s := serve(b, Config{}, func(Message) {})
+	s := serve(b, Config{}, func(marker.Message) {})
 	c := &Client{Socket: s.Path()}
 	ctx := context.Background()
 	b.ReportAllocs()

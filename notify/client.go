@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/supervise-dev/supervise/marker"
 	"io"
 	"net"
 	"os"
@@ -196,34 +197,34 @@ func (c *Client) Barrier(ctx context.Context, timeout time.Duration) error {
 // excerpt of the request: prompt is flattened to one line and cut to
 // MaxPromptLen bytes.
 func (c *Client) TurnBegin(ctx context.Context, session, turn, prompt string) error {
-	return c.marker(ctx, EventTurnBegin, session,
+	return c.marker(ctx, marker.EventTurnBegin, session,
 		"X_SUPERVISE_TURN", turn, "X_SUPERVISE_PROMPT", flatten(prompt, MaxPromptLen))
 }
 
 // TurnEnd reports that session's turn ended with outcome o.
-func (c *Client) TurnEnd(ctx context.Context, session, turn string, o Outcome) error {
-	return c.marker(ctx, EventTurnEnd, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_OUTCOME", string(o))
+func (c *Client) TurnEnd(ctx context.Context, session, turn string, o marker.Outcome) error {
+	return c.marker(ctx, marker.EventTurnEnd, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_OUTCOME", string(o))
 }
 
 // Waiting reports that session is waiting for the user (WaitInput).
 func (c *Client) Waiting(ctx context.Context, session, turn string) error {
-	return c.WaitingFor(ctx, session, turn, WaitInput)
+	return c.WaitingFor(ctx, session, turn, marker.WaitInput)
 }
 
 // WaitingFor reports that session is waiting for w: a person (WaitInput,
 // WaitApproval), or the model API the agent is retrying (WaitReconnect,
 // resumed like in_turn after a death). An empty w means WaitInput.
-func (c *Client) WaitingFor(ctx context.Context, session, turn string, w Wait) error {
+func (c *Client) WaitingFor(ctx context.Context, session, turn string, w marker.Wait) error {
 	if w == "" {
-		w = WaitInput
+		w = marker.WaitInput
 	}
-	return c.marker(ctx, EventWaiting, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_WAIT", string(w))
+	return c.marker(ctx, marker.EventWaiting, session, "X_SUPERVISE_TURN", turn, "X_SUPERVISE_WAIT", string(w))
 }
 
 // Phase reports that session entered phase p; tool names the tool for
 // PhaseTool and may be empty.
-func (c *Client) Phase(ctx context.Context, session string, p Phase, tool string) error {
-	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(p), "X_SUPERVISE_TOOL", tool)
+func (c *Client) Phase(ctx context.Context, session string, p marker.Phase, tool string) error {
+	return c.marker(ctx, marker.EventPhase, session, "X_SUPERVISE_PHASE", string(p), "X_SUPERVISE_TOOL", tool)
 }
 
 // ToolPhase reports that session is running tool, with detail saying
@@ -233,7 +234,7 @@ func (c *Client) Phase(ctx context.Context, session string, p Phase, tool string
 // spaces) and cut to MaxDetailLen bytes, ending with "…" when cut; it may
 // be empty.
 func (c *Client) ToolPhase(ctx context.Context, session, tool, detail string) error {
-	return c.marker(ctx, EventPhase, session, "X_SUPERVISE_PHASE", string(PhaseTool), "X_SUPERVISE_TOOL", tool,
+	return c.marker(ctx, marker.EventPhase, session, "X_SUPERVISE_PHASE", string(marker.PhaseTool), "X_SUPERVISE_TOOL", tool,
 		"X_SUPERVISE_DETAIL", OneLine(detail, MaxDetailLen))
 }
 
@@ -253,7 +254,7 @@ func OneLine(s string, n int) string {
 // Resumed reports that the agent took over session's interrupted turn
 // from the resume file.
 func (c *Client) Resumed(ctx context.Context, session, turn string) error {
-	return c.marker(ctx, EventResumed, session, "X_SUPERVISE_TURN", turn)
+	return c.marker(ctx, marker.EventResumed, session, "X_SUPERVISE_TURN", turn)
 }
 
 // Effect declares that a side effect of session's open turn completed;
@@ -268,7 +269,7 @@ func (c *Client) Effect(ctx context.Context, session, key string) error {
 	if k == "" {
 		return fmt.Errorf("notify: effect: empty key: %w", ErrProtocol)
 	}
-	return c.marker(ctx, EventEffect, session, "X_SUPERVISE_EFFECT", k)
+	return c.marker(ctx, marker.EventEffect, session, "X_SUPERVISE_EFFECT", k)
 }
 
 // EffectKey makes key a valid X_SUPERVISE_EFFECT value, deterministically:
@@ -289,13 +290,13 @@ func EffectKey(key string) string {
 
 // Closed reports that session is finished and must never be resumed.
 func (c *Client) Closed(ctx context.Context, session string) error {
-	return c.marker(ctx, EventClosed, session)
+	return c.marker(ctx, marker.EventClosed, session)
 }
 
 // Heartbeat sends WATCHDOG=1 for session: a keep-alive for the process
 // and a liveness mark for the session.
 func (c *Client) Heartbeat(ctx context.Context, session string) error {
-	return c.marker(ctx, EventNone, session)
+	return c.marker(ctx, marker.EventNone, session)
 }
 
 // Ready sends READY=1.
@@ -317,10 +318,10 @@ func (c *Client) Status(ctx context.Context, line string) error {
 // EventNone, a heartbeat) followed by the non-empty key/value pairs in kv.
 // No value may contain a control character, so none can smuggle in a line
 // of its own; the datagram is then checked with Parse before it is sent.
-func (c *Client) marker(ctx context.Context, e Event, session string, kv ...string) error {
+func (c *Client) marker(ctx context.Context, e marker.Event, session string, kv ...string) error {
 	label := e
-	if e == EventNone {
-		label = EventHeartbeat
+	if e == marker.EventNone {
+		label = marker.EventHeartbeat
 	}
 	if !validSession([]byte(session)) {
 		return fmt.Errorf("notify: %s: bad session id %q: %w", label, session, ErrProtocol)
@@ -331,12 +332,12 @@ func (c *Client) marker(ctx context.Context, e Event, session string, kv ...stri
 		}
 	}
 	var b strings.Builder
-	if e == EventNone {
+	if e == marker.EventNone {
 		b.WriteString("WATCHDOG=1\n")
 	}
 	b.WriteString("X_SUPERVISE_SESSION=")
 	b.WriteString(session)
-	if e != EventNone {
+	if e != marker.EventNone {
 		b.WriteString("\nX_SUPERVISE_EVENT=")
 		b.WriteString(string(e))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/supervise-dev/supervise/marker"
 	"net"
 	"os"
 	"path/filepath"
@@ -62,42 +63,42 @@ func TestClientHelpers(t *testing.T) {
 	tests := []struct {
 		name string
 		send func() error
-		want Message
+		want marker.Message
 	}{
 		{"TurnBegin", func() error { return c.TurnBegin(ctx, "s1", "t1", "fix it") },
-			Message{Session: "s1", Event: EventTurnBegin, Turn: "t1", Prompt: "fix it"}},
+			marker.Message{Session: "s1", Event: marker.EventTurnBegin, Turn: "t1", Prompt: "fix it"}},
 		{"TurnBegin without turn", func() error { return c.TurnBegin(ctx, "s1", "", "") },
-			Message{Session: "s1", Event: EventTurnBegin}},
+			marker.Message{Session: "s1", Event: marker.EventTurnBegin}},
 		{"TurnBegin flattens prompt", func() error { return c.TurnBegin(ctx, "s1", "t1", prompt) },
-			Message{Session: "s1", Event: EventTurnBegin, Turn: "t1", Prompt: flatten(prompt, MaxPromptLen)}},
-		{"TurnEnd", func() error { return c.TurnEnd(ctx, "s1", "t1", OutcomeCancelled) },
-			Message{Session: "s1", Event: EventTurnEnd, Turn: "t1", Outcome: OutcomeCancelled}},
+			marker.Message{Session: "s1", Event: marker.EventTurnBegin, Turn: "t1", Prompt: flatten(prompt, MaxPromptLen)}},
+		{"TurnEnd", func() error { return c.TurnEnd(ctx, "s1", "t1", marker.OutcomeCancelled) },
+			marker.Message{Session: "s1", Event: marker.EventTurnEnd, Turn: "t1", Outcome: marker.OutcomeCancelled}},
 		{"Waiting", func() error { return c.Waiting(ctx, "s1", "t1") },
-			Message{Session: "s1", Event: EventWaiting, Turn: "t1", Wait: WaitInput}},
-		{"WaitingFor reconnect", func() error { return c.WaitingFor(ctx, "s1", "", WaitReconnect) },
-			Message{Session: "s1", Event: EventWaiting, Wait: WaitReconnect}},
-		{"Phase", func() error { return c.Phase(ctx, "s1", PhaseTool, "bash") },
-			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "bash"}},
+			marker.Message{Session: "s1", Event: marker.EventWaiting, Turn: "t1", Wait: marker.WaitInput}},
+		{"WaitingFor reconnect", func() error { return c.WaitingFor(ctx, "s1", "", marker.WaitReconnect) },
+			marker.Message{Session: "s1", Event: marker.EventWaiting, Wait: marker.WaitReconnect}},
+		{"Phase", func() error { return c.Phase(ctx, "s1", marker.PhaseTool, "bash") },
+			marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "bash"}},
 		{"ToolPhase", func() error { return c.ToolPhase(ctx, "s1", "Bash", "npm test") },
-			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "Bash", Detail: "npm test"}},
+			marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "Bash", Detail: "npm test"}},
 		{"ToolPhase flattens and bounds detail", func() error { return c.ToolPhase(ctx, "s1", "Bash", prompt) },
-			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "Bash", Detail: OneLine(prompt, MaxDetailLen)}},
+			marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "Bash", Detail: OneLine(prompt, MaxDetailLen)}},
 		{"ToolPhase without detail", func() error { return c.ToolPhase(ctx, "s1", "Bash", "") },
-			Message{Session: "s1", Event: EventPhase, Phase: PhaseTool, Tool: "Bash"}},
+			marker.Message{Session: "s1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "Bash"}},
 		{"Resumed", func() error { return c.Resumed(ctx, "s1", "t1") },
-			Message{Session: "s1", Event: EventResumed, Turn: "t1"}},
+			marker.Message{Session: "s1", Event: marker.EventResumed, Turn: "t1"}},
 		{"Effect", func() error { return c.Effect(ctx, "s1", "write:src/a.go") },
-			Message{Session: "s1", Event: EventEffect, Effect: "write:src/a.go"}},
+			marker.Message{Session: "s1", Event: marker.EventEffect, Effect: "write:src/a.go"}},
 		{"Effect flattens and bounds the key", func() error { return c.Effect(ctx, "s1", prompt) },
-			Message{Session: "s1", Event: EventEffect, Effect: EffectKey(prompt)}},
+			marker.Message{Session: "s1", Event: marker.EventEffect, Effect: EffectKey(prompt)}},
 		{"Closed", func() error { return c.Closed(ctx, "s1") },
-			Message{Session: "s1", Event: EventClosed}},
+			marker.Message{Session: "s1", Event: marker.EventClosed}},
 		{"Heartbeat", func() error { return c.Heartbeat(ctx, "s1") },
-			Message{Session: "s1", Event: EventHeartbeat, Watchdog: true}},
-		{"Ready", func() error { return c.Ready(ctx) }, Message{Ready: true}},
-		{"Stopping", func() error { return c.Stopping(ctx) }, Message{Stopping: true}},
-		{"Watchdog", func() error { return c.Watchdog(ctx) }, Message{Watchdog: true}},
-		{"Status", func() error { return c.Status(ctx, "two\nlines") }, Message{Status: "two lines", HasStatus: true}},
+			marker.Message{Session: "s1", Event: marker.EventHeartbeat, Watchdog: true}},
+		{"Ready", func() error { return c.Ready(ctx) }, marker.Message{Ready: true}},
+		{"Stopping", func() error { return c.Stopping(ctx) }, marker.Message{Stopping: true}},
+		{"Watchdog", func() error { return c.Watchdog(ctx) }, marker.Message{Watchdog: true}},
+		{"Status", func() error { return c.Status(ctx, "two\nlines") }, marker.Message{Status: "two lines", HasStatus: true}},
 	}
 	for _, tt := range tests {
 		if err := tt.send(); err != nil {
@@ -132,7 +133,7 @@ func TestClientRejectsBadValues(t *testing.T) {
 		"newline in turn":  c.Waiting(ctx, "s1", "t\n1"),
 		"injected key":     c.Waiting(ctx, "s1", "t1\nMAINPID=1"),
 		"injected outcome": c.TurnEnd(ctx, "s1", "t1", "completed\nREADY=1"),
-		"CR in tool":       c.Phase(ctx, "s1", PhaseTool, "bash\r"),
+		"CR in tool":       c.Phase(ctx, "s1", marker.PhaseTool, "bash\r"),
 		"long session":     c.Heartbeat(ctx, strings.Repeat("s", MaxIDLen+1)),
 		"bad outcome":      c.TurnEnd(ctx, "s1", "t1", "ok"),
 		"bad phase":        c.Phase(ctx, "s1", "sleeping", ""),
@@ -226,8 +227,8 @@ func TestClientAbstractSocket(t *testing.T) {
 
 func TestClientBarrier(t *testing.T) {
 	t.Parallel()
-	msgs := make(chan Message, 16)
-	s := serve(t, Config{}, func(m Message) { msgs <- m })
+	msgs := make(chan marker.Message, 16)
+	s := serve(t, Config{}, func(m marker.Message) { msgs <- m })
 	c := &Client{Socket: s.Path()}
 	ctx := context.Background()
 
@@ -236,7 +237,7 @@ func TestClientBarrier(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Barrier(ctx, waitTimeout) }()
-	if m := next(t, msgs); m.Event != EventTurnBegin {
+	if m := next(t, msgs); m.Event != marker.EventTurnBegin {
 		t.Fatalf("got %+v, want the turn-begin before the barrier", m)
 	}
 	m := next(t, msgs)
@@ -257,7 +258,7 @@ func TestClientBarrier(t *testing.T) {
 func TestClientBarrierTimeout(t *testing.T) {
 	t.Parallel()
 	held := make(chan *os.File, 1)
-	s := serve(t, Config{}, func(m Message) { held <- m.Fd })
+	s := serve(t, Config{}, func(m marker.Message) { held <- m.Fd })
 	c := &Client{Socket: s.Path()}
 	begin := time.Now()
 	if err := c.Barrier(context.Background(), 100*time.Millisecond); !errors.Is(err, ErrBarrierTimeout) {
@@ -288,7 +289,7 @@ func TestClientBarrierTimeout(t *testing.T) {
 // must never look like "journaled".
 func TestClientBarrierBareCloseIsNotAnAck(t *testing.T) {
 	t.Parallel()
-	s := serve(t, Config{}, func(m Message) {
+	s := serve(t, Config{}, func(m marker.Message) {
 		if m.Fd != nil {
 			m.Fd.Close()
 		}
@@ -298,7 +299,7 @@ func TestClientBarrierBareCloseIsNotAnAck(t *testing.T) {
 		t.Fatalf("Barrier after a bare close = %v, want ErrBarrierUnconfirmed", err)
 	}
 	// A rejected sender's barrier is closed bare too.
-	s2 := serve(t, Config{Accept: func(int32) bool { return false }}, func(Message) {})
+	s2 := serve(t, Config{Accept: func(int32) bool { return false }}, func(marker.Message) {})
 	if err := (&Client{Socket: s2.Path()}).Barrier(context.Background(), waitTimeout); !errors.Is(err, ErrBarrierUnconfirmed) {
 		t.Fatalf("Barrier from a rejected sender = %v, want ErrBarrierUnconfirmed", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -27,7 +28,7 @@ func Example() {
 	}
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(func(m notify.Message) {
+		served <- srv.Serve(func(m marker.Message) {
 			if m.Fd != nil {
 				// A barrier: everything before it is handled (a real
 				// supervisor commits its journal first).
@@ -47,7 +48,7 @@ func Example() {
 	if err := c.Barrier(ctx, time.Second); err != nil {
 		log.Fatal(err)
 	}
-	if err := c.TurnEnd(ctx, "s1", "t1", notify.OutcomeCompleted); err != nil {
+	if err := c.TurnEnd(ctx, "s1", "t1", marker.OutcomeCompleted); err != nil {
 		log.Fatal(err)
 	}
 	if err := c.Barrier(ctx, time.Second); err != nil {

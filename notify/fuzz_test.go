@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"github.com/supervise-dev/supervise/marker"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -60,23 +61,23 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		switch m.Event {
-		case EventNone, EventTurnBegin, EventWaiting, EventResumed, EventClosed, EventHeartbeat:
-		case EventTurnEnd:
+		case marker.EventNone, marker.EventTurnBegin, marker.EventWaiting, marker.EventResumed, marker.EventClosed, marker.EventHeartbeat:
+		case marker.EventTurnEnd:
 			if m.Outcome == "" {
 				t.Fatalf("Parse(%q): turn-end without outcome", b)
 			}
-		case EventEffect:
+		case marker.EventEffect:
 			if m.Effect == "" {
 				t.Fatalf("Parse(%q): effect event without key", b)
 			}
-		case EventPhase:
+		case marker.EventPhase:
 			if m.Phase == "" {
 				t.Fatalf("Parse(%q): phase event without phase", b)
 			}
 		default:
 			t.Fatalf("Parse(%q).Event = %q", b, m.Event)
 		}
-		if m.Event != EventNone && m.Session == "" {
+		if m.Event != marker.EventNone && m.Session == "" {
 			t.Fatalf("Parse(%q): event %q without session", b, m.Event)
 		}
 		if m.WatchdogUSec > MaxUSec || m.ExtendTimeoutUSec > MaxUSec {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/internal/statedir"
+	"github.com/supervise-dev/supervise/marker"
 )
 
 const (
@@ -95,7 +96,7 @@ type serveState struct {
 
 // datagram checks, parses and delivers one datagram. It owns every fd in
 // oob and closes all of them except one it hands to handle.
-func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, handle func(Message)) {
+func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, handle func(marker.Message)) {
 	pid, uid, creds, pidfd, fds := parseControl(oob, fds)
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
@@ -121,7 +122,7 @@ func (s *Server) datagram(st *serveState, b, oob []byte, flags int, fds []int, h
 		// sender during that check.
 		r, err = reasonSender, errors.New("the sender exited before its datagram was read")
 	default:
-		var m Message
+		var m marker.Message
 		m, err = st.parser.parse(b)
 		switch {
 		case err != nil:

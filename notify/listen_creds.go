@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/supervise-dev/supervise/marker"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,7 +83,7 @@ var peekOOBSize = unix.CmsgSpace(unix.SizeofUcred) + unix.SizeofCmsghdr
 // through a run of queued heartbeats, which one recvmmsg then consumes
 // without their payloads; anything else is read again in full with
 // SO_PASSPIDFD on.
-func (s *Server) Serve(handle func(Message)) error {
+func (s *Server) Serve(handle func(marker.Message)) error {
 	raw, err := s.conn.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("notify: serve: %w", err)
@@ -96,7 +97,7 @@ func (s *Server) Serve(handle func(Message)) error {
 		n      int
 		errno  syscall.Errno
 		st     serveState
-		beats  = make([]Message, 0, maxBeats) // peeked heartbeats, consumed
+		beats  = make([]marker.Message, 0, maxBeats) // peeked heartbeats, consumed
 		skip   = make([]unix.Mmsghdr, maxBeats)
 		skipCB = make([]byte, maxBeats*len(oob)) // their control buffers
 		read   int                               // what recv read: readBeats, readFull, or readNone
@@ -271,17 +272,17 @@ const (
 // Serve), and returns it parsed, with its sender. Anything else (cut
 // short, with fds or without credentials, unparsable, more than a ping) is
 // read again in full.
-func (s *Server) heartbeat(st *serveState, b, oob []byte, flags int) (Message, bool) {
+func (s *Server) heartbeat(st *serveState, b, oob []byte, flags int) (marker.Message, bool) {
 	if flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0 {
-		return Message{}, false
+		return marker.Message{}, false
 	}
 	pid, uid, creds, _, _ := parseControl(oob, nil)
 	if !creds {
-		return Message{}, false
+		return marker.Message{}, false
 	}
 	m, err := st.parser.parse(b)
 	if err != nil || !m.IsHeartbeatOnly() {
-		return Message{}, false
+		return marker.Message{}, false
 	}
 	m.PID, m.UID = pid, uid
 	return m, true
@@ -289,7 +290,7 @@ func (s *Server) heartbeat(st *serveState, b, oob []byte, flags int) (Message, b
 
 // deliverBeat vets a heartbeat's sender by its pid (see Serve) and hands
 // the heartbeat to handle.
-func (s *Server) deliverBeat(st *serveState, m Message, handle func(Message)) {
+func (s *Server) deliverBeat(st *serveState, m marker.Message, handle func(marker.Message)) {
 	if s.accept != nil && !s.accept(m.PID) {
 		s.drop(st, reasonSender, m.PID, nil)
 		return

@@ -17,6 +17,7 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/supervise-dev/supervise/marker"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func sockopts(fd int) error {
 // receives in Message.Fd and must close. Serve returns nil after Close, or
 // the error that stopped it. handle must not call Close and wait for Serve
 // to return.
-func (s *Server) Serve(handle func(Message)) error {
+func (s *Server) Serve(handle func(marker.Message)) error {
 	raw, err := s.conn.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("notify: serve: %w", err)

@@ -52,44 +52,11 @@ var (
 	ErrProtocol = errors.New("notify: protocol violation")
 )
 
-// The message types are defined in package marker, a leaf the run loop
-// imports without the network; these aliases keep notify.Message and the
-// rest working for every caller.
-type (
-	Event   = marker.Event
-	Outcome = marker.Outcome
-	Phase   = marker.Phase
-	Wait    = marker.Wait
-	Message = marker.Message
-)
-
-// Events, outcomes, phases and waits: see package marker.
-const (
-	EventNone        = marker.EventNone
-	EventTurnBegin   = marker.EventTurnBegin
-	EventTurnEnd     = marker.EventTurnEnd
-	EventWaiting     = marker.EventWaiting
-	EventPhase       = marker.EventPhase
-	EventResumed     = marker.EventResumed
-	EventClosed      = marker.EventClosed
-	EventEffect      = marker.EventEffect
-	EventHeartbeat   = marker.EventHeartbeat
-	OutcomeCompleted = marker.OutcomeCompleted
-	OutcomeFailed    = marker.OutcomeFailed
-	OutcomeCancelled = marker.OutcomeCancelled
-	PhaseModel       = marker.PhaseModel
-	PhaseTool        = marker.PhaseTool
-	PhaseIdle        = marker.PhaseIdle
-	WaitInput        = marker.WaitInput
-	WaitApproval     = marker.WaitApproval
-	WaitReconnect    = marker.WaitReconnect
-)
-
 // Parse parses one datagram. It does no I/O and never keeps a reference to
 // b. Unknown keys (MAINPID=, ERRNO=, FDSTORE=, other X_ keys) are ignored;
 // an unusable value of a standard key is ignored; any other violation is
 // an error wrapping one of the sentinels above.
-func Parse(b []byte) (Message, error) {
+func Parse(b []byte) (marker.Message, error) {
 	var p parser
 	return p.parse(b)
 }
@@ -114,8 +81,8 @@ type parser struct {
 	session string
 }
 
-func (p *parser) parse(b []byte) (Message, error) {
-	var m Message
+func (p *parser) parse(b []byte) (marker.Message, error) {
+	var m marker.Message
 	if len(b) == 0 {
 		return m, ErrEmpty
 	}
@@ -230,14 +197,14 @@ func (p *parser) parse(b []byte) (Message, error) {
 	m.Session = p.session
 
 	if seen&seenEvent != 0 {
-		switch e := Event(event); e {
-		case EventTurnBegin, EventTurnEnd, EventWaiting, EventPhase, EventResumed, EventClosed, EventHeartbeat, EventEffect:
+		switch e := marker.Event(event); e {
+		case marker.EventTurnBegin, marker.EventTurnEnd, marker.EventWaiting, marker.EventPhase, marker.EventResumed, marker.EventClosed, marker.EventHeartbeat, marker.EventEffect:
 			m.Event = e
 		default:
 			return m, fmt.Errorf("unknown event %q: %w", event, ErrProtocol)
 		}
 	} else if m.Watchdog {
-		m.Event = EventHeartbeat
+		m.Event = marker.EventHeartbeat
 	}
 	if seen&seenTurn != 0 {
 		if !validID(turn) {
@@ -252,41 +219,41 @@ func (p *parser) parse(b []byte) (Message, error) {
 		m.Tool = string(tool)
 	}
 	if seen&seenOutcome != 0 {
-		if o := Outcome(outcome); o.Valid() {
+		if o := marker.Outcome(outcome); o.Valid() {
 			m.Outcome = o
 		} else {
 			return m, fmt.Errorf("unknown outcome %q: %w", outcome, ErrProtocol)
 		}
 	}
-	if m.Event == EventTurnEnd && m.Outcome == "" {
+	if m.Event == marker.EventTurnEnd && m.Outcome == "" {
 		return m, fmt.Errorf("turn-end without outcome: %w", ErrProtocol)
 	}
 	if seen&seenPhase != 0 {
-		if ph := Phase(phase); ph.Valid() {
+		if ph := marker.Phase(phase); ph.Valid() {
 			m.Phase = ph
 		} else {
 			return m, fmt.Errorf("unknown phase %q: %w", phase, ErrProtocol)
 		}
 	}
-	if m.Event == EventPhase && m.Phase == "" {
+	if m.Event == marker.EventPhase && m.Phase == "" {
 		return m, fmt.Errorf("phase event without phase: %w", ErrProtocol)
 	}
 	if seen&seenWait != 0 {
-		switch w := Wait(wait); w {
-		case WaitInput, WaitApproval, WaitReconnect:
+		switch w := marker.Wait(wait); w {
+		case marker.WaitInput, marker.WaitApproval, marker.WaitReconnect:
 			m.Wait = w
 		default:
 			return m, fmt.Errorf("unknown wait %q: %w", wait, ErrProtocol)
 		}
 	}
-	if m.Event == EventWaiting && m.Wait == "" {
-		m.Wait = WaitInput
+	if m.Event == marker.EventWaiting && m.Wait == "" {
+		m.Wait = marker.WaitInput
 	}
 	if seen&seenPrompt != 0 {
 		m.Prompt = string(cut(pro, MaxPromptLen))
 	}
 	if seen&seenDetail != 0 && len(detail) > 0 {
-		if m.Phase != PhaseTool {
+		if m.Phase != marker.PhaseTool {
 			return m, fmt.Errorf("X_SUPERVISE_DETAIL without X_SUPERVISE_PHASE=tool: %w", ErrProtocol)
 		}
 		if !validText(detail, false) {
@@ -295,11 +262,11 @@ func (p *parser) parse(b []byte) (Message, error) {
 		m.Detail = bounded(detail, MaxDetailLen)
 	}
 	switch {
-	case seen&seenEffect != 0 && m.Event != EventEffect:
+	case seen&seenEffect != 0 && m.Event != marker.EventEffect:
 		return m, fmt.Errorf("X_SUPERVISE_EFFECT without X_SUPERVISE_EVENT=effect: %w", ErrProtocol)
-	case m.Event == EventEffect && seen&seenEffect == 0:
+	case m.Event == marker.EventEffect && seen&seenEffect == 0:
 		return m, fmt.Errorf("effect event without X_SUPERVISE_EFFECT: %w", ErrProtocol)
-	case m.Event == EventEffect:
+	case m.Event == marker.EventEffect:
 		if len(effect) == 0 || len(effect) > MaxEffectLen || !validText(effect, false) {
 			return m, fmt.Errorf("bad effect key (1..%d bytes of one line): %w", MaxEffectLen, ErrProtocol)
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/supervise-dev/supervise/marker"
 )
 
 // TestPythonAgent runs examples/python/agent.py against a real Server:
@@ -35,12 +37,12 @@ func TestPythonAgent(t *testing.T) {
 	}
 
 	out, pid := run("script", "py1")
-	want := []Message{
-		{Session: "py1", Event: EventTurnBegin, Turn: "t1", Prompt: "list the files and summarize them"},
+	want := []marker.Message{
+		{Session: "py1", Event: marker.EventTurnBegin, Turn: "t1", Prompt: "list the files and summarize them"},
 		{Barrier: true},
-		{Session: "py1", Event: EventPhase, Phase: PhaseTool, Tool: "bash"},
+		{Session: "py1", Event: marker.EventPhase, Phase: marker.PhaseTool, Tool: "bash"},
 		{Barrier: true},
-		{Session: "py1", Event: EventTurnEnd, Turn: "t1", Outcome: OutcomeCompleted},
+		{Session: "py1", Event: marker.EventTurnEnd, Turn: "t1", Outcome: marker.OutcomeCompleted},
 		{Barrier: true},
 	}
 	for i, w := range want {
@@ -63,10 +65,10 @@ func TestPythonAgent(t *testing.T) {
 	run("turn-begin", "py2", "t9", "two\nlines")
 	run("heartbeat", "py2")
 	run("waiting", "py2", "t9")
-	for _, w := range []Message{
-		{Session: "py2", Event: EventTurnBegin, Turn: "t9", Prompt: "two lines"},
-		{Session: "py2", Event: EventHeartbeat, Watchdog: true},
-		{Session: "py2", Event: EventWaiting, Turn: "t9", Wait: WaitInput},
+	for _, w := range []marker.Message{
+		{Session: "py2", Event: marker.EventTurnBegin, Turn: "t9", Prompt: "two lines"},
+		{Session: "py2", Event: marker.EventHeartbeat, Watchdog: true},
+		{Session: "py2", Event: marker.EventWaiting, Turn: "t9", Wait: marker.WaitInput},
 	} {
 		m := next(t, ch)
 		m.PID, m.UID = 0, 0

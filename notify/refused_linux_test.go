@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/supervise-dev/supervise/marker"
 )
 
 // TestBarrierAnswersRefused is issue 12 finding 2 at the socket: a datagram
@@ -14,7 +16,7 @@ import (
 // ErrBarrierRefused; the barrier after that is clean again.
 func TestBarrierAnswersRefused(t *testing.T) {
 	t.Parallel()
-	s := serve(t, Config{}, func(m Message) {
+	s := serve(t, Config{}, func(m marker.Message) {
 		if m.Fd == nil {
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +29,7 @@ const waitTimeout = 10 * time.Second
 // serve listens in a new temporary directory (unless cfg.Dir is set),
 // runs Serve with handle, and registers Close plus a check that Serve
 // returned nil.
-func serve(t testing.TB, cfg Config, handle func(Message)) *Server {
+func serve(t testing.TB, cfg Config, handle func(marker.Message)) *Server {
 	t.Helper()
 	s := listen(t, cfg)
 	start(t, s, handle)
@@ -48,7 +49,7 @@ func listen(t testing.TB, cfg Config) *Server {
 	return s
 }
 
-func start(t testing.TB, s *Server, handle func(Message)) {
+func start(t testing.TB, s *Server, handle func(marker.Message)) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(handle) }()
@@ -64,9 +65,9 @@ func start(t testing.TB, s *Server, handle func(Message)) {
 
 // collect returns a handler that forwards messages to a channel and
 // closes barrier fds at once.
-func collect() (func(Message), <-chan Message) {
-	ch := make(chan Message, 64)
-	return func(m Message) {
+func collect() (func(marker.Message), <-chan marker.Message) {
+	ch := make(chan marker.Message, 64)
+	return func(m marker.Message) {
 		if m.Fd != nil {
 			Ack(m.Fd)
 			m.Fd = nil
@@ -75,14 +76,14 @@ func collect() (func(Message), <-chan Message) {
 	}, ch
 }
 
-func next(t testing.TB, ch <-chan Message) Message {
+func next(t testing.TB, ch <-chan marker.Message) marker.Message {
 	t.Helper()
 	select {
 	case m := <-ch:
 		return m
 	case <-time.After(waitTimeout):
 		t.Fatal("no message delivered")
-		return Message{}
+		return marker.Message{}
 	}
 }
 
@@ -110,7 +111,7 @@ func send(t testing.TB, c *net.UnixConn, payload string, fds ...int) {
 
 // expectStatus sends STATUS=line and checks that it is the next message
 // delivered: everything sent before it was handled or dropped.
-func expectStatus(t testing.TB, c *net.UnixConn, ch <-chan Message, line string) {
+func expectStatus(t testing.TB, c *net.UnixConn, ch <-chan marker.Message, line string) {
 	t.Helper()
 	send(t, c, "STATUS="+line)
 	if m := next(t, ch); m.Status != line {
@@ -213,7 +214,7 @@ func TestListen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := s.Serve(func(Message) { t.Error("handler called after Close") }); err != nil {
+	if err := s.Serve(func(marker.Message) { t.Error("handler called after Close") }); err != nil {
 		t.Errorf("Serve after Close = %v, want nil", err)
 	}
 }
@@ -250,7 +251,7 @@ func TestServeDeliversCredentials(t *testing.T) {
 	s := serve(t, Config{}, handle)
 	send(t, dial(t, s), "READY=1\nSTATUS=up")
 	m := next(t, ch)
-	want := Message{PID: int32(os.Getpid()), UID: uint32(os.Getuid()), Ready: true, Status: "up", HasStatus: true}
+	want := marker.Message{PID: int32(os.Getpid()), UID: uint32(os.Getuid()), Ready: true, Status: "up", HasStatus: true}
 	if !Credentials {
 		want.PID, want.UID = 0, 0 // the portable backend identifies no sender
 	}
@@ -275,34 +276,34 @@ func TestServeBadInput(t *testing.T) {
 	tests := []struct {
 		name    string
 		payload string
-		reason  string   // drop reason, or "" if delivered
-		want    *Message // delivered message, without credentials
+		reason  string          // drop reason, or "" if delivered
+		want    *marker.Message // delivered message, without credentials
 	}{
 		{name: "31 zero length", payload: "", reason: "empty"},
 		{name: "32 oversized 4097", payload: oversized(MaxDatagram + 1), reason: "truncated"},
 		{name: "32 oversized 64KiB", payload: oversized(64 << 10), reason: "truncated"},
 		{name: "32 10000 lines", payload: strings.Repeat("A=\n", 10000), reason: "truncated"},
 		{name: "33 embedded NUL", payload: "READY=1\x00STOPPING=1", reason: "nul"},
-		{name: "33 trailing NUL", payload: "READY=1\x00", want: &Message{Ready: true}},
+		{name: "33 trailing NUL", payload: "READY=1\x00", want: &marker.Message{Ready: true}},
 		{name: "33 invalid UTF-8", payload: "STATUS=\xc3\x28", reason: "utf8"},
-		{name: "33 CRLF", payload: "READY=1\r\nSTATUS=x\r\n", want: &Message{}},
+		{name: "33 CRLF", payload: "READY=1\r\nSTATUS=x\r\n", want: &marker.Message{}},
 		{name: "33 CRLF private", payload: "X_SUPERVISE_SESSION=s1\r\nX_SUPERVISE_EVENT=closed\r\n", reason: "protocol"},
 		{name: "33 no equals", payload: "READY", reason: "malformed"},
 		{name: "33 empty key", payload: "=1", reason: "malformed"},
 		{name: "33 duplicate private key", payload: sess + sess + "X_SUPERVISE_EVENT=closed", reason: "malformed"},
-		{name: "33 duplicate standard key", payload: "STATUS=a\nSTATUS=b", want: &Message{Status: "b", HasStatus: true}},
-		{name: "33 value of 4000 bytes", payload: "STATUS=" + strings.Repeat("v", 4000), want: &Message{Status: strings.Repeat("v", 4000), HasStatus: true}},
-		{name: "33 unknown keys", payload: "X_OTHER=1\nERRNO=5\nFDSTORE=1", want: &Message{}},
-		{name: "33 READY=0", payload: "READY=0", want: &Message{}},
-		{name: "33 WATCHDOG_USEC=0", payload: "WATCHDOG_USEC=0", want: &Message{}},
-		{name: "33 WATCHDOG_USEC=-1", payload: "WATCHDOG_USEC=-1", want: &Message{}},
-		{name: "33 WATCHDOG_USEC=2^64", payload: "WATCHDOG_USEC=18446744073709551616", want: &Message{}},
-		{name: "33 EXTEND_TIMEOUT_USEC=huge", payload: "EXTEND_TIMEOUT_USEC=" + strings.Repeat("9", 30), want: &Message{}},
+		{name: "33 duplicate standard key", payload: "STATUS=a\nSTATUS=b", want: &marker.Message{Status: "b", HasStatus: true}},
+		{name: "33 value of 4000 bytes", payload: "STATUS=" + strings.Repeat("v", 4000), want: &marker.Message{Status: strings.Repeat("v", 4000), HasStatus: true}},
+		{name: "33 unknown keys", payload: "X_OTHER=1\nERRNO=5\nFDSTORE=1", want: &marker.Message{}},
+		{name: "33 READY=0", payload: "READY=0", want: &marker.Message{}},
+		{name: "33 WATCHDOG_USEC=0", payload: "WATCHDOG_USEC=0", want: &marker.Message{}},
+		{name: "33 WATCHDOG_USEC=-1", payload: "WATCHDOG_USEC=-1", want: &marker.Message{}},
+		{name: "33 WATCHDOG_USEC=2^64", payload: "WATCHDOG_USEC=18446744073709551616", want: &marker.Message{}},
+		{name: "33 EXTEND_TIMEOUT_USEC=huge", payload: "EXTEND_TIMEOUT_USEC=" + strings.Repeat("9", 30), want: &marker.Message{}},
 		{name: "33 event without session", payload: "X_SUPERVISE_EVENT=turn-begin", reason: "protocol"},
 		{name: "33 unknown event", payload: sess + "X_SUPERVISE_EVENT=explode", reason: "protocol"},
-		{name: "34 MAINPID=1", payload: "MAINPID=1\nREADY=1", want: &Message{Ready: true}},
-		{name: "34 MAINPID=supervisor", payload: "MAINPID=" + strconv.Itoa(os.Getpid()), want: &Message{}},
-		{name: "34 MAINPID=unrelated", payload: "MAINPID=999999", want: &Message{}},
+		{name: "34 MAINPID=1", payload: "MAINPID=1\nREADY=1", want: &marker.Message{Ready: true}},
+		{name: "34 MAINPID=supervisor", payload: "MAINPID=" + strconv.Itoa(os.Getpid()), want: &marker.Message{}},
+		{name: "34 MAINPID=unrelated", payload: "MAINPID=999999", want: &marker.Message{}},
 	}
 	handle, ch := collect()
 	s := serve(t, Config{}, handle)
@@ -340,7 +341,7 @@ func TestServeBadInput(t *testing.T) {
 // process's fds.
 func TestServeFDSpam(t *testing.T) {
 	handle, ch := collect()
-	s := serve(t, Config{}, func(m Message) {
+	s := serve(t, Config{}, func(m marker.Message) {
 		if m.HasStatus {
 			handle(m)
 		}
@@ -545,7 +546,7 @@ func TestServeAccept(t *testing.T) {
 		io.WriteString(stdin, "go\n")
 		// The helper stays alive until its datagram was handled (stdin
 		// closed): one whose sender is gone is dropped, whatever Accept says.
-		var m Message
+		var m marker.Message
 		if accept {
 			m = next(t, ch)
 		} else {
@@ -559,7 +560,7 @@ func TestServeAccept(t *testing.T) {
 			t.Fatalf("helper: %v: %s", err, stderr.Bytes())
 		}
 		if accept {
-			if m.PID != int32(cmd.Process.Pid) || m.Event != EventClosed || m.Session != "helper" {
+			if m.PID != int32(cmd.Process.Pid) || m.Event != marker.EventClosed || m.Session != "helper" {
 				t.Errorf("got %+v, want closed from pid %d", m, cmd.Process.Pid)
 			}
 			continue
@@ -579,7 +580,7 @@ func TestServeCloseUnblocks(t *testing.T) {
 	t.Parallel()
 	s := listen(t, Config{})
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(func(Message) {}) }()
+	go func() { done <- s.Serve(func(marker.Message) {}) }()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -99,9 +99,9 @@ func DeathLine(agent string, inPlace bool, ev supervisor.Event) string {
 // how words the end: killed (SIGKILL), exited with status 1, or the
 // reason table's words.
 func how(ev supervisor.Event) string {
-	r, known := record.LookupReason(ev.Reason)
+	r, known := ev.Reason.Row()
 	switch {
-	case ev.Reason == record.ReasonStopped:
+	case r.Requested:
 		if ev.Signal != 0 {
 			return fmt.Sprintf("was stopped (%s)", sigName(ev.Signal))
 		}
@@ -112,10 +112,10 @@ func how(ev supervisor.Event) string {
 		return "ended: " + strings.TrimPrefix(r.How, "the agent ")
 	case ev.Signal != 0:
 		return fmt.Sprintf("was killed (%s)", sigName(ev.Signal))
-	case ev.Reason == record.ReasonExit:
+	case r.SignalWorded:
 		return fmt.Sprintf("exited with status %d", ev.ExitCode)
 	}
-	return "ended (" + clean(ev.Reason) + ")"
+	return "ended (" + clean(string(ev.Reason)) + ")"
 }
 
 // midTurn says where the first session with an open turn was.

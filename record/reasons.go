@@ -24,11 +24,12 @@ const (
 	DirtyUnlessZero
 )
 
-// Reason is one row of the table of reasons a run ends.
-type Reason struct {
+// ReasonRow is one row of the table of reasons a run ends: every column
+// the code asks about a reason.
+type ReasonRow struct {
 	// Name is the reason as the journal, status, the log and the metric
 	// label (supervise_dirty_deaths_total{reason=...}) name it.
-	Name  string
+	Name  Reason
 	Dirty Dirtiness
 	// Suspect: a turn that keeps dying this way may be what causes it (a
 	// crash, exhausted memory, a hang), and the breaker's park says the
@@ -38,12 +39,38 @@ type Reason struct {
 	// Advice is what the breaker's park tells a person, after repeated
 	// deaths of this reason.
 	Advice string
+	// OutsideAdvice, when set, is the advice (and the turn no suspect)
+	// when the signal came from outside the agent (OutsideSignal).
+	OutsideAdvice string
+	// SilentAdvice, when set, is the advice (and the turn no suspect)
+	// when the agent ended with no signal and no word of why.
+	SilentAdvice string
 	// How is how the run ended, in words, in the log, the continuation
 	// message and status; "" for a signal or an exit, worded from the
-	// signal or the status (see ReasonSignal, ReasonExit).
-	How string
+	// signal or the status (Said, for the README).
+	How, Said string
 	// Help is the one-line meaning, for the metric's help and the README.
 	Help string
+	// ByItself: the agent ended by itself (exit, turn-open): its words or
+	// its hooks may say a usage or rate limit ended it, and its words that
+	// the conversation it was asked to resume is lost.
+	ByItself bool
+	// OOMRenames: a dirty death of this reason with an OOM kill in the
+	// agent's cgroup is the OOM killer's (ReasonOOM).
+	OOMRenames bool
+	// SignalWorded: a death of this reason that carries a signal (a
+	// wrapper's exit after its inner process was killed) is worded and
+	// advised as the signal's.
+	SignalWorded bool
+	// Requested: a stop supervise was asked for: open turns are stopped,
+	// not decided as a crash.
+	Requested bool
+	// HungAtStart: the task hung before it said anything, and is started
+	// again once (nothing of it ran).
+	HungAtStart bool
+	// Counter names a counter a death of this reason adds to, beside the
+	// dirty deaths' ("" for none).
+	Counter string
 }
 
 // Advice shared by several reasons.
@@ -57,20 +84,23 @@ const (
 )
 
 // reasons is the table, in the order the README shows it. Read only.
-var reasons = [...]Reason{
-	{Name: ReasonExit, Dirty: DirtyUnlessZero, Advice: adviceOwn,
-		Help: "the agent exited by itself (dirty when its status is not 0)"},
-	{Name: ReasonSignal, Dirty: AlwaysDirty, Suspect: true, Advice: adviceCrash,
-		Help: "killed by a signal nobody in supervise sent (SIGHUP, SIGINT, SIGKILL and SIGTERM count as from outside: not the turn's doing)"},
+var reasons = [...]ReasonRow{
+	{Name: ReasonExit, Dirty: DirtyUnlessZero, Advice: adviceOwn, SilentAdvice: adviceSilent,
+		Said: "the agent exited with status N",
+		Help: "the agent exited by itself (dirty when its status is not 0)", ByItself: true, OOMRenames: true, SignalWorded: true},
+	{Name: ReasonSignal, Dirty: AlwaysDirty, Suspect: true, Advice: adviceCrash, OutsideAdvice: adviceOutside,
+		Said:       "the agent was killed by signal N (NAME)",
+		Help:       "killed by a signal nobody in supervise sent (SIGHUP, SIGINT, SIGKILL and SIGTERM count as from outside: not the turn's doing)",
+		OOMRenames: true},
 	{Name: ReasonTurnOpen, Dirty: AlwaysDirty, Advice: adviceOwn,
 		How:  "the agent exited with status 0 in the middle of the turn",
-		Help: "exited 0 with a turn still open"},
+		Help: "exited 0 with a turn still open", ByItself: true, OOMRenames: true},
 	{Name: ReasonExecFailed, Dirty: AlwaysDirty, Advice: adviceOwn,
 		How:  "the agent could not be started",
 		Help: "the agent could not be started"},
 	{Name: ReasonWatchdog, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
 		How:  "killed by the watchdog after it stopped responding",
-		Help: "no WATCHDOG=1 within --watchdog"},
+		Help: "no WATCHDOG=1 within --watchdog", Counter: "watchdog"},
 	{Name: ReasonMemory, Dirty: AlwaysDirty, Suspect: true, Advice: adviceMemory,
 		How:  "killed by the memory guard",
 		Help: "its process tree went past --max-rss"},
@@ -85,7 +115,7 @@ var reasons = [...]Reason{
 		Help: "a model stream sent no content for --stream-stall (API proxy)"},
 	{Name: ReasonStartTimeout, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
 		How:  "stopped by supervise because it sent no marker and made no model request within --start-timeout of its launch (hung at start)",
-		Help: "no marker and no model request within --start-timeout of the launch (a CLI hung at start)"},
+		Help: "no marker and no model request within --start-timeout of the launch (a CLI hung at start)", HungAtStart: true},
 	{Name: ReasonSilence, Dirty: AlwaysDirty, Suspect: true, Advice: adviceHang,
 		How:  "stopped by supervise because its open turn was silent for --silence-timeout (no marker, no model traffic, no output)",
 		Help: "an open turn, not waiting for a person or a limit, with no marker, no model traffic and no output for --silence-timeout"},
@@ -102,26 +132,26 @@ var reasons = [...]Reason{
 		Help: "the turn ended on a usage or rate limit (the proxy's 429/529, the hook's error, the CLI's words): the session waits until the reset and is resumed, not counted as a crash"},
 	{Name: ReasonStopped, Dirty: NeverDirty,
 		How:  "a requested stop",
-		Help: "a stop supervise was asked for (a signal to supervise, a unit stop): not dirty"},
+		Help: "a stop supervise was asked for (a signal to supervise, a unit stop): not dirty", Requested: true},
 }
 
 // Reasons returns the table of reasons a run ends, in order (a copy).
-func Reasons() []Reason { return append([]Reason(nil), reasons[:]...) }
+func Reasons() []ReasonRow { return append([]ReasonRow(nil), reasons[:]...) }
 
-// LookupReason returns the row of reason name; false for a name not in
-// the table (the reservations starting and running are not ends).
-func LookupReason(name string) (Reason, bool) {
-	for _, r := range reasons {
-		if r.Name == name {
-			return r, true
+// Row returns the reason's row; false for a reason not in the table (the
+// reservations starting and running are not ends; a damaged record's).
+func (r Reason) Row() (ReasonRow, bool) {
+	for _, row := range reasons {
+		if row.Name == r {
+			return row, true
 		}
 	}
-	return Reason{}, false
+	return ReasonRow{}, false
 }
 
 // DirtyFor reports whether a death of this reason with exit status code
 // is dirty.
-func (r Reason) DirtyFor(code int) bool {
+func (r ReasonRow) DirtyFor(code int) bool {
 	switch r.Dirty {
 	case AlwaysDirty:
 		return true
@@ -139,9 +169,9 @@ func OutsideSignal(sig int) bool { return sig == 1 || sig == 2 || sig == 9 || si
 
 // SuspectFor says, for repeated deaths of this reason (by signal sig),
 // whether the turn is the suspect, and the advice the breaker's park gives.
-func (r Reason) SuspectFor(sig int) (suspect bool, advice string) {
-	if r.Name == ReasonSignal && OutsideSignal(sig) {
-		return false, adviceOutside
+func (r ReasonRow) SuspectFor(sig int) (suspect bool, advice string) {
+	if r.OutsideAdvice != "" && OutsideSignal(sig) {
+		return false, r.OutsideAdvice
 	}
 	return r.Suspect, r.Advice
 }
@@ -149,9 +179,9 @@ func (r Reason) SuspectFor(sig int) (suspect bool, advice string) {
 // AdviceFor is SuspectFor with what the agent last said ("" when it said
 // nothing that explains its death): an exit with an error status and no
 // words is not "its own error", which the words would show.
-func (r Reason) AdviceFor(sig int, said string) (suspect bool, advice string) {
-	if r.Name == ReasonExit && sig == 0 && said == "" {
-		return false, adviceSilent
+func (r ReasonRow) AdviceFor(sig int, said string) (suspect bool, advice string) {
+	if r.SilentAdvice != "" && sig == 0 && said == "" {
+		return false, r.SilentAdvice
 	}
 	return r.SuspectFor(sig)
 }
@@ -162,7 +192,7 @@ func DirtyReasonNames() []string {
 	var out []string
 	for _, r := range reasons {
 		if r.Dirty != NeverDirty {
-			out = append(out, r.Name)
+			out = append(out, string(r.Name))
 		}
 	}
 	return out
@@ -254,24 +284,21 @@ func ReasonsMarkdown() string {
 	for _, r := range reasons {
 		dirty := map[Dirtiness]string{NeverDirty: "no", AlwaysDirty: "yes", DirtyUnlessZero: "when the status is not 0"}[r.Dirty]
 		suspect := "no"
-		if r.Suspect {
+		switch {
+		case r.Suspect && r.OutsideAdvice != "":
+			suspect = "yes, but not for SIGHUP, SIGINT, SIGKILL, SIGTERM"
+		case r.Suspect:
 			suspect = "yes"
 		}
-		if r.Name == ReasonSignal {
-			suspect = "yes, but not for SIGHUP, SIGINT, SIGKILL, SIGTERM"
-		}
 		how := r.How
-		switch r.Name {
-		case ReasonSignal:
-			how = "the agent was killed by signal N (NAME)"
-		case ReasonExit:
-			how = "the agent exited with status N"
+		if r.Said != "" {
+			how = r.Said
 		}
 		advice := r.Advice
 		if advice == "" {
 			advice = "(not dirty: never counted)"
 		}
-		b.WriteString("| `" + r.Name + "` | " + r.Help + " | " + dirty + " | " + suspect + " | " + how + " | " + advice + " |\n")
+		b.WriteString("| `" + string(r.Name) + "` | " + r.Help + " | " + dirty + " | " + suspect + " | " + how + " | " + advice + " |\n")
 	}
 	return b.String()
 }

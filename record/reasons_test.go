@@ -32,7 +32,7 @@ func TestReasonTableComplete(t *testing.T) {
 	if len(names) < 10 {
 		t.Fatalf("found %d reason constants: %q", len(names), names)
 	}
-	seen := map[string]int{}
+	seen := map[Reason]int{}
 	for _, r := range Reasons() {
 		seen[r.Name]++
 		if r.Help == "" {
@@ -41,11 +41,12 @@ func TestReasonTableComplete(t *testing.T) {
 		if r.Dirty != NeverDirty && r.Advice == "" {
 			t.Errorf("dirty reason %s has no advice for the breaker's park", r.Name)
 		}
-		if r.How == "" && r.Name != ReasonSignal && r.Name != ReasonExit {
+		if r.How == "" && r.Said == "" {
 			t.Errorf("reason %s has no words", r.Name)
 		}
 	}
-	for _, n := range names {
+	for _, name := range names {
+		n := Reason(name)
 		switch {
 		case n == ReasonStarting || n == ReasonRunning:
 			if seen[n] != 0 {

@@ -22,32 +22,38 @@ type Run struct {
 	ExitCode int       `json:"exit_code"`
 	// Signal is the signal that killed the child, 0 for none.
 	Signal int `json:"signal"`
-	// Reason says how the run ended: see the Reason constants.
-	Reason        string    `json:"reason"`
+	// Reason says how the run ended: a row of the reason table.
+	Reason        Reason    `json:"reason"`
 	Dirty         bool      `json:"dirty"`
 	LastHeartbeat time.Time `json:"last_heartbeat"`
 	Argv          []string  `json:"argv,omitempty"`
 }
 
+// Reason names how a run ended: the journal, status, the log and the
+// metric label (supervise_dirty_deaths_total{reason=...}) name it so. Every
+// question the code asks of a reason is a column of its row in the table
+// (reasons.go): Reason.Row.
+type Reason string
+
 // Reasons a run ended.
 const (
-	ReasonStarting       = "starting" // reserved before the fork; replaced at launch
-	ReasonRunning        = "running"
-	ReasonExit           = "exit"            // exited by itself
-	ReasonSignal         = "signal"          // killed by a signal nobody in supervise sent
-	ReasonExecFailed     = "exec-failed"     // the agent could not be started
-	ReasonStopped        = "stopped"         // stop requested (signal to supervise, unit stop)
-	ReasonWatchdog       = "watchdog"        // no WATCHDOG=1 within the period
-	ReasonMemory         = "memory"          // killed by the memory guard
-	ReasonSupervisorDied = "supervisor-died" // found at the next start: the supervisor was killed
-	ReasonTurnOpen       = "turn-open"       // exited 0 with a turn still open
-	ReasonTurnTimeout    = "turn-timeout"    // a turn or phase outlived --turn-timeout or --phase-timeout
-	ReasonOOM            = "oom"             // the kernel's OOM killer killed a process of its cgroup
-	ReasonStreamStall    = "stream-stall"    // a model stream sent no content for --stream-stall (API proxy)
-	ReasonTokenBudget    = "token-budget"    // a session went past --max-tokens (API proxy)
-	ReasonLimit          = "limit"           // the turn ended on a usage or rate limit: waited out, not a crash
-	ReasonStartTimeout   = "start-timeout"   // no marker and no model request within --start-timeout of the launch
-	ReasonSilence        = "silence-timeout" // an open turn silent for --silence-timeout: no marker, model traffic or output
+	ReasonStarting       Reason = "starting" // reserved before the fork; replaced at launch
+	ReasonRunning        Reason = "running"
+	ReasonExit           Reason = "exit"            // exited by itself
+	ReasonSignal         Reason = "signal"          // killed by a signal nobody in supervise sent
+	ReasonExecFailed     Reason = "exec-failed"     // the agent could not be started
+	ReasonStopped        Reason = "stopped"         // stop requested (signal to supervise, unit stop)
+	ReasonWatchdog       Reason = "watchdog"        // no WATCHDOG=1 within the period
+	ReasonMemory         Reason = "memory"          // killed by the memory guard
+	ReasonSupervisorDied Reason = "supervisor-died" // found at the next start: the supervisor was killed
+	ReasonTurnOpen       Reason = "turn-open"       // exited 0 with a turn still open
+	ReasonTurnTimeout    Reason = "turn-timeout"    // a turn or phase outlived --turn-timeout or --phase-timeout
+	ReasonOOM            Reason = "oom"             // the kernel's OOM killer killed a process of its cgroup
+	ReasonStreamStall    Reason = "stream-stall"    // a model stream sent no content for --stream-stall (API proxy)
+	ReasonTokenBudget    Reason = "token-budget"    // a session went past --max-tokens (API proxy)
+	ReasonLimit          Reason = "limit"           // the turn ended on a usage or rate limit: waited out, not a crash
+	ReasonStartTimeout   Reason = "start-timeout"   // no marker and no model request within --start-timeout of the launch
+	ReasonSilence        Reason = "silence-timeout" // an open turn silent for --silence-timeout: no marker, model traffic or output
 )
 
 // WaitLimit is Session.Wait for a session waiting out a usage or rate

@@ -49,13 +49,13 @@ func Limited(s record.Session, d LimitDeath, now time.Time, p Policy) (Decision,
 	s.State, s.Wait, s.RetryAt = record.Waiting, record.WaitLimit, d.Reset
 	s.Reason = "waiting out a limit until " + d.Reset.UTC().Format(time.RFC3339) + ": " + how
 	msg := LimitMessage(s, how, p.Template)
-	s.Resume = &record.Resume{Attempt: s.Limits, Interrupted: d.Run, Reason: record.ReasonLimit, Since: now, Message: msg}
+	s.Resume = &record.Resume{Attempt: s.Limits, Interrupted: d.Run, Reason: string(record.ReasonLimit), Since: now, Message: msg}
 	return Decision{Resume, s}, true
 }
 
 // describeLimit words a limit's death, with the agent's words of it.
 func describeLimit(d LimitDeath) string {
-	r, _ := record.LookupReason(record.ReasonLimit)
+	r, _ := record.ReasonLimit.Row()
 	how := r.How
 	if d.Line != "" {
 		how += `, the agent saying "` + d.Line + `"`

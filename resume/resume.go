@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/record"
 )
 
@@ -67,7 +68,7 @@ func DefaultPolicy() Policy { return Policy{Limit: 1, MaxAge: time.Hour} }
 // Death describes how the agent process died, as the decisions need it.
 type Death struct {
 	// Reason is the run's journal reason (record.ReasonSignal, ...).
-	Reason string
+	Reason record.Reason
 	// Signal and ExitCode are the run's, for the message.
 	Signal   int
 	ExitCode int
@@ -161,7 +162,7 @@ func decide(s record.Session, d Death, how string, now time.Time, p Policy) Deci
 		}
 		s.State = record.Stopped
 		s.Reason = "stopped by a requested stop of supervise while mid-turn"
-		if d.Reason != record.ReasonStopped {
+		if row, _ := d.Reason.Row(); !row.Requested {
 			s.Reason += " (" + how + ")"
 		}
 		s.Resume = nil
@@ -211,14 +212,14 @@ func park(s record.Session, by, reason string) Decision {
 // suspect says, by the death's cause, why the breaker parks rather than
 // resumes again: only a cause the turn can have (a crash, memory, a hang)
 // makes the turn a suspect. The words are the reason table's
-// (record.Reason.SuspectFor).
+// (record.ReasonRow.SuspectFor).
 func suspect(d Death) string {
-	r, ok := record.LookupReason(d.Reason)
+	r, ok := d.Reason.Row()
 	if !ok {
-		r, _ = record.LookupReason(record.ReasonExit)
+		r, _ = record.ReasonExit.Row()
 	}
-	if d.Signal != 0 && !r.Suspect && r.Name == record.ReasonExit {
-		r, _ = record.LookupReason(record.ReasonSignal) // a signal whatever the reason says
+	if d.Signal != 0 && !r.Suspect && r.SignalWorded {
+		r, _ = record.ReasonSignal.Row() // a signal whatever the reason says
 	}
 	_, advice := r.AdviceFor(d.Signal, d.Said)
 	return advice
@@ -237,7 +238,7 @@ func describe(d Death) string {
 // describeCause words how the process died: the reason table's How, or,
 // for a signal or an exit, its number.
 func describeCause(d Death) string {
-	if r, ok := record.LookupReason(d.Reason); ok && r.How != "" {
+	if r, ok := d.Reason.Row(); ok && r.How != "" {
 		return r.How
 	}
 	if d.Signal != 0 {
@@ -246,12 +247,11 @@ func describeCause(d Death) string {
 	return fmt.Sprintf("the agent exited with status %d", d.ExitCode)
 }
 
-var signalNames = [...]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
-	8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
-
+// signalName names sig for the message (signame's table), "signal" when
+// it has no name there.
 func signalName(sig int) string {
-	if sig > 0 && sig < len(signalNames) && signalNames[sig] != "" {
-		return signalNames[sig]
+	if name := signame.Name(sig); name != "" {
+		return name
 	}
 	return "signal"
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -25,7 +25,7 @@ func barrierAnswer(t *testing.T, s *Supervisor, pid int32) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s.take(inMsg{Message: notify.Message{PID: pid, Barrier: true, Fd: w}})
+	s.take(inMsg{Message: marker.Message{PID: pid, Barrier: true, Fd: w}})
 	for s.cs.inflight != nil { // let the batch commit and answer
 		s.committed(<-s.cs.w.out)
 	}
@@ -48,13 +48,13 @@ func TestBarrierAfterSessionCeiling(t *testing.T) {
 	s.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	for i := range machine.MaxSessions {
 		id := fmt.Sprintf("open%d", i)
-		s.m.Sessions[id] = &journal.Session{ID: id, State: journal.InTurn}
+		s.m.Sessions[id] = &record.Session{ID: id, State: record.InTurn}
 	}
 	const pid, other = 4242, 4343
 	begin := time.Now()
 	const refused = 20000
 	for i := range refused {
-		s.take(inMsg{Message: notify.Message{PID: pid, Session: fmt.Sprintf("new%d", i), Event: notify.EventTurnBegin}})
+		s.take(inMsg{Message: marker.Message{PID: pid, Session: fmt.Sprintf("new%d", i), Event: marker.EventTurnBegin}})
 	}
 	elapsed := time.Since(begin)
 	if got := barrierAnswer(t, s, pid); got != "0" {

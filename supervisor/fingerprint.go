@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // fingerprinter computes the agent's fingerprint: the resolved agent binary
@@ -23,14 +23,14 @@ type fingerprinter struct {
 	files []string // --fingerprint
 
 	mu    sync.Mutex // held while hashing: the loop and a warm-up take turns
-	cache map[string]journal.FileFingerprint
+	cache map[string]record.FileFingerprint
 
 	warming sync.WaitGroup
 	warmed  atomic.Bool
 }
 
 func newFingerprinter(agent string, files []string) *fingerprinter {
-	return &fingerprinter{agent: agent, files: files, cache: map[string]journal.FileFingerprint{}}
+	return &fingerprinter{agent: agent, files: files, cache: map[string]record.FileFingerprint{}}
 }
 
 // resolveAgent finds the file argv0 runs: looked up in $PATH when it has no
@@ -62,11 +62,11 @@ func (f *fingerprinter) warm() {
 func (f *fingerprinter) wait() { f.warming.Wait() }
 
 // get returns the current fingerprint.
-func (f *fingerprinter) get() *journal.Fingerprint {
+func (f *fingerprinter) get() *record.Fingerprint {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	paths := append([]string{resolveAgent(f.agent)}, f.files...)
-	fp := &journal.Fingerprint{}
+	fp := &record.Fingerprint{}
 	sum := sha256.New()
 	for _, p := range paths {
 		ff := f.file(p)
@@ -79,16 +79,16 @@ func (f *fingerprinter) get() *journal.Fingerprint {
 
 // file fingerprints one file, from the cache when its size and mtime are
 // unchanged.
-func (f *fingerprinter) file(p string) journal.FileFingerprint {
+func (f *fingerprinter) file(p string) record.FileFingerprint {
 	st, err := os.Stat(p)
 	if err != nil {
 		delete(f.cache, p)
-		return journal.FileFingerprint{Path: p, Error: "cannot stat: " + errText(err)}
+		return record.FileFingerprint{Path: p, Error: "cannot stat: " + errText(err)}
 	}
 	if c, ok := f.cache[p]; ok && c.Size == st.Size() && c.MTime.Equal(st.ModTime()) && c.Error == "" {
 		return c
 	}
-	ff := journal.FileFingerprint{Path: p, Size: st.Size(), MTime: st.ModTime().UTC().Round(0)}
+	ff := record.FileFingerprint{Path: p, Size: st.Size(), MTime: st.ModTime().UTC().Round(0)}
 	fh, err := os.Open(p)
 	if err != nil {
 		ff.Error = "cannot read: " + errText(err)

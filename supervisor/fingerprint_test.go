@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 )
 
@@ -24,10 +25,10 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 	}
 	s.fprint = newFingerprinter(bin, nil)
 	s.m.Config.Fingerprint = true
-	play(t, s, []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
-		marker("s1", notify.EventResumed, "t1"), killed(syscall.SIGKILL)})
+	play(t, s, []step{mark("s1", marker.EventTurnBegin, "t1"), killed(syscall.SIGKILL),
+		mark("s1", marker.EventResumed, "t1"), killed(syscall.SIGKILL)})
 	sess := s.m.Sessions["s1"]
-	if sess.State != journal.Parked || sess.ParkedBy != journal.ParkedByBreaker || sess.Fingerprint == nil {
+	if sess.State != record.Parked || sess.ParkedBy != record.ParkedByBreaker || sess.Fingerprint == nil {
 		t.Fatalf("after two deaths: %+v, want parked by the breaker with a fingerprint", sess)
 	}
 	b, _ := os.ReadFile(bin)
@@ -37,7 +38,7 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 	}
 
 	s.prepare(t)
-	if sess := s.m.Sessions["s1"]; sess.State != journal.Parked {
+	if sess := s.m.Sessions["s1"]; sess.State != record.Parked {
 		t.Fatalf("the same agent lifted the park: %+v", sess)
 	}
 
@@ -45,13 +46,13 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.prepare(t)
-	var got journal.Session
+	var got record.Session
 	s.db.View(func(tx *journal.Tx) error { got, _, _ = tx.Session("s1"); return nil })
-	if got.State != journal.ResumePending || got.CrashCount != 0 || got.Reason != resume.LiftReason || got.Fingerprint != nil {
+	if got.State != record.ResumePending || got.CrashCount != 0 || got.Reason != resume.LiftReason || got.Fingerprint != nil {
 		t.Fatalf("journaled after the agent changed: %+v, want resume_pending, crash_count 0, %q", got, resume.LiftReason)
 	}
 	s.prepare(t) // nothing parked: nothing to do, nothing hashed
-	if sess := s.m.Sessions["s1"]; sess.State != journal.ResumePending {
+	if sess := s.m.Sessions["s1"]; sess.State != record.ResumePending {
 		t.Errorf("a second launch changed the lifted session: %+v", sess)
 	}
 }
@@ -60,9 +61,9 @@ func TestBreakerParkLiftsOnceInTheLoop(t *testing.T) {
 // never lifts.
 func TestWaitingParkHasNoFingerprint(t *testing.T) {
 	s := newRuleSupervisor(t)
-	play(t, s, []step{marker("s1", notify.EventTurnBegin, "t1"),
-		marker("s1", notify.EventWaiting, "t1"), killed(syscall.SIGKILL)})
-	if sess := s.m.Sessions["s1"]; sess.State != journal.Parked || sess.Fingerprint != nil || sess.ParkedBy != journal.ParkedByWait {
+	play(t, s, []step{mark("s1", marker.EventTurnBegin, "t1"),
+		mark("s1", marker.EventWaiting, "t1"), killed(syscall.SIGKILL)})
+	if sess := s.m.Sessions["s1"]; sess.State != record.Parked || sess.Fingerprint != nil || sess.ParkedBy != record.ParkedByWait {
 		t.Errorf("a park for a wait: %+v, want no fingerprint", sess)
 	}
 }

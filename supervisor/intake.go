@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
@@ -52,7 +53,7 @@ type intake struct {
 
 // inMsg is a datagram handed to the loop, with the run whose tree sent it.
 type inMsg struct {
-	notify.Message
+	marker.Message
 	run   uint64 // 0: from supervise itself
 	fence bool   // supervise's own fence datagram
 }
@@ -169,7 +170,7 @@ func (s *Supervisor) accept(pid int32) bool {
 const startWait = 5 * time.Second
 
 // handle receives every accepted datagram, on the Serve goroutine.
-func (s *Supervisor) handle(m notify.Message) {
+func (s *Supervisor) handle(m marker.Message) {
 	now := s.clock.Now()
 	x := inMsg{Message: m, run: s.in.accepted, fence: s.isFence(m)}
 	if x.run != 0 && !s.current(x.run) {
@@ -205,7 +206,7 @@ func (s *Supervisor) current(run uint64) bool {
 
 // closeBare closes a barrier's fd without the acknowledgement byte, which
 // the agent reads as unconfirmed, never as an ack.
-func closeBare(m notify.Message) {
+func closeBare(m marker.Message) {
 	if m.Fd != nil {
 		notify.Release(m.Fd)
 	}
@@ -216,7 +217,7 @@ const fencePrefix = "supervise-fence-"
 
 // isFence reports whether m is supervise's own fence: sent from its own
 // pid, or, where datagrams carry no pid, carrying this instance's nonce.
-func (s *Supervisor) isFence(m notify.Message) bool {
+func (s *Supervisor) isFence(m marker.Message) bool {
 	if m.PID != 0 {
 		return int(m.PID) == s.id.self
 	}

@@ -10,7 +10,6 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 
-	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
@@ -38,7 +37,7 @@ type metrics struct {
 
 // snapshot is what the loop publishes for scrapes.
 type snapshot struct {
-	sessions map[journal.SessionState]int
+	sessions map[record.SessionState]int
 	childUp  bool
 	childPID int
 	run      uint64
@@ -59,7 +58,7 @@ type snapshot struct {
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
 	"supervise_restarts_total":                       "Relaunches of the agent after a death.",
-	"supervise_dirty_deaths_total":                   "Dirty deaths of the agent, by reason (" + strings.Join(journal.DirtyReasonNames(), ", ") + ").",
+	"supervise_dirty_deaths_total":                   "Dirty deaths of the agent, by reason (" + strings.Join(record.DirtyReasonNames(), ", ") + ").",
 	"supervise_resumes_dispatched_total":             "Resumes handed to an agent (resume file, --resume-exec or live).",
 	"supervise_sessions_parked_total":                "Sessions parked, by the park's kind (by: " + strings.Join(parkKinds(), ", ") + ").",
 	"supervise_rate_limit_longest_wait_seconds":      "Seconds the longest-waiting session has waited on a rate or usage limit (waiting with a retry_at), 0 when none is.",
@@ -170,8 +169,8 @@ func addHelp(w io.Writer, in []byte) {
 func writeLive(w io.Writer, s *Supervisor, snap *snapshot, now time.Time) {
 	vm.WriteCounterUint64(w, "supervise_journal_commits_total", snap.commits)
 	vm.WriteCounterUint64(w, "supervise_journal_commit_errors_total", snap.commitErrs)
-	for _, st := range []journal.SessionState{journal.Idle, journal.InTurn, journal.Waiting, journal.ResumePending,
-		journal.Parked, journal.Stopped, journal.Closed} {
+	for _, st := range []record.SessionState{record.Idle, record.InTurn, record.Waiting, record.ResumePending,
+		record.Parked, record.Stopped, record.Closed} {
 		fmt.Fprintf(w, "supervise_sessions{state=%q} %d\n", string(st), snap.sessions[st])
 	}
 	fmt.Fprintf(w, "supervise_child_up %d\n", b2i(snap.childUp))
@@ -210,7 +209,7 @@ func (m *metrics) load() *snapshot { return m.snap.Load() }
 // publish stores a fresh snapshot of the loop state; loop goroutine only.
 func (s *Supervisor) publish() {
 	m := s.m
-	snap := &snapshot{sessions: map[journal.SessionState]int{}, childUp: s.run.proc != nil, guardOpen: m.Guard.Open,
+	snap := &snapshot{sessions: map[record.SessionState]int{}, childUp: s.run.proc != nil, guardOpen: m.Guard.Open,
 		commits: s.cs.commits, commitErrs: s.cs.errors, stopping: m.Stop != nil && !m.Stop.FromTTY}
 	if p := s.run.proc; p != nil {
 		snap.childPID, snap.run = p.PID(), m.Run.Run
@@ -235,8 +234,8 @@ func (s *Supervisor) publish() {
 // limitWaitSince is when sess began waiting on a rate or usage limit
 // (waiting with a retry_at): its limit's resume's making, else its last
 // change; zero when it is not waiting so.
-func limitWaitSince(sess *journal.Session) time.Time {
-	if sess.State != journal.Waiting || sess.RetryAt.IsZero() {
+func limitWaitSince(sess *record.Session) time.Time {
+	if sess.State != record.Waiting || sess.RetryAt.IsZero() {
 		return time.Time{}
 	}
 	if sess.Wait == record.WaitLimit && sess.Resume != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -18,7 +18,7 @@ func TestMetricsExposition(t *testing.T) {
 	s := newTestSupervisor(t)
 	s.perform([]machine.Effect{machine.Count{Metric: "restart"}, machine.Count{Metric: "death", Label: "signal"},
 		machine.Count{Metric: "death", Label: "signal"}, machine.Count{Metric: "death", Label: "watchdog"}})
-	s.m.Sessions["a"] = &journal.Session{ID: "a", State: journal.InTurn}
+	s.m.Sessions["a"] = &record.Session{ID: "a", State: record.InTurn}
 	s.publish()
 
 	var b bytes.Buffer

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -44,10 +45,10 @@ type Event struct {
 	// (markers, and a death's commit).
 	Markers []Marker `json:"markers,omitempty"`
 	// How the child ended (death).
-	ExitCode int    `json:"exit_code,omitempty"`
-	Signal   int    `json:"signal,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Dirty    bool   `json:"dirty,omitempty"`
+	ExitCode int           `json:"exit_code,omitempty"`
+	Signal   int           `json:"signal,omitempty"`
+	Reason   record.Reason `json:"reason,omitempty"`
+	Dirty    bool          `json:"dirty,omitempty"`
 	// Decisions are the sessions the death changed (death).
 	Decisions []SessionStatus `json:"decisions,omitempty"`
 }

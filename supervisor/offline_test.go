@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -21,7 +22,7 @@ func TestOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *journal.Tx) error {
-		return tx.PutSession(journal.Session{ID: "s1", State: journal.Parked, Turn: "t1", CrashCount: 2, Reason: "mid-turn at 2 consecutive dirty deaths"})
+		return tx.PutSession(record.Session{ID: "s1", State: record.Parked, Turn: "t1", CrashCount: 2, Reason: "mid-turn at 2 consecutive dirty deaths"})
 	})
 	db.Close()
 	if err != nil {
@@ -29,7 +30,7 @@ func TestOffline(t *testing.T) {
 	}
 	ctx := context.Background()
 	st, err := LoadStatusView(ctx, dir, "t", View{All: true})
-	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].State != string(journal.Parked) {
+	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].State != string(record.Parked) {
 		t.Fatalf("LoadStatus = %+v, %v; want s1 parked", st.Sessions, err)
 	}
 	how, err := ManualResume(ctx, dir, "s1")
@@ -37,7 +38,7 @@ func TestOffline(t *testing.T) {
 		t.Fatalf("ManualResume = %q, %v", how, err)
 	}
 	st, _ = LoadStatusView(ctx, dir, "t", View{All: true})
-	if s := st.Sessions[0]; s.State != string(journal.ResumePending) || s.CrashCount != 0 {
+	if s := st.Sessions[0]; s.State != string(record.ResumePending) || s.CrashCount != 0 {
 		t.Errorf("after a manual resume: %+v, want resume_pending with crash count 0", s)
 	}
 	if _, err := ManualResume(ctx, dir, "nope"); !errors.Is(err, ErrUnknownSession) {
@@ -88,8 +89,8 @@ func TestOfflineResumeLiftsBudget(t *testing.T) {
 		if err := tx.PutState(policyBudget, machine.Budget{Spent: 9000, Parked: "s1"}); err != nil {
 			return err
 		}
-		return tx.PutSession(journal.Session{ID: "s1", State: journal.Parked, ParkedBy: journal.ParkedByBudget, Turn: "t1",
-			Tokens: &journal.Tokens{Input: 1500, Output: 500}, Reason: "over its token budget"})
+		return tx.PutSession(record.Session{ID: "s1", State: record.Parked, ParkedBy: record.ParkedByBudget, Turn: "t1",
+			Tokens: &record.Tokens{Input: 1500, Output: 500}, Reason: "over its token budget"})
 	})
 	db.Close()
 	if err != nil {
@@ -104,7 +105,7 @@ func TestOfflineResumeLiftsBudget(t *testing.T) {
 	}
 	defer db.Close()
 	var b machine.Budget
-	var s journal.Session
+	var s record.Session
 	err = db.View(func(tx *journal.Tx) error {
 		if _, err := tx.State(policyBudget, &b); err != nil {
 			return err
@@ -119,7 +120,7 @@ func TestOfflineResumeLiftsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.State != journal.ResumePending || s.Tokens.Spent() != 0 {
+	if s.State != record.ResumePending || s.Tokens.Spent() != 0 {
 		t.Errorf("s1 = %s, tokens %+v: want resume_pending, its budget counted from now", s.State, *s.Tokens)
 	}
 	if b.Since() != 0 || b.Spent != 9000 || b.Parked != "" {
@@ -139,7 +140,7 @@ func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(s journal.Session) {
+	put := func(s record.Session) {
 		t.Helper()
 		if err := db.UpdateLogged(func(tx *journal.Tx) error { return tx.PutSession(s) }); err != nil {
 			t.Fatal(err)
@@ -148,12 +149,12 @@ func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(journal.Session{ID: "s1", State: journal.InTurn, Turn: "t1"}) // the journal's first: plain
+	put(record.Session{ID: "s1", State: record.InTurn, Turn: "t1"}) // the journal's first: plain
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	put(journal.Session{ID: "s1", State: journal.ResumePending, Turn: "t1", CrashCount: 1}) // in the slot
+	put(record.Session{ID: "s1", State: record.ResumePending, Turn: "t1", CrashCount: 1}) // in the slot
 	db.Close()
 	// The crash image: the slot has the death, journal.db not yet.
 	if err := os.WriteFile(path, before, 0o600); err != nil {
@@ -164,7 +165,7 @@ func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Supervisor.UnreplayedCommit || st.Sessions[0].State != string(journal.InTurn) {
+	if !st.Supervisor.UnreplayedCommit || st.Sessions[0].State != string(record.InTurn) {
 		t.Errorf("offline status of the crash image: unreplayed_commit %v, s1 %s; want true and in_turn (the state before the death)", st.Supervisor.UnreplayedCommit, st.Sessions[0].State)
 	}
 	var text strings.Builder
@@ -183,7 +184,7 @@ func TestOfflineStatusSaysUnreplayedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Supervisor.UnreplayedCommit || st.Sessions[0].State != string(journal.ResumePending) {
+	if st.Supervisor.UnreplayedCommit || st.Sessions[0].State != string(record.ResumePending) {
 		t.Errorf("offline status after the replay: unreplayed_commit %v, s1 %s; want false and resume_pending", st.Supervisor.UnreplayedCommit, st.Sessions[0].State)
 	}
 }

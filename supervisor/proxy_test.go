@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -58,9 +58,9 @@ func TestRefuseModelCall(t *testing.T) {
 	if _, refused := s.refuseModelCall("p"); refused {
 		t.Fatal("refused before any budget was spent")
 	}
-	parked := journal.Session{ID: "p", State: journal.Parked, ParkedBy: journal.ParkedByBudget,
-		Tokens: &journal.Tokens{Input: 150, Output: 50}, Reason: "over its token budget"}
-	s.step(machine.Booted{NextRun: 1, Sessions: []journal.Session{parked}})
+	parked := record.Session{ID: "p", State: record.Parked, ParkedBy: record.ParkedByBudget,
+		Tokens: &record.Tokens{Input: 150, Output: 50}, Reason: "over its token budget"}
+	s.step(machine.Booted{NextRun: 1, Sessions: []record.Session{parked}})
 	msg, refused := s.refuseModelCall("p")
 	if !refused || !strings.Contains(msg, "--max-tokens 100") || !strings.Contains(msg, "supervise resume --state-dir") {
 		t.Fatalf("parked session: %q %v", msg, refused)
@@ -85,7 +85,7 @@ func TestRefuseModelCall(t *testing.T) {
 			}
 		}()
 	}
-	s.step(machine.Booted{NextRun: 1, Sessions: []journal.Session{parked}, Budget: machine.Budget{Spent: 5000, Parked: "p"}})
+	s.step(machine.Booted{NextRun: 1, Sessions: []record.Session{parked}, Budget: machine.Budget{Spent: 5000, Parked: "p"}})
 	close(stop)
 	wg.Wait()
 	msg, refused = s.refuseModelCall("q")

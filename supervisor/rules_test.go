@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/supervise-dev/supervise/marker"
 	"io"
 	"os"
 	"strings"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
@@ -123,12 +124,12 @@ func (s *Supervisor) started(t *testing.T, l machine.Launch) {
 }
 
 type step struct {
-	msg  *notify.Message
+	msg  *marker.Message
 	exit *machine.Exited
 }
 
-func marker(session string, ev notify.Event, turn string) step {
-	return step{msg: &notify.Message{PID: 100, Session: session, Event: ev, Turn: turn}}
+func mark(session string, ev marker.Event, turn string) step {
+	return step{msg: &marker.Message{PID: 100, Session: session, Event: ev, Turn: turn}}
 }
 
 func killed(sig syscall.Signal) step {
@@ -170,7 +171,7 @@ func TestRuleTaskResumeFileFails(t *testing.T) {
 		Guard: crashloop.DefaultGuard(), Resume: resume.DefaultPolicy(), KeepRuns: 100,
 		ResumeExec: []string{"agent", "-r", "{session}", "{message}"}, Report: io.Discard})
 	s.started(t, s.prepare(t))
-	s.take(inMsg{Message: notify.Message{PID: 100, Session: "s1", Event: notify.EventTurnBegin, Turn: "t1"}, run: 1})
+	s.take(inMsg{Message: marker.Message{PID: 100, Session: "s1", Event: marker.EventTurnBegin, Turn: "t1"}, run: 1})
 	s.root.Store(nil)
 	s.step(machine.Exited{PID: 1001, Code: 137, Signal: 9, Started: s.m.Run.Started, Ended: s.clock.Now()})
 	// A directory where the file goes: the rename onto it fails.
@@ -189,7 +190,7 @@ func TestRuleTaskResumeFileFails(t *testing.T) {
 	if r := s.m.Sessions["s1"].Resume; r == nil || r.Delivered != 1 {
 		t.Errorf("the delivery was not recorded: %+v", r)
 	}
-	var got journal.Session
+	var got record.Session
 	s.db.View(func(tx *journal.Tx) error { got, _, _ = tx.Session("s1"); return nil })
 	if got.Resume == nil || got.Resume.Delivered != 1 {
 		t.Errorf("the delivery was not journaled before the launch: %+v", got.Resume)
@@ -201,18 +202,18 @@ func TestRuleTaskResumeFileFails(t *testing.T) {
 // machine's effects, and the runner keeps it.
 func TestRuleDeathCommittedBeforeLaunch(t *testing.T) {
 	s := newRuleSupervisor(t)
-	play(t, s, []step{marker("s1", notify.EventTurnBegin, "t1"), killed(syscall.SIGKILL)})
-	var got journal.Session
-	var run journal.Run
+	play(t, s, []step{mark("s1", marker.EventTurnBegin, "t1"), killed(syscall.SIGKILL)})
+	var got record.Session
+	var run record.Run
 	s.db.View(func(tx *journal.Tx) error {
 		got, _, _ = tx.Session("s1")
 		run, _, _ = tx.Run(1)
 		return nil
 	})
-	if got.State != journal.ResumePending || got.CrashCount != 1 || got.Resume == nil || got.Resume.Run != 2 {
+	if got.State != record.ResumePending || got.CrashCount != 1 || got.Resume == nil || got.Resume.Run != 2 {
 		t.Errorf("journaled s1 = %+v, want resume_pending, delivered to run 2", got)
 	}
-	if run.Reason != journal.ReasonSignal || !run.Dirty {
+	if run.Reason != record.ReasonSignal || !run.Dirty {
 		t.Errorf("journaled run 1 = %+v, want a dirty signal death", run)
 	}
 }

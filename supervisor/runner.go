@@ -16,6 +16,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
@@ -187,7 +188,7 @@ func (s *Supervisor) writeDeath(tx *journal.Tx, e machine.Commit) error {
 // the same number to two runs.
 func (s *Supervisor) reserve(tx *journal.Tx, n uint64) error {
 	s.run.reserved = n
-	return tx.PutRun(journal.Run{Run: n, Reason: journal.ReasonStarting, Started: s.clock.Now()})
+	return tx.PutRun(record.Run{Run: n, Reason: record.ReasonStarting, Started: s.clock.Now()})
 }
 
 // putPolicy stores the backoff and guard state.
@@ -408,7 +409,7 @@ func (s *Supervisor) stampFingerprint(e machine.StampFingerprint) {
 
 // fingerprintIfNeeded is the agent's fingerprint when a launch may lift a
 // park with it.
-func (s *Supervisor) fingerprintIfNeeded() *journal.Fingerprint {
+func (s *Supervisor) fingerprintIfNeeded() *record.Fingerprint {
 	if s.fprint == nil || !s.m.NeedFingerprint() {
 		return nil
 	}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -48,8 +49,8 @@ func (s *Supervisor) take(x inMsg) {
 }
 
 // stored returns session id as the journal holds it, nil when it does not.
-func (s *Supervisor) stored(id string) *journal.Session {
-	var sess journal.Session
+func (s *Supervisor) stored(id string) *record.Session {
+	var sess record.Session
 	var found bool
 	err := s.db.View(func(tx *journal.Tx) (err error) {
 		sess, found, err = tx.Session(id)
@@ -72,7 +73,7 @@ func (s *Supervisor) flushBeats() {
 		if !s.m.Held(id) {
 			if sess := s.stored(id); sess != nil {
 				if ev.Stored == nil {
-					ev.Stored = map[string]journal.Session{}
+					ev.Stored = map[string]record.Session{}
 				}
 				ev.Stored[id] = *sess
 			}

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -14,16 +15,16 @@ import (
 func TestEvictSettled(t *testing.T) {
 	s := newTestSupervisor(t)
 	if err := s.db.Update(func(tx *journal.Tx) error {
-		return tx.PutSession(journal.Session{ID: "old", State: journal.Idle, Turn: "t9"})
+		return tx.PutSession(record.Session{ID: "old", State: record.Idle, Turn: "t9"})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < machine.KeptSettled+5; i++ {
 		id := fmt.Sprintf("s%d", i)
-		s.m.Sessions[id] = &journal.Session{ID: id, State: journal.Closed}
+		s.m.Sessions[id] = &record.Session{ID: id, State: record.Closed}
 	}
-	s.m.Sessions["open"] = &journal.Session{ID: "open", State: journal.InTurn}
-	s.m.Sessions["dirty"] = &journal.Session{ID: "dirty", State: journal.Idle}
+	s.m.Sessions["open"] = &record.Session{ID: "open", State: record.InTurn}
+	s.m.Sessions["dirty"] = &record.Session{ID: "dirty", State: record.Idle}
 	s.cs.dirty["dirty"] = true
 	s.evictSettled()
 	if _, ok := s.m.Sessions["open"]; !ok {
@@ -35,7 +36,7 @@ func TestEvictSettled(t *testing.T) {
 	if len(s.m.Sessions) != 2 {
 		t.Errorf("%d sessions left, want the open and the dirty one", len(s.m.Sessions))
 	}
-	s.take(inMsg{Message: notify.Message{PID: 100, Session: "old"}})
+	s.take(inMsg{Message: marker.Message{PID: 100, Session: "old"}})
 	if sess := s.m.Sessions["old"]; sess == nil || sess.Turn != "t9" {
 		t.Errorf("an evicted session did not reload from the journal: %+v", sess)
 	}
@@ -43,9 +44,9 @@ func TestEvictSettled(t *testing.T) {
 	// them by id); the others go, so a busy writer cannot block eviction.
 	for i := 0; i < machine.KeptSettled+5; i++ {
 		id := fmt.Sprintf("s%d", i)
-		s.m.Sessions[id] = &journal.Session{ID: id, State: journal.Closed}
+		s.m.Sessions[id] = &record.Session{ID: id, State: record.Closed}
 	}
-	s.cs.inflight = &batch{sessions: []journal.Session{{ID: "s1", State: journal.Closed}}}
+	s.cs.inflight = &batch{sessions: []record.Session{{ID: "s1", State: record.Closed}}}
 	s.evictSettled()
 	if _, ok := s.m.Sessions["s1"]; !ok {
 		t.Error("a session of the batch in flight was evicted")

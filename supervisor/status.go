@@ -162,13 +162,13 @@ type SessionStatus struct {
 	Deadline *DeadlineStatus `json:"deadline,omitempty"`
 	// Fingerprint is the agent's fingerprint when the crash breaker parked
 	// the session: a launch with a different one lifts the park once.
-	Fingerprint *journal.Fingerprint `json:"fingerprint,omitempty"`
+	Fingerprint *record.Fingerprint `json:"fingerprint,omitempty"`
 	// Effects are the side effects the current (or interrupted) turn
 	// declared done (X_SUPERVISE_EVENT=effect), oldest first.
 	Effects []string `json:"effects,omitempty"`
 	// Tokens is the session's model-API usage across its resumes, as the
 	// API proxy counted it.
-	Tokens *journal.Tokens `json:"tokens,omitempty"`
+	Tokens *record.Tokens `json:"tokens,omitempty"`
 	// RetryAt is when a session waiting out a rate limit may call the
 	// model API again (RFC 3339).
 	RetryAt *time.Time `json:"retry_at,omitempty"`
@@ -201,15 +201,15 @@ type ResumeStatus struct {
 
 // RunStatus is one child run.
 type RunStatus struct {
-	Run           uint64     `json:"run"`
-	PID           int        `json:"pid"`
-	Started       time.Time  `json:"started"`
-	Ended         *time.Time `json:"ended"`
-	ExitCode      int        `json:"exit_code"`
-	Signal        int        `json:"signal"`
-	Reason        string     `json:"reason"`
-	Dirty         bool       `json:"dirty"`
-	LastHeartbeat *time.Time `json:"last_heartbeat"`
+	Run           uint64        `json:"run"`
+	PID           int           `json:"pid"`
+	Started       time.Time     `json:"started"`
+	Ended         *time.Time    `json:"ended"`
+	ExitCode      int           `json:"exit_code"`
+	Signal        int           `json:"signal"`
+	Reason        record.Reason `json:"reason"`
+	Dirty         bool          `json:"dirty"`
+	LastHeartbeat *time.Time    `json:"last_heartbeat"`
 }
 
 // statusRuns is how many recent runs status shows.
@@ -222,30 +222,30 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func runStatus(r journal.Run) RunStatus {
+func runStatus(r record.Run) RunStatus {
 	return RunStatus{Run: r.Run, PID: r.PID, Started: r.Started, Ended: timePtr(r.Ended),
 		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, Dirty: r.Dirty,
 		LastHeartbeat: timePtr(r.LastHeartbeat)}
 }
 
-func sessionStatus(s journal.Session, stateDir, held string) SessionStatus {
+func sessionStatus(s record.Session, stateDir, held string) SessionStatus {
 	st := SessionStatus{ID: s.ID, State: string(s.State), CrashCount: s.CrashCount, Reason: s.Reason,
 		Turn: s.Turn, LastHeartbeat: timePtr(s.LastHeartbeat), Phase: s.Phase, Tool: s.Tool, Detail: s.Detail,
 		LastOutcome: s.Outcome, Tokens: s.Tokens, Effects: s.Effects}
-	if s.State == journal.Waiting && !s.RetryAt.IsZero() {
+	if s.State == record.Waiting && !s.RetryAt.IsZero() {
 		st.RetryAt = timePtr(s.RetryAt.UTC())
 	}
-	if s.State == journal.Parked || s.State == journal.Stopped {
+	if s.State == record.Parked || s.State == record.Stopped {
 		st.ResumeCommand = ResumeCommand(stateDir, s.ID)
 	}
-	if s.State == journal.Waiting {
+	if s.State == record.Waiting {
 		st.Wait = s.Wait
 	}
-	if s.State == journal.Parked {
+	if s.State == record.Parked {
 		st.Fingerprint = s.Fingerprint
 		st.ParkedBy, st.LiftedBy = s.ParkedBy, record.LookupPark(s.ParkedBy).Lift
 	}
-	if r := s.Resume; r != nil && s.State == journal.ResumePending {
+	if r := s.Resume; r != nil && s.State == record.ResumePending {
 		st.Resume = &ResumeStatus{Attempt: r.Attempt, Reason: r.Reason, Manual: r.Manual, DeliveredToRun: r.Run, Message: r.Message}
 		if !r.Manual {
 			st.Resume.Held = held
@@ -283,17 +283,9 @@ func ReadStatusView(db *journal.DB, name, stateDir string, v View) (Status, erro
 	st := &sn.st
 	st.Sessions = []SessionStatus{}
 	st.SessionCounts = map[string]int{}
-	err = db.View(func(tx *journal.Tx) error {
-		return sn.scan(tx, func(_ journal.SessionBrief, full func() (journal.Session, error)) error {
-			s, err := full()
-			if err != nil {
-				return err
-			}
-			st.SessionCounts[string(s.State)]++
-			st.SessionsTotal++
-			st.Sessions = append(st.Sessions, sn.render(s))
-			return nil
-		})
+	err = sn.every(db, func(s SessionStatus) error {
+		st.Sessions = append(st.Sessions, s)
+		return nil
 	})
 	return sn.st, err
 }
@@ -390,7 +382,7 @@ func (s *Supervisor) status() (statusSnap, error) {
 		st.Notify.Dropped[reason] = n
 	}
 	st.Journal = &JournalStatus{Path: s.db.Path(), Commits: s.cs.commits, CommitErrors: s.cs.errors}
-	mem := make(map[string]journal.Session, len(m.Sessions))
+	mem := make(map[string]record.Session, len(m.Sessions))
 	deadlines := map[string]*DeadlineStatus{}
 	for id, sess := range m.Sessions {
 		mem[id] = *sess

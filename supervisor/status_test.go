@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
-	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/marker"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // status says how each session's last turn ended (last_outcome), live and
@@ -16,12 +16,12 @@ import (
 func TestStatusLastOutcome(t *testing.T) {
 	s := newRuleSupervisor(t)
 	s.started(t, s.prepare(t))
-	for _, m := range []notify.Message{
-		{Session: "s1", Event: notify.EventTurnBegin, Turn: "t1"},
-		{Session: "s1", Event: notify.EventTurnEnd, Turn: "t1", Outcome: notify.OutcomeCompleted},
-		{Session: "s2", Event: notify.EventTurnBegin, Turn: "u1"},
-		{Session: "s2", Event: notify.EventTurnEnd, Turn: "u1", Outcome: notify.OutcomeFailed},
-		{Session: "s3", Event: notify.EventTurnBegin, Turn: "v1"},
+	for _, m := range []marker.Message{
+		{Session: "s1", Event: marker.EventTurnBegin, Turn: "t1"},
+		{Session: "s1", Event: marker.EventTurnEnd, Turn: "t1", Outcome: marker.OutcomeCompleted},
+		{Session: "s2", Event: marker.EventTurnBegin, Turn: "u1"},
+		{Session: "s2", Event: marker.EventTurnEnd, Turn: "u1", Outcome: marker.OutcomeFailed},
+		{Session: "s3", Event: marker.EventTurnBegin, Turn: "v1"},
 	} {
 		m.PID = 100
 		s.take(inMsg{Message: m, run: s.m.Run.Run})
@@ -138,8 +138,8 @@ func TestStatusLongSessionID(t *testing.T) {
 // status, in JSON and in the table.
 func TestStatusEffectsTokensRetry(t *testing.T) {
 	retry := time.Date(2026, 12, 1, 12, 0, 30, 0, time.UTC)
-	sess := journal.Session{ID: "s1", State: journal.Waiting, Wait: "reconnect", RetryAt: retry,
-		Effects: []string{"write:a.go", "Bash:npm test#1f"}, Tokens: &journal.Tokens{Input: 30, Output: 12}}
+	sess := record.Session{ID: "s1", State: record.Waiting, Wait: "reconnect", RetryAt: retry,
+		Effects: []string{"write:a.go", "Bash:npm test#1f"}, Tokens: &record.Tokens{Input: 30, Output: 12}}
 	st := sessionStatus(sess, "/state", "")
 	if len(st.Effects) != 2 || st.Tokens == nil || st.Tokens.Input != 30 || st.RetryAt == nil || !st.RetryAt.Equal(retry) {
 		t.Fatalf("status %+v", st)
@@ -158,14 +158,14 @@ func TestStatusEffectsTokensRetry(t *testing.T) {
 
 // A parked session's status says which park it is and who can lift it.
 func TestStatusParkedBy(t *testing.T) {
-	for by, want := range map[string]string{journal.ParkedByBreaker: "changed agent", journal.ParkedByBudget: "a person",
+	for by, want := range map[string]string{record.ParkedByBreaker: "changed agent", record.ParkedByBudget: "a person",
 		"damaged": "a person"} {
-		st := sessionStatus(journal.Session{ID: "s", State: journal.Parked, ParkedBy: by}, "/sd", "")
+		st := sessionStatus(record.Session{ID: "s", State: record.Parked, ParkedBy: by}, "/sd", "")
 		if st.ParkedBy != by || !strings.Contains(st.LiftedBy, want) || !strings.HasPrefix(st.LiftedBy, "a person") {
 			t.Errorf("%s: parked_by %q lifted_by %q", by, st.ParkedBy, st.LiftedBy)
 		}
 	}
-	if st := sessionStatus(journal.Session{ID: "s", State: journal.Idle, ParkedBy: "breaker"}, "/sd", ""); st.ParkedBy != "" {
+	if st := sessionStatus(record.Session{ID: "s", State: record.Idle, ParkedBy: "breaker"}, "/sd", ""); st.ParkedBy != "" {
 		t.Errorf("an idle session shows parked_by %q", st.ParkedBy)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Status at any size. The journal may hold 100 000 sessions (or more, with
@@ -33,7 +34,7 @@ type View struct {
 // statusSnap is a status without its sessions, plus what the loop holds.
 type statusSnap struct {
 	st   Status
-	mem  map[string]journal.Session
+	mem  map[string]record.Session
 	held string
 	// deadlines are the turn deadlines the loop runs, by session.
 	deadlines map[string]*DeadlineStatus
@@ -41,7 +42,7 @@ type statusSnap struct {
 
 // render is a session as status shows it, with the deadline the loop runs
 // for it.
-func (sn statusSnap) render(s journal.Session) SessionStatus {
+func (sn statusSnap) render(s record.Session) SessionStatus {
 	ss := sessionStatus(s, sn.st.StateDir, sn.held)
 	ss.Deadline = sn.deadlines[s.ID]
 	return ss
@@ -61,7 +62,7 @@ func readSnapshot(db *journal.DB, name, stateDir string) (statusSnap, error) {
 // scan calls fn for every session, the journal's merged with the loop's
 // newer copies, in id order. full decodes the whole session; only what fn
 // needs is decoded.
-func (sn statusSnap) scan(tx *journal.Tx, fn func(b journal.SessionBrief, full func() (journal.Session, error)) error) error {
+func (sn statusSnap) scan(tx *journal.Tx, fn func(b journal.SessionBrief, full func() (record.Session, error)) error) error {
 	ids := make([]string, 0, len(sn.mem))
 	for id := range sn.mem {
 		ids = append(ids, id)
@@ -71,9 +72,9 @@ func (sn statusSnap) scan(tx *journal.Tx, fn func(b journal.SessionBrief, full f
 	mem := func(id string) error {
 		m := sn.mem[id]
 		return fn(journal.SessionBrief{ID: m.ID, State: m.State, Updated: m.Updated},
-			func() (journal.Session, error) { return m, nil })
+			func() (record.Session, error) { return m, nil })
 	}
-	err := tx.ForEachSessionBrief(func(b journal.SessionBrief, full func() (journal.Session, error)) error {
+	err := tx.ForEachSessionBrief(func(b journal.SessionBrief, full func() (record.Session, error)) error {
 		for ; i < len(ids) && ids[i] < b.ID; i++ { // in memory only
 			if err := mem(ids[i]); err != nil {
 				return err
@@ -125,7 +126,7 @@ func (sn *statusSnap) collect(db *journal.DB, v View) error {
 	}
 	var latest []journal.SessionBrief // settled, newest first, at most statusSettled
 	err := db.View(func(tx *journal.Tx) error {
-		err := sn.scan(tx, func(b journal.SessionBrief, full func() (journal.Session, error)) error {
+		err := sn.scan(tx, func(b journal.SessionBrief, full func() (record.Session, error)) error {
 			st.SessionCounts[string(b.State)]++
 			st.SessionsTotal++
 			if b.State.Open() {
@@ -171,6 +172,23 @@ func (sn *statusSnap) collect(db *journal.DB, v View) error {
 	return err
 }
 
+// every renders every session of the journal in turn, counting each by
+// its state (status --all: streamed, never all held at once).
+func (sn *statusSnap) every(db *journal.DB, fn func(SessionStatus) error) error {
+	st := &sn.st
+	return db.View(func(tx *journal.Tx) error {
+		return sn.scan(tx, func(_ journal.SessionBrief, full func() (record.Session, error)) error {
+			s, err := full()
+			if err != nil {
+				return err
+			}
+			st.SessionCounts[string(s.State)]++
+			st.SessionsTotal++
+			return fn(sn.render(s))
+		})
+	})
+}
+
 // writeJSON writes the status as indented JSON: with v.All, every session
 // streamed straight from the journal, never held in memory all at once.
 func (sn *statusSnap) writeJSON(w io.Writer, db *journal.DB, v View) error {
@@ -198,25 +216,17 @@ func (sn *statusSnap) writeJSON(w io.Writer, db *journal.DB, v View) error {
 		return err
 	}
 	first := true
-	err = db.View(func(tx *journal.Tx) error {
-		return sn.scan(tx, func(_ journal.SessionBrief, full func() (journal.Session, error)) error {
-			s, err := full()
-			if err != nil {
-				return err
-			}
-			st.SessionCounts[string(s.State)]++
-			st.SessionsTotal++
-			b, err := json.MarshalIndent(sn.render(s), "    ", "  ")
-			if err != nil {
-				return err
-			}
-			sep := ",\n    "
-			if first {
-				sep, first = "\n    ", false
-			}
-			_, err = io.WriteString(w, sep+string(b))
+	err = sn.every(db, func(s SessionStatus) error {
+		b, err := json.MarshalIndent(s, "    ", "  ")
+		if err != nil {
 			return err
-		})
+		}
+		sep := ",\n    "
+		if first {
+			sep, first = "\n    ", false
+		}
+		_, err = io.WriteString(w, sep+string(b))
+		return err
 	})
 	if err != nil {
 		return err // the output is cut short: invalid JSON, never a silent truncation

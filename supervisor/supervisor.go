@@ -34,6 +34,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
@@ -455,15 +456,15 @@ func (s *Supervisor) boot(ctx context.Context) error {
 			// Run reserved, never recorded as launched: its child may have
 			// lived (killed by the parent-death signal, its tree by the tag
 			// sweep above). Count it as a death: fail closed for turns.
-			b.Orphan = &journal.Run{Run: reserved.Run, Started: reserved.Started, Ended: s.clock.Now(),
-				ExitCode: -1, Reason: journal.ReasonSupervisorDied, Dirty: true}
+			b.Orphan = &record.Run{Run: reserved.Run, Started: reserved.Started, Ended: s.clock.Now(),
+				ExitCode: -1, Reason: record.ReasonSupervisorDied, Dirty: true}
 		}
 	}
 	return s.step(b)
 }
 
 // readBoot reads what boot needs from the journal.
-func (s *Supervisor) readBoot() (b machine.Booted, clean bool, prev *journal.Child, reserved *journal.Run, err error) {
+func (s *Supervisor) readBoot() (b machine.Booted, clean bool, prev *journal.Child, reserved *record.Run, err error) {
 	err = s.db.View(func(tx *journal.Tx) error {
 		clean = tx.Clean()
 		if c, ok, err := tx.Child(); err != nil {
@@ -477,7 +478,7 @@ func (s *Supervisor) readBoot() (b machine.Booted, clean bool, prev *journal.Chi
 		}
 		b.NextRun = 1
 		switch {
-		case len(last) == 1 && last[0].Reason == journal.ReasonStarting:
+		case len(last) == 1 && last[0].Reason == record.ReasonStarting:
 			// Reserved by the last supervisor, which may have forked it
 			// before it died.
 			reserved = &last[0]
@@ -505,8 +506,8 @@ func (s *Supervisor) readBoot() (b machine.Booted, clean bool, prev *journal.Chi
 // reclaim deals with the child a dead supervisor left behind: if that exact
 // process (pid and start time, same boot) still runs, its tree is killed;
 // either way its run is recorded as a dirty death.
-func (s *Supervisor) reclaim(ctx context.Context, c journal.Child) *journal.Run {
-	r := journal.Run{Run: c.Run, PID: c.PID, StartTime: c.StartTime, Started: c.Started}
+func (s *Supervisor) reclaim(ctx context.Context, c journal.Child) *record.Run {
+	r := record.Run{Run: c.Run, PID: c.PID, StartTime: c.StartTime, Started: c.Started}
 	s.db.View(func(tx *journal.Tx) error {
 		if rec, ok, err := tx.Run(c.Run); ok && err == nil {
 			r = rec
@@ -514,7 +515,7 @@ func (s *Supervisor) reclaim(ctx context.Context, c journal.Child) *journal.Run 
 		return nil
 	})
 	r.Ended = s.clock.Now()
-	r.Reason = journal.ReasonSupervisorDied
+	r.Reason = record.ReasonSupervisorDied
 	r.Dirty = true
 	r.ExitCode = -1 // unknown: it was not our child to wait for
 	if c.BootID == child.BootID() {

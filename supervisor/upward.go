@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // Upward notification: when supervise itself runs under systemd (it has a
@@ -114,8 +114,8 @@ func (snap *snapshot) statusLine() string {
 		agent = fmt.Sprintf("agent pid %d (run %d)", snap.childPID, snap.run)
 	}
 	line := fmt.Sprintf("%s; %d in turn, %d resume pending, %d parked", agent,
-		snap.sessions[journal.InTurn]+snap.sessions[journal.Waiting], snap.sessions[journal.ResumePending],
-		snap.sessions[journal.Parked])
+		snap.sessions[record.InTurn]+snap.sessions[record.Waiting], snap.sessions[record.ResumePending],
+		snap.sessions[record.Parked])
 	if snap.guardOpen {
 		line += "; crash-loop guard open"
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -33,8 +35,8 @@ import (
 // batch is one commit: copies of the records to write and the barriers it
 // acknowledges.
 type batch struct {
-	sessions []journal.Session
-	run      *journal.Run
+	sessions []record.Session
+	run      *record.Run
 	policy   *policy
 	fds      []answer
 	markers  []Marker // for the observer, told once the batch commits
@@ -161,7 +163,7 @@ type commitState struct {
 // before it is durable.
 // It is answered '0' instead when the sender had a datagram refused since
 // its previous barrier, by the notify server (m.Refused) or by the loop.
-func (s *Supervisor) barrier(m notify.Message) {
+func (s *Supervisor) barrier(m marker.Message) {
 	cs := &s.cs
 	a := answer{fd: m.Fd, refused: m.Refused || s.refused.Take(m.PID)}
 	switch {

@@ -27,6 +27,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/supervise-dev/supervise/marker"
 	"net"
 	"os"
 	"os/signal"
@@ -155,7 +156,7 @@ type Result struct {
 	Mean     float64 `json:"mean_ns"`
 }
 
-func markers(out string, report func(string, ...any), n int, d time.Duration, marker bool) {
+func markers(out string, report func(string, ...any), n int, d time.Duration, withPhases bool) {
 	ctx := context.Background()
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
@@ -191,8 +192,8 @@ func markers(out string, report func(string, ...any), n int, d time.Duration, ma
 			mine := make([]int64, 0, 4096)
 			for j := 0; time.Now().Before(deadline); j++ {
 				t := time.Now()
-				if marker {
-					if err := client.Phase(ctx, id, notify.PhaseTool, "t"+strconv.Itoa(j%10)); err != nil {
+				if withPhases {
+					if err := client.Phase(ctx, id, marker.PhaseTool, "t"+strconv.Itoa(j%10)); err != nil {
 						fail(err)
 						continue
 					}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -22,11 +23,11 @@ func TestBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan notify.Message, 16)
+	got := make(chan marker.Message, 16)
 	served := make(chan error, 1)
 	barriers := make(chan struct{}, 16)
 	go func() {
-		served <- srv.Serve(func(m notify.Message) {
+		served <- srv.Serve(func(m marker.Message) {
 			if m.Fd != nil {
 				notify.Ack(m.Fd)
 				barriers <- struct{}{}
@@ -39,11 +40,11 @@ func TestBinary(t *testing.T) {
 	for _, c := range []struct {
 		args  []string
 		stdin string
-		event notify.Event
+		event marker.Event
 	}{
-		{[]string{"turn-begin", "--session", "s1"}, "", notify.EventTurnBegin},
-		{[]string{"notify", "turn-end", "--session", "s1", "--outcome", "completed"}, "", notify.EventTurnEnd},
-		{[]string{"hook"}, `{"hook_event_name":"Stop","session_id":"s2"}`, notify.EventTurnEnd},
+		{[]string{"turn-begin", "--session", "s1"}, "", marker.EventTurnBegin},
+		{[]string{"notify", "turn-end", "--session", "s1", "--outcome", "completed"}, "", marker.EventTurnEnd},
+		{[]string{"hook"}, `{"hook_event_name":"Stop","session_id":"s2"}`, marker.EventTurnEnd},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		cmd.Env = append(cmd.Environ(), "NOTIFY_SOCKET="+srv.Path())

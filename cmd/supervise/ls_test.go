@@ -13,11 +13,12 @@ import (
 
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 // makeStateDir writes a journal into root/name as a supervise that ran
 // there leaves it: its owner, clean or not, one ended run, and sessions.
-func makeStateDir(t *testing.T, root, name string, clean bool, sessions ...journal.Session) string {
+func makeStateDir(t *testing.T, root, name string, clean bool, sessions ...record.Session) string {
 	t.Helper()
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -40,8 +41,8 @@ func makeStateDir(t *testing.T, root, name string, clean bool, sessions ...journ
 		if err != nil {
 			return err
 		}
-		if err := tx.PutRun(journal.Run{Run: n, PID: 777, Started: now.Add(-time.Hour), Ended: now.Add(-10 * time.Minute),
-			Signal: 9, Reason: journal.ReasonSignal, Dirty: true}); err != nil {
+		if err := tx.PutRun(record.Run{Run: n, PID: 777, Started: now.Add(-time.Hour), Ended: now.Add(-10 * time.Minute),
+			Signal: 9, Reason: record.ReasonSignal, Dirty: true}); err != nil {
 			return err
 		}
 		for _, s := range sessions {
@@ -98,13 +99,13 @@ func TestLsManyStateDirs(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	retry1, retry2 := now.Add(30*time.Minute), now.Add(2*time.Hour)
 	for i := range 98 {
-		var ss []journal.Session
+		var ss []record.Session
 		if i%7 == 0 {
-			ss = []journal.Session{
-				{ID: "p", State: journal.Parked, Reason: "crash breaker", Updated: now, Tokens: &journal.Tokens{Input: 1000, Output: 234}},
-				{ID: "w1", State: journal.Waiting, Wait: "reconnect", RetryAt: retry2, Updated: now},
-				{ID: "w2", State: journal.Waiting, Wait: "reconnect", RetryAt: retry1, Updated: now, Tokens: &journal.Tokens{Input: 5, Output: 1}},
-				{ID: "i", State: journal.Idle, Updated: now, Tokens: &journal.Tokens{Input: 10}},
+			ss = []record.Session{
+				{ID: "p", State: record.Parked, Reason: "crash breaker", Updated: now, Tokens: &record.Tokens{Input: 1000, Output: 234}},
+				{ID: "w1", State: record.Waiting, Wait: "reconnect", RetryAt: retry2, Updated: now},
+				{ID: "w2", State: record.Waiting, Wait: "reconnect", RetryAt: retry1, Updated: now, Tokens: &record.Tokens{Input: 5, Output: 1}},
+				{ID: "i", State: record.Idle, Updated: now, Tokens: &record.Tokens{Input: 10}},
 			}
 		}
 		makeStateDir(t, root, fmt.Sprintf("agent-%03d", i), i%2 == 0, ss...)

@@ -21,6 +21,7 @@ import (
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/observe"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
@@ -317,11 +318,11 @@ func neverStarted(db *journal.DB) bool {
 			return err
 		}
 		for _, r := range runs {
-			if r.Reason != journal.ReasonExecFailed || r.PID != 0 {
+			if r.Reason != record.ReasonExecFailed || r.PID != 0 {
 				started = true
 			}
 		}
-		return tx.ForEachSessionBrief(func(journal.SessionBrief, func() (journal.Session, error)) error {
+		return tx.ForEachSessionBrief(func(journal.SessionBrief, func() (record.Session, error)) error {
 			started = true
 			return errStop
 		})

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
@@ -154,12 +155,12 @@ func (a *agent) turn(ctx context.Context, session, turn, prompt string) error {
 	if err := sent(a.c.TurnBegin(ctx, session, turn, prompt)); err != nil {
 		return err
 	}
-	if err := sent(a.c.Phase(ctx, session, notify.PhaseModel, "")); err != nil {
+	if err := sent(a.c.Phase(ctx, session, marker.PhaseModel, "")); err != nil {
 		return err
 	}
 	a.log.Info("model: calling a tool", "session", session, "tool", tool)
 	if err := a.runTool(ctx, session, turn, prompt, a.toolTime); err != nil {
-		a.c.TurnEnd(ctx, session, turn, notify.OutcomeFailed)
+		a.c.TurnEnd(ctx, session, turn, marker.OutcomeFailed)
 		return err
 	}
 	return a.endTurn(ctx, session, turn)
@@ -184,7 +185,7 @@ func (a *agent) resume(ctx context.Context, it resume.Item) error {
 	if done {
 		a.log.Info("the side effect already happened: not repeating it", "session", it.Session, "turn", it.Turn)
 	} else if err := a.runTool(ctx, it.Session, it.Turn, it.Prompt, 0); err != nil {
-		a.c.TurnEnd(ctx, it.Session, it.Turn, notify.OutcomeFailed)
+		a.c.TurnEnd(ctx, it.Session, it.Turn, marker.OutcomeFailed)
 		return err
 	}
 	return a.endTurn(ctx, it.Session, it.Turn)
@@ -192,7 +193,7 @@ func (a *agent) resume(ctx context.Context, it resume.Item) error {
 
 // runTool runs the side-effecting tool call.
 func (a *agent) runTool(ctx context.Context, session, turn, prompt string, takes time.Duration) error {
-	if err := sent(a.c.Phase(ctx, session, notify.PhaseTool, tool)); err != nil {
+	if err := sent(a.c.Phase(ctx, session, marker.PhaseTool, tool)); err != nil {
 		return err
 	}
 	// The barrier returns once supervise has journaled every marker sent
@@ -229,7 +230,7 @@ func (a *agent) runTool(ctx context.Context, session, turn, prompt string, takes
 	if err := sent(a.c.Effect(ctx, session, effectKey(session, turn))); err != nil {
 		return err
 	}
-	if err := sent(a.c.Phase(ctx, session, notify.PhaseModel, "")); err != nil {
+	if err := sent(a.c.Phase(ctx, session, marker.PhaseModel, "")); err != nil {
 		return err
 	}
 	// Wait until the tool's end is journaled too: a death from here on is
@@ -242,7 +243,7 @@ func (a *agent) runTool(ctx context.Context, session, turn, prompt string, takes
 // exiting 0 with a turn supervise still believes open counts as a death
 // mid-turn.
 func (a *agent) endTurn(ctx context.Context, session, turn string) error {
-	if err := sent(a.c.TurnEnd(ctx, session, turn, notify.OutcomeCompleted)); err != nil {
+	if err := sent(a.c.TurnEnd(ctx, session, turn, marker.OutcomeCompleted)); err != nil {
 		return err
 	}
 	return sent(a.c.Barrier(ctx, 0))

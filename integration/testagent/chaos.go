@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -49,9 +50,9 @@ func chaos(seed uint64) {
 			tool := tools[rng.IntN(len(tools))]
 			line = "phase " + s + " - tool " + tool
 			logf("send %s", line)
-			err = client.Phase(ctx, s, notify.PhaseTool, tool)
+			err = client.Phase(ctx, s, marker.PhaseTool, tool)
 		case p < 75:
-			outcome := []notify.Outcome{notify.OutcomeCompleted, notify.OutcomeCompleted, notify.OutcomeFailed, notify.OutcomeCancelled}[rng.IntN(4)]
+			outcome := []marker.Outcome{marker.OutcomeCompleted, marker.OutcomeCompleted, marker.OutcomeFailed, marker.OutcomeCancelled}[rng.IntN(4)]
 			turn := turns[s]
 			if turn == "" {
 				turn = "-"

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
@@ -36,11 +37,11 @@ func protocol(verb string, f []string, rest string) bool {
 		}
 		err = client.TurnBegin(ctx, arg(0), arg(1), prompt)
 	case "turn-end":
-		err = client.TurnEnd(ctx, arg(0), arg(1), notify.Outcome(arg(2)))
+		err = client.TurnEnd(ctx, arg(0), arg(1), marker.Outcome(arg(2)))
 	case "waiting":
 		err = client.Waiting(ctx, arg(0), arg(1))
 	case "wait-for":
-		err = client.WaitingFor(ctx, arg(0), "", notify.Wait(arg(1)))
+		err = client.WaitingFor(ctx, arg(0), "", marker.Wait(arg(1)))
 	case "extend":
 		// EXTEND_TIMEOUT_USEC=arg(0), for session arg(1) if given.
 		msg := "EXTEND_TIMEOUT_USEC=" + arg(0)
@@ -52,7 +53,7 @@ func protocol(verb string, f []string, rest string) bool {
 		if len(f) > 3 { // phase S tool TOOL DETAIL...
 			err = client.ToolPhase(ctx, arg(0), arg(2), strings.Join(f[3:], " "))
 		} else {
-			err = client.Phase(ctx, arg(0), notify.Phase(arg(1)), arg(2))
+			err = client.Phase(ctx, arg(0), marker.Phase(arg(1)), arg(2))
 		}
 	case "resumed":
 		err = client.Resumed(ctx, arg(0), arg(1))
@@ -111,7 +112,7 @@ func protocol(verb string, f []string, rest string) bool {
 		n, _ := strconv.Atoi(arg(0))
 		start := time.Now()
 		for i := 0; i < n; i++ {
-			if err := client.Phase(ctx, "bench", notify.PhaseTool, "t"+strconv.Itoa(i%10)); err != nil {
+			if err := client.Phase(ctx, "bench", marker.PhaseTool, "t"+strconv.Itoa(i%10)); err != nil {
 				logf("error %v", err)
 				return true
 			}
@@ -198,7 +199,7 @@ func protocol(verb string, f []string, rest string) bool {
 			case "turn-begin":
 				serr = client.TurnBegin(ctx, arg(1), arg(2), "")
 			case "turn-end":
-				serr = client.TurnEnd(ctx, arg(1), arg(2), notify.Outcome(arg(3)))
+				serr = client.TurnEnd(ctx, arg(1), arg(2), marker.Outcome(arg(3)))
 			default:
 				logf("error sure %s", subrest)
 				return true

@@ -64,9 +64,12 @@ func (d *death) classify() {
 	}
 	r.PID, r.Ended, r.ExitCode, r.Signal = e.PID, e.Ended, e.Code, e.Signal
 	r.Reason = d.reasonOf()
-	row, ok := record.LookupReason(r.Reason)
+	row, ok := r.Reason.Row()
 	r.Dirty = !ok || row.DirtyFor(e.Code) // a reason not in the table is dirty: fail closed
-	r.Reason = d.namedOOM(r.Reason, r.Dirty)
+	if r.Dirty && row.OOMRenames && e.OOMKills > 0 {
+		d.o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", e.OOMKills)
+		r.Reason = record.ReasonOOM
+	}
 	d.limited = d.limitDeath(r)
 	d.dirty = r
 	if d.limited {
@@ -76,7 +79,7 @@ func (d *death) classify() {
 }
 
 // reasonOf names how the run ended.
-func (d *death) reasonOf() string {
+func (d *death) reasonOf() record.Reason {
 	e := d.e
 	switch {
 	case d.Abort != nil && (d.Stop == nil || d.Abort.At.Before(d.Stop.At)):
@@ -95,19 +98,6 @@ func (d *death) reasonOf() string {
 	return record.ReasonExit
 }
 
-// namedOOM renames a dirty death the kernel's OOM killer had a hand in.
-func (d *death) namedOOM(reason string, dirty bool) string {
-	if !dirty || d.e.OOMKills == 0 {
-		return reason
-	}
-	switch reason {
-	case record.ReasonSignal, record.ReasonExit, record.ReasonTurnOpen:
-		d.o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", d.e.OOMKills)
-		return record.ReasonOOM
-	}
-	return reason
-}
-
 // limitDeath reports whether run r ended on a usage or rate limit: an
 // exit by the agent itself (not 0, or 0 mid-turn) that its words, its
 // hooks or the proxy say a limit caused.
@@ -120,7 +110,7 @@ func (d *death) namedOOM(reason string, dirty bool) string {
 // handed the run's resume): with none, the words change nothing and the
 // death is what it is.
 func (d *death) limitDeath(r record.Run) bool {
-	if d.e.ExecFailed || !r.Dirty || (r.Reason != record.ReasonExit && r.Reason != record.ReasonTurnOpen) {
+	if row, _ := r.Reason.Row(); d.e.ExecFailed || !r.Dirty || !row.ByItself {
 		return false
 	}
 	words := false
@@ -153,9 +143,9 @@ func (d *death) record() {
 		// start backs off, and holds no turn a resume could kill.
 		d.Guard = d.Config.Guard.Death(d.Guard, r.Ended)
 	}
-	d.o.add(Count{Metric: "death", Label: r.Reason})
-	if r.Reason == record.ReasonWatchdog {
-		d.o.add(Count{Metric: "watchdog"})
+	d.o.add(Count{Metric: "death", Label: string(r.Reason)})
+	if row, _ := r.Reason.Row(); row.Counter != "" {
+		d.o.add(Count{Metric: row.Counter})
 	}
 }
 
@@ -168,7 +158,7 @@ func (d *death) record() {
 // parked with the CLI's words.
 func (d *death) lost() {
 	e, r, o := d.e, d.r, d.o
-	if !d.Policy.LostConversations || !r.Dirty || r.Reason != record.ReasonExit || d.Task.runMarkers || !e.Lost {
+	if row, _ := r.Reason.Row(); !d.Policy.LostConversations || !r.Dirty || !row.ByItself || r.ExitCode == 0 || d.Task.runMarkers || !e.Lost {
 		return
 	}
 	var sess *record.Session
@@ -213,7 +203,8 @@ func (d *death) decideSessions() {
 		d.decs = d.decideLimit(resume.Death{Reason: d.dirty.Reason, Signal: e.signal(), ExitCode: r.ExitCode,
 			Run: r.Run, At: r.Ended, Said: e.Said})
 	case !e.ExecFailed:
-		requested := r.Reason == record.ReasonStopped && !r.Dirty
+		row, _ := r.Reason.Row()
+		requested := row.Requested && !r.Dirty
 		d.decs = d.Book.decide(d.o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, d.now, d.Config.Resume, d.Config.Fingerprint)
 	}
@@ -400,7 +391,7 @@ func (d *death) taskNextWords() string {
 		return "end of task"
 	case len(d.pending()) == 0 && len(d.limitWaiters()) > 0:
 		return d.limitWords(d.Hold() != "")
-	case len(d.pending()) == 0 && d.Run.Reason == record.ReasonStartTimeout && !d.hang.startRetried && d.Policy.Task:
+	case len(d.pending()) == 0 && d.hungAtStart() && !d.hang.startRetried && d.Policy.Task:
 		return "the task again (it hung at start)"
 	case len(d.pending()) == 0 && d.Task.rerunDue:
 		return "the task again as a new session"
@@ -451,10 +442,16 @@ func (d *death) taskNext() {
 	o.add(End{Code: d.taskEnd()})
 }
 
+// hungAtStart reports whether the run hung before it said anything.
+func (d *death) hungAtStart() bool {
+	row, _ := d.Run.Reason.Row()
+	return row.HungAtStart
+}
+
 // startHangRerun: a task whose own launch hung at start, with no session
 // seen, is started again once: nothing ran.
 func (d *death) startHangRerun() bool {
-	if d.Run.Reason != record.ReasonStartTimeout || !d.Policy.Task || d.hang.startRetried || len(d.pending()) > 0 {
+	if !d.hungAtStart() || !d.Policy.Task || d.hang.startRetried || len(d.pending()) > 0 {
 		return false
 	}
 	d.hang.startRetried = true

@@ -31,7 +31,7 @@ const (
 // asks with SIGABRT (so the agent can dump its state, as systemd's
 // watchdog does) rather than the stop signal, and what the log says.
 type guardRow struct {
-	reason string
+	reason record.Reason
 	abrt   bool
 	msg    string
 }

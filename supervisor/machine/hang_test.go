@@ -15,7 +15,7 @@ func (r *rig) flushAt(at time.Time, written int64, retrying time.Time) []Effect 
 }
 
 // aborted reports the reason of the kill supervise started, "" for none.
-func (r *rig) aborted() string {
+func (r *rig) aborted() record.Reason {
 	if r.m.Abort == nil {
 		return ""
 	}

@@ -36,7 +36,7 @@ func TestLimitWaitedOutInTaskMode(t *testing.T) {
 	if s.State != record.Waiting || s.Wait != record.WaitLimit || !s.RetryAt.Equal(reset.Add(jitter)) || s.CrashCount != 0 || s.Limits != 1 {
 		t.Fatalf("session: %+v, want waiting for the limit until %s", s, reset.Add(jitter))
 	}
-	if !strings.Contains(s.Resume.Message, "limit") || s.Resume.Reason != record.ReasonLimit {
+	if !strings.Contains(s.Resume.Message, "limit") || s.Resume.Reason != string(record.ReasonLimit) {
 		t.Fatalf("continuation %q (%q) does not say a limit interrupted it", s.Resume.Message, s.Resume.Reason)
 	}
 	n := nextOf(t, fx)

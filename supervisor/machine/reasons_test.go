@@ -28,7 +28,7 @@ func TestReasonsFromTheTable(t *testing.T) {
 			used[m[1]] = true
 		}
 	}
-	values := map[string]string{"ReasonExit": record.ReasonExit, "ReasonSignal": record.ReasonSignal,
+	values := map[string]record.Reason{"ReasonExit": record.ReasonExit, "ReasonSignal": record.ReasonSignal,
 		"ReasonExecFailed": record.ReasonExecFailed, "ReasonStopped": record.ReasonStopped,
 		"ReasonWatchdog": record.ReasonWatchdog, "ReasonMemory": record.ReasonMemory,
 		"ReasonTurnOpen": record.ReasonTurnOpen, "ReasonTurnTimeout": record.ReasonTurnTimeout,
@@ -41,7 +41,7 @@ func TestReasonsFromTheTable(t *testing.T) {
 			t.Errorf("the machine uses %s, unknown to this test: add it", name)
 			continue
 		}
-		if _, ok := record.LookupReason(v); !ok && v != record.ReasonRunning {
+		if _, ok := v.Row(); !ok && v != record.ReasonRunning {
 			t.Errorf("the machine names deaths %q, which the reason table lacks", v)
 		}
 	}
@@ -61,7 +61,7 @@ func TestReasonsFromTheTable(t *testing.T) {
 		r := newRig(t, testConfig())
 		play(r, c.acts)
 		run := r.m.LastExit
-		row, ok := record.LookupReason(run.Reason)
+		row, ok := run.Reason.Row()
 		if !ok || row.DirtyFor(run.ExitCode) != run.Dirty {
 			t.Errorf("%s: reason %q dirty %v, the table says %+v", c.name, run.Reason, run.Dirty, row)
 		}

@@ -57,7 +57,7 @@ func TestRules(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		acts       []act
-		reason     string // the last run's journal reason
+		reason     record.Reason // the last run's journal reason
 		dirty      bool
 		relaunch   bool
 		state      record.SessionState // of s1 ("" for none)
@@ -312,7 +312,7 @@ func TestRuleProvenRun(t *testing.T) {
 
 // classify runs a death's first stage alone: the reason and dirtiness of
 // a run that ended with e.
-func classify(m *Machine, e Exited) (string, bool) {
+func classify(m *Machine, e Exited) (record.Reason, bool) {
 	d := death{Machine: m, o: &out{}, e: e}
 	d.classify()
 	return d.r.Reason, d.r.Dirty

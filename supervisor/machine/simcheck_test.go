@@ -275,7 +275,7 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 		}
 		// The breaker's limit.
 		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason &&
-			sess.Resume.Reason != record.ReasonLimit {
+			sess.Resume.Reason != string(record.ReasonLimit) {
 			limit := m.Config.Resume.Limit
 			if sess.Resume.Attempt > limit || sess.CrashCount > limit {
 				s.fail(ev, "session %s resumed at attempt %d, crash count %d, past --resume-limit %d", id,

@@ -1,6 +1,10 @@
 package machine
 
-import "time"
+import (
+	"time"
+
+	"github.com/supervise-dev/supervise/record"
+)
 
 // Ending is the part that ends a run: a stop asked of supervise, a kill
 // supervise started on its own, and the SIGKILL deadline of either.
@@ -24,7 +28,7 @@ type Stop struct {
 
 // Abort is a kill supervise started on its own.
 type Abort struct {
-	Reason string
+	Reason record.Reason
 	At     time.Time
 }
 

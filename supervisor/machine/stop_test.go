@@ -20,7 +20,7 @@ func TestRuleStops(t *testing.T) {
 		foreground bool
 		run        func(r *rig) []Effect // after a launch and a turn-begin of s1
 		code       int
-		reason     string
+		reason     record.Reason
 		state      record.SessionState
 	}{
 		{name: "SIGTERM: stop signal, grace, a clean stop, exit 0", code: 0, reason: record.ReasonStopped, state: record.Stopped,

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/supervise-dev/supervise/marker"
 	"strings"
 
 	"github.com/supervise-dev/supervise/notify"
@@ -28,19 +29,19 @@ const MaxPayload = 64 << 20
 // Marker is the marker an agent hook payload stands for. An empty Event
 // means the payload stands for nothing supervise tracks.
 type Marker struct {
-	Event   notify.Event
+	Event   marker.Event
 	Session string
 	Turn    string
 	Prompt  string
-	Phase   notify.Phase
+	Phase   marker.Phase
 	Tool    string
 	// Detail is what the tool runs (a command, a path), with PhaseTool.
 	Detail  string
-	Outcome notify.Outcome
+	Outcome marker.Outcome
 	// Wait is what a waiting marker waits for: approval (a permission
 	// prompt) or input (a question). No CLI's hooks report the model API
 	// retries that reconnect stands for.
-	Wait notify.Wait
+	Wait marker.Wait
 	// Effect is the key of a side effect the payload says completed (a
 	// tool that changes things finished): sent as an effect marker, before
 	// the marker of Event when there is one.
@@ -55,24 +56,24 @@ func (m Marker) Send(ctx context.Context, c *notify.Client) error {
 		}
 	}
 	switch m.Event {
-	case notify.EventTurnBegin:
+	case marker.EventTurnBegin:
 		return c.TurnBegin(ctx, m.Session, m.Turn, m.Prompt)
-	case notify.EventTurnEnd:
+	case marker.EventTurnEnd:
 		return c.TurnEnd(ctx, m.Session, m.Turn, m.Outcome)
-	case notify.EventWaiting:
+	case marker.EventWaiting:
 		return c.WaitingFor(ctx, m.Session, m.Turn, m.Wait)
-	case notify.EventPhase:
-		if m.Phase == notify.PhaseTool {
+	case marker.EventPhase:
+		if m.Phase == marker.PhaseTool {
 			return c.ToolPhase(ctx, m.Session, m.Tool, m.Detail)
 		}
 		return c.Phase(ctx, m.Session, m.Phase, m.Tool)
-	case notify.EventResumed:
+	case marker.EventResumed:
 		return c.Resumed(ctx, m.Session, m.Turn)
-	case notify.EventClosed:
+	case marker.EventClosed:
 		return c.Closed(ctx, m.Session)
-	case notify.EventHeartbeat:
+	case marker.EventHeartbeat:
 		return c.Heartbeat(ctx, m.Session)
-	case notify.EventEffect:
+	case marker.EventEffect:
 		if m.Effect == "" {
 			return fmt.Errorf("an effect marker needs a key")
 		}
@@ -87,8 +88,8 @@ func (m Marker) Send(ctx context.Context, c *notify.Client) error {
 func (m Marker) CommandLine() string {
 	var b strings.Builder
 	if m.Effect != "" {
-		fmt.Fprintf(&b, "%s --session %q --key %q", notify.EventEffect, m.Session, m.Effect)
-		if m.Event == notify.EventEffect {
+		fmt.Fprintf(&b, "%s --session %q --key %q", marker.EventEffect, m.Session, m.Effect)
+		if m.Event == marker.EventEffect {
 			return b.String()
 		}
 		b.WriteString("\n")
@@ -122,19 +123,19 @@ func (m Marker) Resolve(over Marker, resumeFile string) Marker {
 			*o.dst = o.v
 		}
 	}
-	if m.Event == notify.EventTurnBegin {
+	if m.Event == marker.EventTurnBegin {
 		if item, ok := PendingResume(resumeFile, m.Session, m.Prompt); ok {
 			// The agent took the resume: the interrupted turn goes on (its
 			// prompt excerpt and start time stay).
 			// A turn id of the CLI's own stays: the loop maps it onto the
 			// interrupted turn (Codex numbers the continuation afresh).
-			m.Event, m.Prompt = notify.EventResumed, ""
+			m.Event, m.Prompt = marker.EventResumed, ""
 			if m.Turn == "" {
 				m.Turn = item.Turn
 			}
 		}
 	}
-	if m.Event == notify.EventPhase || m.Event == notify.EventHeartbeat || m.Event == notify.EventClosed {
+	if m.Event == marker.EventPhase || m.Event == marker.EventHeartbeat || m.Event == marker.EventClosed {
 		m.Turn = "" // these markers carry no turn
 	}
 	return m
@@ -187,24 +188,24 @@ func Map(raw []byte) (Marker, string, error) {
 		name = p.str("type")
 		m.Session, m.Turn = p.str("thread-id"), p.str("turn-id")
 	}
-	turnEnd := func(o notify.Outcome) { m.Event, m.Outcome = notify.EventTurnEnd, o }
+	turnEnd := func(o marker.Outcome) { m.Event, m.Outcome = marker.EventTurnEnd, o }
 	switch name {
 	case "UserPromptSubmit", "BeforeAgent":
-		m.Event, m.Prompt = notify.EventTurnBegin, p.str("prompt")
+		m.Event, m.Prompt = marker.EventTurnBegin, p.str("prompt")
 	case "pre_llm_call":
-		m.Event, m.Prompt = notify.EventTurnBegin, extra.str("user_message")
+		m.Event, m.Prompt = marker.EventTurnBegin, extra.str("user_message")
 	case "PreToolUse", "BeforeTool", "pre_tool_call":
-		m.Event, m.Phase, m.Tool = notify.EventPhase, notify.PhaseTool, p.str("tool_name")
+		m.Event, m.Phase, m.Tool = marker.EventPhase, marker.PhaseTool, p.str("tool_name")
 		m.Detail = notify.OneLine(toolDetail(p.object("tool_input")), notify.MaxDetailLen)
 	case "PostToolUse", "AfterTool":
-		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
+		m.Event, m.Phase = marker.EventPhase, marker.PhaseModel
 		m.Effect = effectKey(p.str("tool_name"), p.object("tool_input"))
 	case "PostToolUseFailure", "post_tool_call":
-		m.Event, m.Phase = notify.EventPhase, notify.PhaseModel
+		m.Event, m.Phase = marker.EventPhase, marker.PhaseModel
 	case "PermissionRequest":
-		m.Event, m.Wait = notify.EventWaiting, notify.WaitApproval
+		m.Event, m.Wait = marker.EventWaiting, marker.WaitApproval
 	case "Elicitation":
-		m.Event, m.Wait = notify.EventWaiting, notify.WaitInput
+		m.Event, m.Wait = marker.EventWaiting, marker.WaitInput
 	case "Notification":
 		kind := p.str("notification_type")
 		if kind == "" { // older Claude Code: only the message tells
@@ -217,42 +218,42 @@ func Map(raw []byte) (Marker, string, error) {
 		}
 		switch kind {
 		case "permission_prompt", "ToolPermission":
-			m.Event, m.Wait = notify.EventWaiting, notify.WaitApproval
+			m.Event, m.Wait = marker.EventWaiting, marker.WaitApproval
 		case "elicitation_dialog":
-			m.Event, m.Wait = notify.EventWaiting, notify.WaitInput
+			m.Event, m.Wait = marker.EventWaiting, marker.WaitInput
 		case "idle_prompt":
-			turnEnd(notify.OutcomeCancelled)
+			turnEnd(marker.OutcomeCancelled)
 		}
 	case "Stop", "AfterAgent", "post_llm_call", "agent-turn-complete":
-		turnEnd(notify.OutcomeCompleted)
+		turnEnd(marker.OutcomeCompleted)
 	case "StopFailure":
 		if p.str("error") == "rate_limit" {
 			// Claude Code's turn ended on a usage or rate limit (its words,
 			// with the reset when it names one, are in
 			// last_assistant_message and on its stdout): not a failed turn
 			// but a wait for the API; supervise waits the limit out.
-			m.Event, m.Wait = notify.EventWaiting, notify.WaitReconnect
+			m.Event, m.Wait = marker.EventWaiting, marker.WaitReconnect
 			break
 		}
-		turnEnd(notify.OutcomeFailed)
+		turnEnd(marker.OutcomeFailed)
 	case "on_session_end":
 		switch {
 		case extra.flag("failed"):
-			turnEnd(notify.OutcomeFailed)
+			turnEnd(marker.OutcomeFailed)
 		case extra.flag("interrupted"):
 			if strings.HasPrefix(extra.str("turn_exit_reason"), "interrupted_by_user") {
-				turnEnd(notify.OutcomeCancelled)
+				turnEnd(marker.OutcomeCancelled)
 			}
 		case extra.flag("completed"):
-			turnEnd(notify.OutcomeCompleted)
+			turnEnd(marker.OutcomeCompleted)
 		}
 	case "SessionEnd":
 		switch p.str("reason") {
 		case "clear", "logout", "prompt_input_exit":
-			m.Event = notify.EventClosed
+			m.Event = marker.EventClosed
 		}
 	case "SessionStart", "on_session_start":
-		m.Event = notify.EventHeartbeat
+		m.Event = marker.EventHeartbeat
 	}
 	if name == "" {
 		name = "hook"

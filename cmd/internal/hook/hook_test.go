@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -135,7 +136,7 @@ func TestMapRejects(t *testing.T) {
 	}
 	// A field of an unexpected type reads as absent, not as a failure.
 	m, _, err := Map([]byte(`{"hook_event_name":"PreToolUse","session_id":7,"tool_name":{"x":1}}`))
-	if err != nil || m.Event != notify.EventPhase || m.Session != "" || m.Tool != "" {
+	if err != nil || m.Event != marker.EventPhase || m.Session != "" || m.Tool != "" {
 		t.Errorf("lenient read: %+v, %v", m, err)
 	}
 }
@@ -156,23 +157,23 @@ func TestResolve(t *testing.T) {
 		resumeFile string
 		want       string
 	}{
-		{"flags win", Marker{Event: notify.EventTurnBegin, Session: "s1", Prompt: "p"}, Marker{Session: "s2", Turn: "u", Prompt: "q"}, "",
+		{"flags win", Marker{Event: marker.EventTurnBegin, Session: "s1", Prompt: "p"}, Marker{Session: "s2", Turn: "u", Prompt: "q"}, "",
 			`turn-begin --session "s2" --turn "u" --prompt "q"`},
-		{"phase drops turn", Marker{Event: notify.EventPhase, Session: "s1", Turn: "u", Phase: notify.PhaseTool, Tool: "Bash"}, Marker{}, "",
+		{"phase drops turn", Marker{Event: marker.EventPhase, Session: "s1", Turn: "u", Phase: marker.PhaseTool, Tool: "Bash"}, Marker{}, "",
 			`phase --session "s1" --phase "tool" --tool "Bash"`},
-		{"closed drops turn", Marker{Event: notify.EventClosed, Session: "s1", Turn: "u"}, Marker{}, "", `closed --session "s1"`},
-		{"effect alone", Marker{Event: notify.EventEffect, Session: "s1", Turn: "u", Effect: "k"}, Marker{Session: "s2"}, "",
+		{"closed drops turn", Marker{Event: marker.EventClosed, Session: "s1", Turn: "u"}, Marker{}, "", `closed --session "s1"`},
+		{"effect alone", Marker{Event: marker.EventEffect, Session: "s1", Turn: "u", Effect: "k"}, Marker{Session: "s2"}, "",
 			`effect --session "s2" --key "k"`},
-		{"heartbeat drops turn", Marker{Event: notify.EventHeartbeat, Session: "s1", Turn: "u"}, Marker{}, "", `heartbeat --session "s1"`},
-		{"resumed", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "please: go on"}, Marker{}, resumeFile,
+		{"heartbeat drops turn", Marker{Event: marker.EventHeartbeat, Session: "s1", Turn: "u"}, Marker{}, "", `heartbeat --session "s1"`},
+		{"resumed", Marker{Event: marker.EventTurnBegin, Session: "r1", Prompt: "please: go on"}, Marker{}, resumeFile,
 			`resumed --session "r1" --turn "t0"`},
-		{"resumed keeps the CLI's turn id (Codex numbers the continuation afresh)", Marker{Event: notify.EventTurnBegin, Session: "r1", Turn: "t9", Prompt: "please: go on"}, Marker{}, resumeFile,
+		{"resumed keeps the CLI's turn id (Codex numbers the continuation afresh)", Marker{Event: marker.EventTurnBegin, Session: "r1", Turn: "t9", Prompt: "please: go on"}, Marker{}, resumeFile,
 			`resumed --session "r1" --turn "t9"`},
-		{"no resume file", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "go on"}, Marker{}, "",
+		{"no resume file", Marker{Event: marker.EventTurnBegin, Session: "r1", Prompt: "go on"}, Marker{}, "",
 			`turn-begin --session "r1" --prompt "go on"`},
-		{"missing resume file", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "go on"}, Marker{}, filepath.Join(dir, "none"),
+		{"missing resume file", Marker{Event: marker.EventTurnBegin, Session: "r1", Prompt: "go on"}, Marker{}, filepath.Join(dir, "none"),
 			`turn-begin --session "r1" --prompt "go on"`},
-		{"other prompt", Marker{Event: notify.EventTurnBegin, Session: "r1", Prompt: "something else"}, Marker{}, resumeFile,
+		{"other prompt", Marker{Event: marker.EventTurnBegin, Session: "r1", Prompt: "something else"}, Marker{}, resumeFile,
 			`turn-begin --session "r1" --prompt "something else"`},
 	} {
 		if got := c.m.Resolve(c.over, c.resumeFile).CommandLine(); got != c.want {

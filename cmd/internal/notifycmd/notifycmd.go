@@ -21,6 +21,7 @@ import (
 	"github.com/supervise-dev/supervise/cmd/internal/hook"
 	"github.com/supervise-dev/supervise/internal/cliflags"
 	"github.com/supervise-dev/supervise/internal/exitcode"
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -189,8 +190,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	c.Timeout = *timeout
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	m := hook.Marker{Event: notify.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
-		Phase: notify.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: notify.Outcome(*outcome), Wait: notify.Wait(*wait)}
+	m := hook.Marker{Event: marker.Event(event), Session: *session, Turn: *turn, Prompt: *prompt,
+		Phase: marker.Phase(*phase), Tool: *tool, Detail: *detail, Outcome: marker.Outcome(*outcome), Wait: marker.Wait(*wait)}
 	if event == "effect" {
 		m.Effect = notify.EffectKey(*key)
 	}
@@ -227,16 +228,16 @@ func check(event string, m *hook.Marker) string {
 		}
 	case "phase":
 		if m.Phase == "" && (m.Tool != "" || m.Detail != "") {
-			m.Phase = notify.PhaseTool // --tool NAME alone means the tool phase
+			m.Phase = marker.PhaseTool // --tool NAME alone means the tool phase
 		}
 		switch {
 		case !m.Phase.Valid():
 			return "supervise notify phase: --phase must be model, tool or idle\n"
-		case m.Detail != "" && m.Phase != notify.PhaseTool:
+		case m.Detail != "" && m.Phase != marker.PhaseTool:
 			return "supervise notify phase: --detail goes with --phase tool\n"
 		}
 	case "waiting":
-		if w := m.Wait; w != notify.WaitInput && w != notify.WaitApproval && w != notify.WaitReconnect {
+		if w := m.Wait; w != marker.WaitInput && w != marker.WaitApproval && w != marker.WaitReconnect {
 			return "supervise notify waiting: --wait must be input, approval or reconnect\n"
 		}
 	case "effect":

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 )
 
@@ -35,7 +36,7 @@ func TestNotifyEvents(t *testing.T) {
 	got := make(chan string, 16)
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(func(m notify.Message) {
+		served <- srv.Serve(func(m marker.Message) {
 			if m.Fd != nil {
 				notify.Ack(m.Fd)
 				return
@@ -103,9 +104,9 @@ func TestUsageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := make(chan notify.Message, 16)
+	sent := make(chan marker.Message, 16)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(func(m notify.Message) { sent <- m }) }()
+	go func() { served <- srv.Serve(func(m marker.Message) { sent <- m }) }()
 	t.Cleanup(func() { srv.Close(); <-served })
 	t.Setenv("NOTIFY_SOCKET", "")
 	os.Unsetenv("NOTIFY_SOCKET")

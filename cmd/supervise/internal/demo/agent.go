@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/resume"
 )
@@ -129,10 +130,10 @@ func (a *demoAgent) play(ctx context.Context) error {
 		if err := a.client.TurnBegin(ctx, "A", demoTurnA, demoPromptA); err != nil {
 			return err
 		}
-		if err := a.client.Phase(ctx, "A", notify.PhaseModel, ""); err != nil {
+		if err := a.client.Phase(ctx, "A", marker.PhaseModel, ""); err != nil {
 			return err
 		}
-		if err := a.client.Phase(ctx, "A", notify.PhaseTool, demoToolA); err != nil {
+		if err := a.client.Phase(ctx, "A", marker.PhaseTool, demoToolA); err != nil {
 			return err
 		}
 		if err := a.barrier(ctx); err != nil {
@@ -160,10 +161,10 @@ func (a *demoAgent) turn(ctx context.Context, session, turn, prompt string) erro
 	a.client.Status(ctx, session+": "+prompt)
 	for _, err := range []error{
 		a.client.TurnBegin(ctx, session, turn, prompt),
-		a.client.Phase(ctx, session, notify.PhaseModel, ""),
-		a.client.Phase(ctx, session, notify.PhaseTool, "read_file"),
-		a.client.Phase(ctx, session, notify.PhaseModel, ""),
-		a.client.TurnEnd(ctx, session, turn, notify.OutcomeCompleted),
+		a.client.Phase(ctx, session, marker.PhaseModel, ""),
+		a.client.Phase(ctx, session, marker.PhaseTool, "read_file"),
+		a.client.Phase(ctx, session, marker.PhaseModel, ""),
+		a.client.TurnEnd(ctx, session, turn, marker.OutcomeCompleted),
 	} {
 		if err != nil {
 			return err
@@ -214,7 +215,7 @@ func (a *demoAgent) takeResumes(ctx context.Context) error {
 // where the demo's poison sits.
 func (a *demoAgent) finish(ctx context.Context, it resume.Item) error {
 	a.client.Status(ctx, it.Session+": continuing "+it.Turn)
-	if err := a.client.Phase(ctx, it.Session, notify.PhaseTool, demoToolA); err != nil {
+	if err := a.client.Phase(ctx, it.Session, marker.PhaseTool, demoToolA); err != nil {
 		return err
 	}
 	if it.Session == "A" && it.Reason != resume.ReasonManual {
@@ -232,7 +233,7 @@ func (a *demoAgent) finish(ctx context.Context, it resume.Item) error {
 			return errors.New("not killed within a minute of continuing A")
 		}
 	}
-	if err := a.client.TurnEnd(ctx, it.Session, it.Turn, notify.OutcomeCompleted); err != nil {
+	if err := a.client.TurnEnd(ctx, it.Session, it.Turn, marker.OutcomeCompleted); err != nil {
 		return err
 	}
 	if err := a.barrier(ctx); err != nil {

@@ -24,7 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/internal/signame"
-	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor"
 )
@@ -197,7 +197,7 @@ func (d *demo) stepStart(ctx context.Context) error {
 		return err
 	}
 	a := demoSession(st, "A")
-	if a == nil || a.State != string(journal.InTurn) || st.Child.PID != ev.PID {
+	if a == nil || a.State != string(record.InTurn) || st.Child.PID != ev.PID {
 		return fmt.Errorf("%w: after run 1 started, status shows child pid %d and session A %+v", errDemo, st.Child.PID, a)
 	}
 	d.say(fmt.Sprintf("supervise's status agrees: child pid %d, session A %s, phase %s, tool %s.", st.Child.PID, a.State, a.Phase, a.Tool))
@@ -268,7 +268,7 @@ func (d *demo) stepPoison(ctx context.Context) error {
 		return err
 	}
 	a := demoSession(st, "A")
-	if a == nil || a.State != string(journal.Parked) || a.CrashCount != 2 {
+	if a == nil || a.State != string(record.Parked) || a.CrashCount != 2 {
 		return fmt.Errorf("%w: after the second death, status shows session A %+v, want parked", errDemo, a)
 	}
 	d.say(fmt.Sprintf("supervise's rule: resume a turn once; at the second consecutive dirty death mid-turn (crash count %d > --resume-limit 1) park the session instead. A parked session is never resumed automatically, but it stays visible with its reason and one command from resuming. Session A is now %s, reason:", a.CrashCount, a.State))
@@ -424,7 +424,7 @@ func (d *demo) summary(st supervisor.Status) error {
 		return fmt.Errorf("%w: the summary does not match the story", errDemo)
 	}
 	for _, s := range st.Sessions {
-		if s.State != string(journal.Idle) || s.CrashCount != 0 {
+		if s.State != string(record.Idle) || s.CrashCount != 0 {
 			return fmt.Errorf("%w: session %s ended %s with crash count %d, want idle with 0", errDemo, s.ID, s.State, s.CrashCount)
 		}
 	}
@@ -438,7 +438,7 @@ func howEnded(r supervisor.RunStatus) string {
 	if r.Signal != 0 {
 		how = "killed by " + signame.Of(syscall.Signal(r.Signal))
 	}
-	if r.Reason == journal.ReasonStopped {
+	if r.Reason == record.ReasonStopped {
 		how += ", a requested stop"
 	}
 	return how
@@ -527,7 +527,7 @@ func (d *demo) status(ctx context.Context) (supervisor.Status, error) {
 		return st, fmt.Errorf("supervise status: %w", err)
 	}
 	for _, s := range st.Sessions {
-		if s.State == string(journal.Parked) {
+		if s.State == string(record.Parked) {
 			d.parked[s.ID] = true
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/runflags"
 	"github.com/supervise-dev/supervise/supervisor"
 )
@@ -71,7 +72,7 @@ type lsAgent struct {
 	LastDeath *supervisor.RunStatus `json:"last_death"`
 	// Tokens sums the model-API usage of the sessions status lists (every
 	// open one and the latest settled ones).
-	Tokens journal.Tokens `json:"tokens"`
+	Tokens record.Tokens `json:"tokens"`
 }
 
 // lsSupervisor is the supervise process of a state dir: the running one,
@@ -241,12 +242,12 @@ func (a *lsAgent) fill(st supervisor.Status, now time.Time) {
 	}
 	a.Child = lsChild{State: st.Child.State, PID: st.Child.PID}
 	for state, n := range st.SessionCounts {
-		if journal.SessionState(state).Open() {
+		if record.SessionState(state).Open() {
 			a.Sessions.Open += n
 		}
 	}
-	a.Sessions.Parked = st.SessionCounts[string(journal.Parked)]
-	a.Sessions.Waiting = st.SessionCounts[string(journal.Waiting)]
+	a.Sessions.Parked = st.SessionCounts[string(record.Parked)]
+	a.Sessions.Waiting = st.SessionCounts[string(record.Waiting)]
 	a.Sessions.Total = st.SessionsTotal
 	for _, s := range st.Sessions {
 		if s.RetryAt != nil && (a.Sessions.EarliestRetryAt == nil || s.RetryAt.Before(*a.Sessions.EarliestRetryAt)) {
@@ -348,11 +349,11 @@ func lsTable(list lsList, now time.Time) string {
 // deathWords is a death in a few words: "signal 9 3h", "exit 1 2m",
 // "oom 10s" (the reason, its exit code or signal, and how long ago).
 func deathWords(r supervisor.RunStatus, now time.Time) string {
-	w := r.Reason
-	switch {
-	case r.Signal > 0 && (r.Reason == journal.ReasonSignal || r.Reason == journal.ReasonExit):
+	w := string(r.Reason)
+	switch row, _ := r.Reason.Row(); {
+	case r.Signal > 0 && row.Said != "": // worded from its signal or status
 		w = fmt.Sprintf("signal %d", r.Signal)
-	case r.Reason == journal.ReasonExit:
+	case row.SignalWorded:
 		w = fmt.Sprintf("exit %d", r.ExitCode)
 	}
 	if r.Ended != nil {
