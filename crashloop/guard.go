@@ -17,10 +17,8 @@ type Guard struct {
 	Trip int
 }
 
-// DefaultGuard returns the documented defaults: trip at 3, gaps up to 5m.
-//
-// No binary calls it (the guard comes from the run flags): the tests of
-// crashloop, supervisor and supervisor/machine start from it.
+// DefaultGuard returns the documented defaults: trip at 3, gaps up to 5m
+// (the run flags' defaults).
 func DefaultGuard() Guard { return Guard{MaxGap: 5 * time.Minute, Trip: 3} }
 
 // GuardState is the guard's memory. It must be journaled before the

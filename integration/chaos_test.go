@@ -234,7 +234,7 @@ func (c *chaosRun) readJournal() (map[string]record.Session, []record.Run) {
 	sessions := map[string]record.Session{}
 	var runs []record.Run
 	db.View(func(tx *journal.Tx) error {
-		tx.ForEachSession(func(s record.Session) error { sessions[s.ID] = s; return nil })
+		forEachSession(tx, func(s record.Session) { sessions[s.ID] = s })
 		var err error
 		runs, err = tx.LastRuns(1 << 30)
 		return err

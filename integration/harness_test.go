@@ -21,6 +21,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/record"
 )
 
 var (
@@ -491,4 +494,16 @@ func lastBytes[T ~string | ~[]byte](b T, n int) T {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// forEachSession calls fn for every session the journal holds, in id
+// order.
+func forEachSession(tx *journal.Tx, fn func(record.Session)) error {
+	return tx.ForEachSessionBrief(func(_ journal.SessionBrief, full func() (record.Session, error)) error {
+		s, err := full()
+		if err == nil {
+			fn(s)
+		}
+		return err
+	})
 }

@@ -52,7 +52,7 @@ func checkJournal(t *testing.T, path string) map[string]record.Session {
 	}
 	sessions := map[string]record.Session{}
 	db.View(func(tx *journal.Tx) error {
-		if err := tx.ForEachSession(func(s record.Session) error { sessions[s.ID] = s; return nil }); err != nil {
+		if err := forEachSession(tx, func(s record.Session) { sessions[s.ID] = s }); err != nil {
 			t.Fatalf("sessions: %v", err)
 		}
 		open, err := tx.OpenSessions()

@@ -832,15 +832,6 @@ func field(v []byte, key string) ([]byte, bool) {
 	return rest[:j], true
 }
 
-// ForEachSession calls fn for every session, in id order, until fn returns
-// an error.
-//
-// No binary calls it: the journal's and integration's tests read every
-// session through it.
-func (t *Tx) ForEachSession(fn func(record.Session) error) error {
-	return t.sessions().ForEach(func(k, v []byte) error { return fn(t.decodeSession(k, v)) })
-}
-
 // settledKey is a settled session found by PruneSessions.
 type settledKey struct {
 	updated time.Time

@@ -62,7 +62,7 @@ type Policy struct {
 // crash count c is parked by its next death when Exhausted(c+1).
 func (p Policy) Exhausted(crashCount int) bool { return crashCount > p.Limit }
 
-// DefaultPolicy returns the documented defaults.
+// DefaultPolicy returns the documented defaults (the run flags' defaults).
 func DefaultPolicy() Policy { return Policy{Limit: 1, MaxAge: time.Hour} }
 
 // Death describes how the agent process died, as the decisions need it.
@@ -99,19 +99,6 @@ const (
 	// Stop marks its open turn stopped by a requested stop.
 	Stop
 )
-
-// String names the action for logs.
-func (a Action) String() string {
-	switch a {
-	case Resume:
-		return "resume"
-	case Park:
-		return "park"
-	case Stop:
-		return "stop"
-	}
-	return "keep"
-}
 
 // Decision is the verdict for one session, with the session as it must be
 // journaled (for Keep, unchanged).
@@ -256,19 +243,15 @@ func signalName(sig int) string {
 	return "signal"
 }
 
-// Message returns the continuation for s: honest about what is known. The
-// built-in text says the turn was interrupted and how, in which phase and
-// tool, that work may already be done and a side effect's outcome is
-// unknown, to check the current state before redoing anything, and then the
-// original request excerpt. When the turn declared side effects done
-// (X_SUPERVISE_EFFECT), it names them: "Already done (...): `k1`, `k2`."
-// A template replaces it; its placeholders are {session} {turn} {how}
-// {phase} {tool} {detail} {prompt} {effects}.
-func Message(s record.Session, d Death, template string) string {
-	return message(s, describe(d), template)
-}
-
-// message is Message with the death already described.
+// message returns the continuation for s, how it died described: honest
+// about what is known. The built-in text says the turn was interrupted
+// and how, in which phase and tool, that work may already be done and a
+// side effect's outcome is unknown, to check the current state before
+// redoing anything, and then the original request excerpt. When the turn
+// declared side effects done (X_SUPERVISE_EFFECT), it names them:
+// "Already done (...): `k1`, `k2`." A template replaces it; its
+// placeholders are {session} {turn} {how} {phase} {tool} {detail}
+// {prompt} {effects}.
 func message(s record.Session, how, template string) string {
 	if template != "" {
 		return fill(template, s, how)

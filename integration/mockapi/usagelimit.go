@@ -130,7 +130,7 @@ func geminiUsageLimit(w http.ResponseWriter, reply Reply, now time.Time) {
 // Until answers every agent-loop request with a UsageLimit that lifts at
 // reset, and from reset on (and every side request, always) as then does.
 //
-// No binary calls it: the integration tests script the mock API with it.
+// The mockapi command's -reply usage and spent, and the integration tests.
 func Until(reset time.Time, then func(Request) Reply) func(Request) Reply {
 	return func(r Request) Reply {
 		if r.Agent && r.Time.Before(reset) {
@@ -144,7 +144,7 @@ func Until(reset time.Time, then func(Request) Reply) func(Request) Reply {
 // it lifts after every (from each request), and never does: a spent plan
 // or a spend cap. Side requests get a text answer.
 //
-// No binary calls it: the integration tests script the mock API with it.
+// The mockapi command's -reply usage and spent, and the integration tests.
 func NeverLifts(every time.Duration) func(Request) Reply {
 	return func(r Request) Reply {
 		if r.Agent {

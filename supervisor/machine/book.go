@@ -53,9 +53,6 @@ type Book struct {
 // replays a bug).
 func (b *Book) sessionIDs() []string { return sortedKeys(b.Sessions) }
 
-// OpenSessions is how many sessions are open.
-func (b *Book) OpenSessions() int { return len(b.open) }
-
 // Held reports whether the book holds session id in memory.
 func (b *Book) Held(id string) bool { _, ok := b.Sessions[id]; return ok }
 

@@ -62,10 +62,6 @@ const (
 	ModeInteractive
 )
 
-var modeNames = [...]string{"service", "task", "interactive"}
-
-func (m Mode) String() string { return modeNames[m] }
-
 // modes is each mode's behaviour: every rule that differs between them
 // asks a field of the row (two flags narrow it: --resume-signal and
 // --rerun-task).

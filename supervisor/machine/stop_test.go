@@ -423,3 +423,6 @@ func TestRuleOpenSessionCap(t *testing.T) {
 		t.Errorf("a run was handed %d resumes, want at most --max-open-sessions (2)", len(l.IDs))
 	}
 }
+
+// OpenSessions is how many sessions are open.
+func (b *Book) OpenSessions() int { return len(b.open) }
