@@ -244,23 +244,7 @@ func TestSilenceTimeoutFakeCLI(t *testing.T) {
 // nothing before it, and resumes the session at it.
 func TestLimitWaitSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	a := newAdapterEnv(t)
-	a.install("gemini/settings.json", ".gemini/settings.json")
-	a.set("FAKECLI_LIMIT_RUN=1", "FAKECLI_LIMIT_RESET=6s")
-	args := []string{"run", "--resume-exec", "gemini -r {session} -p {message}", "--", "gemini", "-p", "rename the parser"}
-	sv := a.start(args...)
-	session := a.waitEvent(1, "session").arg
-	var retryAt time.Time
-	waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
-		st, ok := limitStatusOf(t, a.stateDir, false)
-		for _, s := range st.Sessions {
-			if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
-				retryAt = *s.RetryAt
-				return true
-			}
-		}
-		return false
-	})
+	a, args, sv, session, retryAt := geminiLimitWait(t, "6s")
 	sv.signal(syscall.SIGKILL)
 	sv.wait(30 * time.Second)
 	if !time.Now().Before(retryAt) {
@@ -301,23 +285,7 @@ func TestLimitWaitSurvivesRestart(t *testing.T) {
 // the task ended 5 with the resume held.
 func TestLimitWaitSurvivesThreeKills(t *testing.T) {
 	t.Parallel()
-	a := newAdapterEnv(t)
-	a.install("gemini/settings.json", ".gemini/settings.json")
-	a.set("FAKECLI_LIMIT_RUN=1", "FAKECLI_LIMIT_RESET=25s")
-	args := []string{"run", "--resume-exec", "gemini -r {session} -p {message}", "--", "gemini", "-p", "rename the parser"}
-	sv := a.start(args...)
-	session := a.waitEvent(1, "session").arg
-	var retryAt time.Time
-	waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
-		st, ok := limitStatusOf(t, a.stateDir, false)
-		for _, s := range st.Sessions {
-			if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
-				retryAt = *s.RetryAt
-				return true
-			}
-		}
-		return false
-	})
+	a, args, sv, _, retryAt := geminiLimitWait(t, "25s")
 	for i := range 3 {
 		waitFor(t, 30*time.Second, "supervise waiting out the limit", func() bool {
 			return strings.Contains(sv.stderr(), "waiting out a limit")
@@ -344,4 +312,30 @@ func TestLimitWaitSurvivesThreeKills(t *testing.T) {
 	if strings.Contains(sv.stderr(), "crash-loop guard") {
 		t.Errorf("the guard spoke after supervise's own deaths:\n%s", sv.stderr())
 	}
+}
+
+// geminiLimitWait starts a task of the Gemini CLI stand-in whose first run
+// hits a usage limit that resets after reset, and waits until its session
+// waits for the limit: the env, the command line, the supervise, the
+// session and its retry_at.
+func geminiLimitWait(t *testing.T, reset string) (*adapterEnv, []string, *proc, string, time.Time) {
+	t.Helper()
+	a := newAdapterEnv(t)
+	a.install("gemini/settings.json", ".gemini/settings.json")
+	a.set("FAKECLI_LIMIT_RUN=1", "FAKECLI_LIMIT_RESET="+reset)
+	args := []string{"run", "--resume-exec", "gemini -r {session} -p {message}", "--", "gemini", "-p", "rename the parser"}
+	sv := a.start(args...)
+	session := a.waitEvent(1, "session").arg
+	var retryAt time.Time
+	waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
+		st, ok := limitStatusOf(t, a.stateDir, false)
+		for _, s := range st.Sessions {
+			if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
+				retryAt = *s.RetryAt
+				return true
+			}
+		}
+		return false
+	})
+	return a, args, sv, session, retryAt
 }

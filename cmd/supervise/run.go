@@ -130,10 +130,9 @@ func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
 
 // supervise opens the state dir and runs the actors until the loop ends.
 func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, tty *interactive) int {
-	// Go's own GC target (GOGC=100): measured side by side, GOGC=50 (set
-	// here until round four) made supervise larger, not smaller: anon
-	// memory 2.6 against 2.0 MiB with one session, 3.7 against 2.9 MiB
-	// with 100 (docs/performance.md, memory at scale).
+	// The GC target follows the live heap (gctarget.go): Go's default
+	// while it is small, 50 once it is not.
+	tuneGC()
 	fp := failpoint.FromEnv() // test failpoints, read once; all off in production
 	// Catch the stop signals before anything else: a SIGTERM during the
 	// boot (journal check, cleaning up after a dead predecessor) must stop
