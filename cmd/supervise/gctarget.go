@@ -4,68 +4,32 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 )
 
-// supervise's GC target follows its live heap. Measured side by side
-// (bench -only scale, 20 agents, docs/performance.md): at Go's default
-// (GOGC=100) a supervise holding 1 or 100 sessions never collects (its
-// heap stays under the 4 MiB minimum goal) and is smallest, 2.3 and 3.2
-// MiB PSS against 2.8 and 3.9 at GOGC=50; holding 1 000 open sessions its
-// live heap passes 2 MiB and GOGC=50 is smaller, 5.8 against 7.0 MiB. So
-// the target is 100 until a collection finds more than bigHeap live, and
-// 50 from then on while it stays so: read after every collection, never
-// on a timer. GOGC set in the environment wins.
-const (
-	gcSmall = 100
-	gcBig   = 50
-	bigHeap = 3 << 19 // 1.5 MiB of live heap
-)
+// supervise starts at Go's default GC target (GOGC=100) and lowers it to
+// 50 at its first collection. Measured side by side (bench -only
+// markers,scale, 20 agents; docs/performance.md): a supervise that holds
+// 1 or 100 sessions quietly never collects (its heap stays under the
+// 4 MiB minimum goal of GOGC=100) and is smallest so, 2.3 and 3.2 MiB PSS
+// against 2.8 and 3.9 at GOGC=50 (which collects at 2 MiB and pays the
+// collector's own memory); one that collects, under a load of markers or
+// holding 1 000 open sessions, is smaller at 50: 5.9 against 7.0 MiB PSS
+// at 1 000 sessions, a 64-session marker load's peak RSS 14.5 against 16.5
+// MiB. GOGC set in the environment wins.
+const gcAfterFirst = 50
 
-// gcTarget is the GC percent for a live heap of live bytes.
-func gcTarget(live uint64) int {
-	if live > bigHeap {
-		return gcBig
-	}
-	return gcSmall
-}
-
-// tuneGC sets the GC target after every collection, unless GOGC is set.
+// tuneGC lowers the GC target at the first collection, unless GOGC is set.
 func tuneGC() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	t := &gcTuner{percent: gcSmall}
-	t.sample = t.sampleOf()
-	t.arm()
+	afterCollection(func() { debug.SetGCPercent(gcAfterFirst) })
 }
 
-// gcTuner is re-armed as a finalizer of a fresh sentinel after each
-// collection: a finalizer runs once the collection that found its object
-// unreachable is over.
-type gcTuner struct {
-	sample  []metrics.Sample
-	percent int
+// afterCollection runs fn once the next collection is over: a finalizer
+// runs once the collection that found its object unreachable ended.
+func afterCollection(fn func()) {
+	runtime.SetFinalizer(&gcSentinel{fn}, func(s *gcSentinel) { s.fn() })
 }
 
-type gcSentinel struct{ t *gcTuner }
-
-// sampleOf is the one metric the tuner reads.
-func (*gcTuner) sampleOf() []metrics.Sample { return []metrics.Sample{{Name: "/gc/heap/live:bytes"}} }
-
-// arm sets the tuner to run after the next collection.
-func (t *gcTuner) arm() {
-	runtime.SetFinalizer(&gcSentinel{t}, func(s *gcSentinel) { s.t.collected() })
-}
-
-// collected reads the live heap the collection left and sets the target.
-func (t *gcTuner) collected() {
-	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() == metrics.KindUint64 {
-		if p := gcTarget(t.sample[0].Value.Uint64()); p != t.percent {
-			t.percent = p
-			debug.SetGCPercent(p)
-		}
-	}
-	t.arm()
-}
+type gcSentinel struct{ fn func() }

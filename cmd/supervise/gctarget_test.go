@@ -4,46 +4,34 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
-func TestGCTarget(t *testing.T) {
-	for _, c := range []struct {
-		live uint64
-		want int
-	}{{0, 100}, {1 << 20, 100}, {bigHeap, 100}, {bigHeap + 1, 50}, {64 << 20, 50}} {
-		if got := gcTarget(c.live); got != c.want {
-			t.Errorf("gcTarget(%d) = %d, want %d", c.live, got, c.want)
-		}
-	}
-}
-
-// The tuner follows the live heap across collections: 50 while more than
-// bigHeap is live, back to 100 once it is freed.
-func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
-	t.Setenv("GOGC", "")
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	tuner := &gcTuner{percent: gcSmall}
-	tuner.sample = (&gcTuner{}).sampleOf()
-	tuner.arm()
+// The GC target is Go's default until the first collection, then 50; GOGC
+// in the environment keeps it as set.
+func TestGCTargetAfterFirstCollection(t *testing.T) {
 	percent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
-	collect := func() {
-		for range 3 { // the finalizer runs after the collection, on its own goroutine
-			runtime.GC()
-			runtime.Gosched()
-		}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	tuneGC()
+	if p := percent(); p != 100 {
+		t.Fatalf("before any collection: GC percent %d, want 100", p)
 	}
-	big := make([]byte, 8<<20)
-	for i := range big {
-		big[i] = 1
+	for deadline := time.Now().Add(10 * time.Second); percent() != gcAfterFirst && time.Now().Before(deadline); {
+		runtime.GC() // the finalizer runs after the collection, on its own goroutine
+		time.Sleep(time.Millisecond)
 	}
-	collect()
-	if p := percent(); p != gcBig {
-		t.Errorf("with %d MiB live, GC percent %d, want %d", len(big)>>20, p, gcBig)
+	if p := percent(); p != gcAfterFirst {
+		t.Fatalf("after a collection: GC percent %d, want %d", p, gcAfterFirst)
 	}
-	runtime.KeepAlive(big)
-	big = nil
-	collect()
-	if p := percent(); p != gcSmall {
-		t.Errorf("with the heap freed, GC percent %d, want %d", p, gcSmall)
+	debug.SetGCPercent(100)
+	t.Setenv("GOGC", "100")
+	tuneGC()
+	for range 3 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if p := percent(); p != 100 {
+		t.Fatalf("with GOGC set: GC percent %d, want 100 as set", p)
 	}
 }

@@ -130,8 +130,8 @@ func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
 
 // supervise opens the state dir and runs the actors until the loop ends.
 func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, tty *interactive) int {
-	// The GC target follows the live heap (gctarget.go): Go's default
-	// while it is small, 50 once it is not.
+	// Go's default GC target until the first collection, 50 from then on
+	// (gctarget.go).
 	tuneGC()
 	fp := failpoint.FromEnv() // test failpoints, read once; all off in production
 	// Catch the stop signals before anything else: a SIGTERM during the
