@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,6 +152,72 @@ func TestRealLimitWaitOff(t *testing.T) {
 				t.Errorf("status shows no session waiting for the limit with its reset: %+v", st.Sessions)
 			}
 			t.Logf("summary %s --limit-wait off: exit 75, %d agent requests", cli.bin, len(r.api.AgentRequests()))
+		})
+	}
+}
+
+// TestRealLimitSurvivesSupervisorKills: as TestRealLimitWaitedOut, but
+// supervise itself is killed (SIGKILL) three times during the wait, and
+// the same command is run again each time. Supervise's own deaths are not
+// the agent's: no run that never started is journaled as a death, the
+// crash-loop guard stays closed, and at the reset the session is resumed
+// and the task exits 0 (before: each restart's reserved run became a dirty
+// supervisor-died death, the third opened the guard, and the task ended 5
+// with the resume held). Claude Code under --api-proxy on, Codex with its
+// words.
+func TestRealLimitSurvivesSupervisorKills(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cli   realCLI
+		in    time.Duration
+		flags []string
+	}{
+		{claudeCodeCLI(), 90 * time.Second, []string{"--api-proxy", "on"}},
+		{codexCLI(), 20 * time.Second, nil},
+	} {
+		t.Run(c.cli.bin, func(t *testing.T) {
+			t.Parallel()
+			r := newRealEnv(t, c.cli)
+			reset := time.Now().Add(c.in).Truncate(time.Second)
+			r.answer(mockapi.Until(reset, func(mockapi.Request) mockapi.Reply { return mockapi.Reply{Kind: mockapi.Text, Text: "Done."} }))
+			sv := r.run(c.flags...)
+			var retryAt time.Time
+			waitFor(t, 120*time.Second, "the session waiting for its limit", func() bool {
+				st, ok := limitStatusOf(t, r.stateDir, false)
+				for _, s := range st.Sessions {
+					if ok && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
+						retryAt = *s.RetryAt
+						return true
+					}
+				}
+				return false
+			})
+			for i := range 3 {
+				waitFor(t, 60*time.Second, "supervise waiting out the limit", func() bool {
+					return strings.Contains(sv.stderr(), "waiting out a limit")
+				})
+				sv.signal(syscall.SIGKILL)
+				sv.wait(30 * time.Second)
+				if !time.Now().Before(retryAt) {
+					t.Skipf("the machine is too slow for this test: supervise was killed %d times by the reset %s", i+1, retryAt)
+				}
+				sv = r.run(c.flags...)
+			}
+			if code := r.wait(sv, 300*time.Second); code != 0 {
+				t.Fatalf("after three kills of supervise, the task exited %d, want 0; stderr:\n%s", code, sv.stderr())
+			}
+			st, _ := limitStatusOf(t, r.stateDir, true)
+			for _, run := range st.Runs {
+				if run.Reason == "supervisor-died" || run.PID == 0 {
+					t.Errorf("run %d (pid %d, reason %s): a run that never started journaled as a death", run.Run, run.PID, run.Reason)
+				}
+			}
+			if len(st.Runs) != 2 {
+				t.Errorf("%d runs, want 2: the task and its resume at the reset", len(st.Runs))
+			}
+			if n := r.freshStarts(); n != 1 {
+				t.Errorf("the task opened %d conversations, want 1", n)
+			}
 		})
 	}
 }
