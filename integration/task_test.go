@@ -417,3 +417,38 @@ func TestTaskRerunTaskFlag(t *testing.T) {
 		t.Errorf("s1 = %+v, want still parked", s)
 	}
 }
+
+// The agent's words only delay: an agent whose session s1 is mid-turn and
+// whose session victim waits for a person prints a quota line (Gemini
+// CLI's words, a reset 2 s away) and exits 1. s1 waits out the limit and is
+// resumed at the reset; victim is parked as at any dirty death, the words
+// notwithstanding, and the task ends 5. Before, the words made the death a
+// limit for every session: victim was left waiting and the task ended 0.
+// Without the line the same agent parks victim too.
+func TestTaskQuotaWordsDoNotSkipAPark(t *testing.T) {
+	for _, words := range []bool{true, false} {
+		e := newEnv(t)
+		say := ""
+		if words {
+			say = "say TerminalQuotaError: You have exhausted your capacity on this model. Your quota will reset after 2s.; say Please retry in 2s.; "
+		}
+		e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1 fix the tests; wait-for victim input; barrier; "+say+"exit 1",
+			"TESTAGENT_SCRIPT_2=resumed s1 t1; turn-end s1 t1 completed; barrier; exit 0")
+		sv := e.task()
+		if code := sv.wait(60 * time.Second); code != 5 {
+			t.Fatalf("words %v: exit code %d, want 5 (victim parked)\n%s", words, code, sv.stderr())
+		}
+		if st, _ := e.statusAllSession("victim"); st != "parked" {
+			t.Errorf("words %v: victim is %q, want parked", words, st)
+		}
+		if !words {
+			continue
+		}
+		if st, _ := e.statusAllSession("s1"); st != "idle" {
+			t.Errorf("s1 is %q after its resume at the reset, want idle", st)
+		}
+		if r := e.status().run(t, 1); r.Reason != "limit" || r.Dirty {
+			t.Errorf("run 1 = %+v, want a limit, not dirty", r)
+		}
+	}
+}
