@@ -17,6 +17,7 @@ import (
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
+	"github.com/supervise-dev/supervise/internal/gctarget"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
@@ -130,9 +131,8 @@ func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
 
 // supervise opens the state dir and runs the actors until the loop ends.
 func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, tty *interactive) int {
-	// Go's default GC target until the first collection, 50 from then on
-	// (gctarget.go).
-	tuneGC()
+	// Go's default GC target until the first collection, 50 from then on.
+	gctarget.Tune()
 	fp := failpoint.FromEnv() // test failpoints, read once; all off in production
 	// Catch the stop signals before anything else: a SIGTERM during the
 	// boot (journal check, cleaning up after a dead predecessor) must stop

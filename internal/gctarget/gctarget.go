@@ -1,4 +1,5 @@
-package main
+// Package gctarget sets supervise's garbage-collector target.
+package gctarget
 
 import (
 	"os"
@@ -18,8 +19,8 @@ import (
 // MiB. GOGC set in the environment wins.
 const gcAfterFirst = 50
 
-// tuneGC lowers the GC target at the first collection, unless GOGC is set.
-func tuneGC() {
+// Tune lowers the GC target at the first collection, unless GOGC is set.
+func Tune() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package gctarget
 
 import (
 	"runtime"
@@ -13,7 +13,7 @@ func TestGCTargetAfterFirstCollection(t *testing.T) {
 	percent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	t.Setenv("GOGC", "")
-	tuneGC()
+	Tune()
 	if p := percent(); p != 100 {
 		t.Fatalf("before any collection: GC percent %d, want 100", p)
 	}
@@ -26,7 +26,7 @@ func TestGCTargetAfterFirstCollection(t *testing.T) {
 	}
 	debug.SetGCPercent(100)
 	t.Setenv("GOGC", "100")
-	tuneGC()
+	Tune()
 	for range 3 {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
