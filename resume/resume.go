@@ -74,6 +74,9 @@ type Death struct {
 	ExitCode int
 	// Requested is true for a stop supervise was asked for: not dirty.
 	Requested bool
+	// Restart: the requested stop is a restart (supervise restart): what
+	// it interrupts is handed to the next run as a person's resume.
+	Restart bool
 	// Clean is true for a clean exit nobody asked for (exit 0, no turn
 	// open): not dirty, but a resume handed to that run and never taken
 	// must not be handed over again and again.
@@ -146,6 +149,16 @@ func decide(s record.Session, d Death, how string, now time.Time, p Policy) Deci
 			// Not running: a resume never handed to the stopped run stays
 			// owed; the stop did not interrupt it.
 			return Decision{Keep, s}
+		}
+		if d.Restart {
+			// A person restarted the agent: what it interrupted goes on in
+			// the next run, a person's resume (never held, not counted).
+			s.State, s.Wait, s.RetryAt = record.ResumePending, "", time.Time{}
+			s.Reason = "interrupted by a requested restart"
+			s.Resume = &record.Resume{Attempt: 1, Interrupted: d.Run, Reason: ReasonRestart, Since: now, Manual: true,
+				Message: message(s, "the agent was restarted by a person (supervise restart)", p.Template)}
+			s.Updated = now
+			return Decision{Resume, s}
 		}
 		s.State = record.Stopped
 		s.Reason = "stopped by a requested stop of supervise while mid-turn"
@@ -348,6 +361,10 @@ var (
 	// ErrNotResumable means the session has no interrupted turn to resume.
 	ErrNotResumable = errors.New("session has no interrupted turn to resume")
 )
+
+// ReasonRestart is the reason of a resume a restart handed to the next run
+// (Manual: a person asked for the restart).
+const ReasonRestart = "restart"
 
 // ReasonManual is the reason of a resume a person asked for (Manual), in
 // the journal and in the resume file's "reason".

@@ -282,3 +282,28 @@ func TestExhausted(t *testing.T) {
 		t.Error("limit 0: a lifted session's next death is not parked")
 	}
 }
+
+// A requested restart hands what it interrupts to the next run as a
+// person's resume: the crash count untouched, never held; a session not
+// in the run is left as it is.
+func TestDecideRestart(t *testing.T) {
+	now := time.Now()
+	d := Death{Reason: record.ReasonStopped, Requested: true, Restart: true, Run: 4, At: now}
+	in := record.Session{ID: "s1", State: record.InTurn, Turn: "t1", CrashCount: 1, TurnStarted: now}
+	waiting := record.Session{ID: "s2", State: record.Waiting, Wait: "input", Turn: "t2"}
+	idle := record.Session{ID: "s3", State: record.Idle}
+	decs := Decide([]record.Session{in, waiting, idle}, d, now, DefaultPolicy())
+	for _, dec := range decs[:2] {
+		s := dec.Session
+		if dec.Action != Resume || s.State != record.ResumePending || s.Resume == nil || !s.Resume.Manual ||
+			s.Resume.Reason != ReasonRestart || !strings.Contains(s.Resume.Message, "restart") {
+			t.Errorf("%s: %v %+v, want a person's resume for the restart", s.ID, dec.Action, s)
+		}
+	}
+	if decs[0].Session.CrashCount != 1 {
+		t.Errorf("a restart counted: crash count %d, want 1", decs[0].Session.CrashCount)
+	}
+	if decs[2].Action != Keep {
+		t.Errorf("an idle session was %v by a restart", decs[2].Action)
+	}
+}

@@ -27,8 +27,11 @@ type death struct {
 	// it (what the sessions not mid-turn see), limited says it did.
 	r, dirty record.Run
 	limited  bool
-	decs     []resume.Decision
-	dec      crashloop.Decision
+	// restart: the run ended by a requested restart: what follows is a
+	// relaunch at once, never counted.
+	restart bool
+	decs    []resume.Decision
+	dec     crashloop.Decision
 }
 
 // deathStages are a death's stages, in order.
@@ -65,6 +68,9 @@ func (d *death) classify() {
 	r.PID, r.Ended, r.ExitCode, r.Signal = e.PID, e.Ended, e.Code, e.Signal
 	r.Reason = d.reasonOf()
 	row, ok := r.Reason.Row()
+	if d.Stop != nil && d.Stop.Restart && row.Requested {
+		d.restart, d.Stop = true, nil // not the end: a relaunch
+	}
 	r.Dirty = !ok || row.DirtyFor(e.Code) // a reason not in the table is dirty: fail closed
 	if r.Dirty && row.OOMRenames && e.OOMKills > 0 {
 		d.o.warn("the kernel's OOM killer killed processes of the agent's cgroup", "oom_kills", e.OOMKills)
@@ -205,7 +211,7 @@ func (d *death) decideSessions() {
 	case !e.ExecFailed:
 		row, _ := r.Reason.Row()
 		requested := row.Requested && !r.Dirty
-		d.decs = d.Book.decide(d.o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested,
+		d.decs = d.Book.decide(d.o, resume.Death{Reason: r.Reason, Signal: e.signal(), ExitCode: r.ExitCode, Requested: requested, Restart: d.restart,
 			Clean: !r.Dirty && !requested, Run: r.Run, At: r.Ended, Said: e.Said}, d.now, d.Config.Resume, d.Config.Fingerprint)
 	}
 }
@@ -265,17 +271,22 @@ func (d *death) decideLimit(rest resume.Death) []resume.Decision {
 // backoff decides, by the restart policy, what follows at the process
 // level: a relaunch (after a delay), the end, or giving up. A limit is not
 // a crash: the backoff does not count it, and what follows is the wait for
-// the reset (or, with --restart never, the end).
+// the reset (or, with --restart never, the end). Nor is a restart: the
+// relaunch comes at once.
 func (d *death) backoff() {
 	r := d.r
 	dec, st := d.Config.Policy.Next(d.Backoff, crashloop.Run{Started: r.Started, Ended: r.Ended,
 		Dirty: r.Dirty, ExecFailed: d.e.ExecFailed, Proven: d.TurnDone}, d.e.jitter())
-	if d.limited {
+	switch {
+	case d.restart:
+		// A person asked for it: relaunched at once, not counted.
+		dec = crashloop.Decision{Action: crashloop.Relaunch}
+	case d.limited:
 		dec = crashloop.Decision{Action: crashloop.Relaunch}
 		if d.Policy.ByRestart && d.Config.Policy.Restart == crashloop.Never {
 			dec.Action = crashloop.Exit
 		}
-	} else {
+	default:
 		d.Backoff = st
 	}
 	d.dec = dec
@@ -357,6 +368,11 @@ func (d *death) follow() {
 		// and stop, rather than retry a binary that is not there.
 		o.add(End{Code: e.Code, Err: "agent could not be started: " + e.ExecErr})
 	case d.Stop != nil:
+		d.endStopped(o)
+	case d.restart && !d.Policy.ByRestart && len(d.pending()) == 0:
+		// A task is never started again by supervise: a restart with
+		// nothing to resume ends as the stop it began with.
+		o.info("restart: the task had no session to resume, and a task is never started again: stopped")
 		d.endStopped(o)
 	case dec.Action == crashloop.GiveUp:
 		o.error("giving up: the agent keeps dying", "failures", dec.Failures,

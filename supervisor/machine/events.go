@@ -169,6 +169,12 @@ type ManualResume struct {
 	Stored *record.Session
 }
 
+// RestartRequested: `supervise restart` (the control socket, from outside
+// the agent's tree).
+type RestartRequested struct{}
+
+func (RestartRequested) event() {}
+
 // Evict drops settled sessions from memory (the journal has them), except
 // those in Busy (in a commit not yet acknowledged).
 type Evict struct {

@@ -161,6 +161,8 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 		m.beats(&o, e, now)
 	case StopRequested:
 		m.stopAsked(&o, e, now)
+	case RestartRequested:
+		m.restartAsked(&o, now)
 	case TimerFired:
 		m.timerFired(&o, e, now)
 	case Fingerprinted:

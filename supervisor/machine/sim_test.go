@@ -127,7 +127,8 @@ type sim struct {
 	backoff  crashloop.State
 	reserved uint64 // the run number reserved before its fork, not yet launched; 0: none
 
-	guardBefore crashloop.GuardState // the guard before the step
+	guardBefore  crashloop.GuardState // the guard before the step
+	restartAsked bool                 // a restart was taken in the current run, no stop after it
 	lastRun     uint64
 	verifying   bool
 
@@ -220,7 +221,7 @@ func (s *sim) boot(orphan *record.Run) {
 	s.boots++
 	s.m = New(s.cfg)
 	s.autoResumes = map[string]int{}
-	s.stamp, s.died = nil, false
+	s.stamp, s.died, s.restartAsked = nil, false, false
 	var open []record.Session
 	for _, id := range sortedKeys(s.journal) {
 		if sess := s.journal[id]; sess.State.Open() {
@@ -314,6 +315,8 @@ func (s *sim) next() {
 			s.manual()
 		case r < 820:
 			s.step(StopRequested{Signal: []int{0, sigTERM, sigINT, 1}[s.rng.IntN(4)], Name: "sig"})
+		case r < 826:
+			s.step(RestartRequested{})
 		case r < 860 && s.verifying:
 			s.verifying = false
 			s.step(Verified{})
@@ -360,7 +363,12 @@ func (s *sim) next() {
 	case r < 780:
 		s.exit()
 	case r < 800:
+		s.restartAsked = false // a stop asked during a restart wins
 		s.step(StopRequested{Signal: []int{0, sigTERM, sigINT, 1}[s.rng.IntN(4)], Name: "sig"})
+	case r < 815:
+		// supervise restart: taken only when no stop nor abort is under way.
+		s.restartAsked = s.restartAsked || (s.m.Stop == nil && s.m.Abort == nil)
+		s.step(RestartRequested{})
 	case r < 850:
 		s.manual()
 	case r < 880 && len(s.stamp) > 0:
@@ -678,6 +686,7 @@ func (s *sim) perform(ev Event, fx []Effect) {
 		s.step(e)
 		if st, ok := e.(Started); ok {
 			s.checkStarted(st)
+			s.restartAsked = false
 		}
 	}
 }

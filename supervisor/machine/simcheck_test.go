@@ -34,6 +34,9 @@ import (
 //     person at a dirty death is parked, words or not;
 //   - no deadline is held off by the agent's words past MaxWordsWait: the
 //     hang deadlines' last sign of life is never later than that;
+//   - a death that is not dirty (a stop, a restart, a clean exit) raises no
+//     crash count and leaves the guard as it was; a restart never ends a
+//     service (supervise restart relaunches it at once);
 //   - the same seed gives the same effects (TestSimulationDeterministic).
 
 // simKey is what the checker compares of a session.
@@ -187,6 +190,22 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 	}
 	if isExit && exited.ExecFailed && m.Guard.Chain > s.guardBefore.Chain {
 		s.fail(ev, "a run that never started chained in the guard: %+v, was %+v", m.Guard, s.guardBefore)
+	}
+	// A death that is not dirty (a stop, a restart, a clean exit) counts
+	// nothing: no crash count rises and the guard does not move; a
+	// restart never ends a service, and a stop asked during it wins.
+	if isExit && !exited.ExecFailed && !m.Run.Dirty && m.Run.Reason != record.ReasonLimit {
+		if m.Guard != s.guardBefore {
+			s.fail(ev, "a death that is not dirty (%s) moved the guard: %+v, was %+v", m.Run.Reason, m.Guard, s.guardBefore)
+		}
+		for _, id := range before.ids {
+			if b, _ := before.get(id); m.Sessions[id] != nil && m.Sessions[id].CrashCount > b.CrashCount {
+				s.fail(ev, "session %s's crash count rose at a death that is not dirty (%s)", id, m.Run.Reason)
+			}
+		}
+		if _, end := find[End](fx); end && s.restartAsked && m.Run.Reason == record.ReasonStopped && m.Policy.ByRestart {
+			s.fail(ev, "a restart ended supervise: %#v", fx)
+		}
 	}
 	// The words hold off no deadline past the cap.
 	if m.hang.alive.After(s.now.Add(MaxWordsWait)) {

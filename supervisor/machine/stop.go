@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"errors"
 	"time"
 
 	"github.com/supervise-dev/supervise/record"
@@ -24,6 +25,10 @@ type Stop struct {
 	At      time.Time
 	Forced  bool // a second signal: kill at once, exit 128+N
 	FromTTY bool // a terminal Ctrl-C the child received itself
+	// Restart: the stop is a restart (supervise restart): the run is
+	// relaunched at once, what it interrupts handed over as resumes. Any
+	// other stop asked meanwhile makes it a stop.
+	Restart bool
 }
 
 // Abort is a kill supervise started on its own.
@@ -93,6 +98,10 @@ func (n *Ending) ctrlC(o *out, now time.Time, timeout time.Duration, pid int) {
 
 // requestStop starts a graceful stop, or forces one already under way.
 func (m *Machine) requestStop(o *out, sig int, name string, now time.Time) {
+	if m.Stop != nil && m.Stop.Restart {
+		m.Stop.Restart = false // a stop asked during a restart wins
+		o.info("stop requested during a restart: stopping, not relaunching", "reason", name)
+	}
 	if m.Stop != nil && !m.Stop.FromTTY {
 		if sig == 0 {
 			return // Shutdown during a stop: nothing more to do
@@ -208,4 +217,28 @@ func (n *Ending) stopRequested(e Exited, timeout time.Duration) bool {
 		return !e.Ended.After(n.Stop.At.Add(timeout))
 	}
 	return true
+}
+
+// restartAsked applies `supervise restart`: a running agent is stopped as
+// for a requested stop and relaunched at once, what its run interrupts
+// handed to the next run as a person's resumes (the death's stages); no
+// crash is counted and the guard is untouched. Between runs, the wait is
+// cut short and the launch comes now.
+func (m *Machine) restartAsked(o *out, now time.Time) {
+	switch p := m.Phase(); {
+	case m.Stop != nil || m.Abort != nil:
+		o.add(Reply{Err: errors.New("a stop is under way: not restarting")})
+		return
+	case p == PhaseRunning:
+		o.info("restart requested: stopping the agent, then relaunching it at once")
+		m.requestStop(o, sigTERM, "restart", now)
+		m.Stop.Restart = true
+	case p == PhaseBackoff || p == PhaseLimitWait:
+		o.info("restart requested between runs: launching now")
+		m.on(onCut)
+		o.add(Arm{Timer: TimerBackoff, Disarm: true}, Backoff{})
+	default:
+		o.info("restart requested: the agent is being launched")
+	}
+	o.add(Reply{})
 }
