@@ -12,10 +12,12 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/supervise-dev/supervise/child"
 	"github.com/supervise-dev/supervise/resume"
+	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
 var osGetpid = os.Getpid
@@ -41,6 +43,16 @@ func (s *Supervisor) serve(req request) {
 		resp.status, resp.err = s.status()
 	case "resume":
 		resp.delivery, resp.err = s.manualResume(req.session)
+	case "stop":
+		// As a SIGTERM to this supervise: the graceful stop, exit 0.
+		s.step(machine.StopRequested{Signal: int(syscall.SIGTERM), Name: "supervise stop"})
+		resp.delivery = s.cfg.StopTimeout.String()
+	case "restart":
+		s.run.reply = nil
+		s.step(machine.RestartRequested{})
+		if s.run.reply != nil {
+			resp.err = s.run.reply.Err
+		}
 	default:
 		resp.err = fmt.Errorf("unknown request %q", req.kind)
 	}
@@ -53,6 +65,8 @@ func (s *Supervisor) serve(req request) {
 //
 //	GET  /status[?all=1|?session=ID]  the Status JSON (all: every session, streamed)
 //	POST /resume?session=ID   resume a parked, stopped or pending session
+//	POST /stop                the graceful stop a SIGTERM gives (exit 0)
+//	POST /restart             stop the run and relaunch at once, its turns resumed
 type Control struct {
 	ln   net.Listener
 	srv  *http.Server
@@ -119,6 +133,8 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 		return child.AgentCgroupDir(s.cfg.Name, s.id.treeID)
 	})
 	mux.HandleFunc("POST /resume", s.serveResume(agentCgroup))
+	mux.HandleFunc("POST /stop", s.serveOp("stop", agentCgroup))
+	mux.HandleFunc("POST /restart", s.serveOp("restart", agentCgroup))
 	c := &Control{ln: peerListener{ln}, path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if pc, ok := c.(*peerConn); ok {
@@ -129,31 +145,61 @@ func ListenControl(path string, s *Supervisor) (*Control, error) {
 	return c, nil
 }
 
+// fromOutside reports whether the sender of r is shown to be outside the
+// agent's tree (peerOrigin); otherwise it answers 403 and logs why. The
+// agent is not trusted to lift its own park, nor to stop or restart
+// itself through supervise: a person does. A sender that cannot be shown
+// to be outside its tree is refused too (fail closed).
+func (s *Supervisor) fromOutside(w http.ResponseWriter, r *http.Request, op string, agentCgroup func() string) bool {
+	peer, _ := r.Context().Value(peerKey{}).(*child.Peer)
+	o, why := s.peerOrigin(peer, agentCgroup())
+	if o == child.OriginOutside || o == child.OriginUnchecked {
+		return true
+	}
+	pid := 0
+	if peer != nil {
+		pid = peer.PID()
+	}
+	session := r.URL.Query().Get("session")
+	if o == child.OriginTree {
+		s.log.Warn("control: refused a "+op+" asked from inside the agent's tree", "pid", pid,
+			"session", session, "why", why)
+		http.Error(w, fmt.Sprintf("refused: supervise %s was run from inside the agent's process tree (%s); "+
+			"a person %s, not the agent", op, why, map[string]string{"resume": "resumes a parked session",
+			"stop": "stops it", "restart": "restarts it"}[op]), http.StatusForbidden)
+		return false
+	}
+	s.log.Warn("control: refused a "+op+" whose sender cannot be shown to be outside the agent's tree", "pid", pid,
+		"session", session, "why", why)
+	http.Error(w, fmt.Sprintf("refused: the process that asked for this %s cannot be shown to be outside the agent's process tree (%s); "+
+		"run supervise %s from a shell of your own, and keep its connection in the process that made it", op, why, op), http.StatusForbidden)
+	return false
+}
+
+// serveOp answers POST /stop and POST /restart, from outside the agent's
+// tree only.
+func (s *Supervisor) serveOp(op string, agentCgroup func() string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.fromOutside(w, r, op, agentCgroup) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		resp, err := s.ask(ctx, request{kind: op})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{op: "asked", "stop_timeout": resp.delivery})
+	}
+}
+
 // serveResume answers POST /resume?session=ID, from a process shown to be
 // outside the agent's tree only (peerOrigin).
 func (s *Supervisor) serveResume(agentCgroup func() string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		peer, _ := r.Context().Value(peerKey{}).(*child.Peer)
-		if o, why := s.peerOrigin(peer, agentCgroup()); o != child.OriginOutside && o != child.OriginUnchecked {
-			// The agent is not trusted to lift its own park: a person must.
-			// A sender that cannot be shown to be outside its tree is
-			// refused too (fail closed).
-			pid := 0
-			if peer != nil {
-				pid = peer.PID()
-			}
-			session := r.URL.Query().Get("session")
-			if o == child.OriginTree {
-				s.log.Warn("control: refused a resume asked from inside the agent's tree", "pid", pid,
-					"session", session, "why", why)
-				http.Error(w, fmt.Sprintf("refused: supervise resume was run from inside the agent's process tree (%s); "+
-					"a parked session is resumed by a person, not by the agent it parked", why), http.StatusForbidden)
-				return
-			}
-			s.log.Warn("control: refused a resume whose sender cannot be shown to be outside the agent's tree", "pid", pid,
-				"session", session, "why", why)
-			http.Error(w, fmt.Sprintf("refused: the process that asked for this resume cannot be shown to be outside the agent's process tree (%s); "+
-				"run supervise resume from a shell of your own, and keep its connection in the process that made it", why), http.StatusForbidden)
+		if !s.fromOutside(w, r, "resume", agentCgroup) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -299,6 +345,29 @@ func RequestResume(ctx context.Context, stateDir, id string) (string, error) {
 	}
 	err = json.Unmarshal(body, &out)
 	return out.Delivery, err
+}
+
+// RequestStop asks the supervise running for stateDir for the graceful
+// stop a SIGTERM gives, and returns its --stop-timeout.
+func RequestStop(ctx context.Context, stateDir string) (time.Duration, error) {
+	body, err := controlDo(ctx, stateDir, http.MethodPost, "http://supervise/stop")
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		StopTimeout string `json:"stop_timeout"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return 0, err
+	}
+	return time.ParseDuration(out.StopTimeout)
+}
+
+// RequestRestart asks the supervise running for stateDir to stop its run
+// and relaunch it at once, what the run interrupts resumed.
+func RequestRestart(ctx context.Context, stateDir string) error {
+	_, err := controlDo(ctx, stateDir, http.MethodPost, "http://supervise/restart")
+	return err
 }
 
 // controlStream sends one request over the control socket and returns the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/supervise-dev/supervise/cmd/internal/notifycmd"
 	"github.com/supervise-dev/supervise/cmd/supervise/internal/chaoscmd"
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/ctlcmd"
 	"github.com/supervise-dev/supervise/cmd/supervise/internal/demo"
 	"github.com/supervise-dev/supervise/cmd/supervise/internal/statecmd"
 	"github.com/supervise-dev/supervise/cmd/supervise/internal/unit"
@@ -40,6 +41,7 @@ Usage:
                                                child, sessions and recent runs (live, or from the journal)
   supervise ls [--json] [--root DIR]           every agent under the state root, live or not
   supervise resume SESSION                     resume a parked, stopped or pending session by hand
+  supervise stop | restart                     stop the agent's supervise (exit 0), or relaunch its agent now
   supervise notify EVENT [flags]               send a notify message (for agent hooks)
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
                                                print a service unit that runs supervise
@@ -64,7 +66,7 @@ the command line wins.
 
 // commands are the subcommands a typo is matched against.
 func commands() []string {
-	return []string{"run", "status", "ls", "resume", "notify", "unit", "demo", "chaos", "version", "help"}
+	return []string{"run", "status", "ls", "resume", "stop", "restart", "notify", "unit", "demo", "chaos", "version", "help"}
 }
 
 func main() {
@@ -88,6 +90,8 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
 	case "resume":
 		return statecmd.Resume(ctx, args, stdout, stderr)
+	case "stop", "restart":
+		return ctlcmd.Command(ctx, cmd, args, stdout, stderr)
 	case "unit":
 		return unit.Command(args, stdout, stderr)
 	case "demo":

@@ -129,8 +129,8 @@ type sim struct {
 
 	guardBefore  crashloop.GuardState // the guard before the step
 	restartAsked bool                 // a restart was taken in the current run, no stop after it
-	lastRun     uint64
-	verifying   bool
+	lastRun      uint64
+	verifying    bool
 
 	// what the checker remembers
 	autoResumes  map[string]int
