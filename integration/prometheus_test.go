@@ -117,8 +117,8 @@ func TestPrometheusRulesAndMetrics(t *testing.T) {
 		"supervise_model_tokens_total{kind=\"input\"}", "supervise_sessions_parked_total{by=\"breaker\"}",
 		"supervise_sessions_parked_total{by=\"budget\"}", "supervise_rate_limit_longest_wait_seconds",
 		"supervise_acks_unsent_total", "supervise_open_sessions_refused_total",
-		"supervise_api_proxy_upstream_errors_total{class=\"5xx\"}"} {
-		if !strings.Contains(string(body), "\n"+name+" ") {
+		"supervise_api_proxy_upstream_errors_total{class=\"5xx\"}", "supervise_info{name="} {
+		if !strings.Contains(string(body), "\n"+name+" ") && !strings.Contains(string(body), "\n"+name+`"`) {
 			t.Errorf("/metrics lacks %s:\n%s", name, body)
 		}
 	}
@@ -147,13 +147,20 @@ func TestPrometheusParkedAlertFires(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	// Run 1 begins a turn and dies dirty in it: with --resume-limit 0 its
-	// session is parked at once. Later runs wait to be told.
+	// Two agents: parker's run 1 begins a turn and dies dirty in it (with
+	// --resume-limit 0 its session is parked at once); quiet's stays
+	// mid-turn. Later runs wait to be told.
 	e.set("TESTAGENT_SCRIPT_1=turn-begin s1 t1; barrier; listen", "TESTAGENT_SCRIPT=listen")
-	p := e.run("--metrics-addr", "127.0.0.1:0", "--resume-limit", "0", "--backoff-initial", "10ms")
+	p := e.run("--name", "parker", "--state-dir", e.stateDir, "--metrics-addr", "127.0.0.1:0", "--resume-limit", "0", "--backoff-initial", "10ms")
 	addr := metricsAddr(t, p)
 	e.waitEvent(1, "barrier-ok")
+	quiet := newEnv(t)
+	quiet.set("TESTAGENT_SCRIPT=turn-begin q1 t1; barrier; listen")
+	qp := quiet.run("--name", "quiet", "--state-dir", quiet.stateDir, "--metrics-addr", "127.0.0.1:0")
+	qaddr := metricsAddr(t, qp)
+	quiet.waitEvent(1, "barrier-ok")
 
+	// The example's shape: the targets in a file Prometheus rereads.
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -162,11 +169,15 @@ rule_files:
   - %q
 scrape_configs:
   - job_name: supervise
-    static_configs:
-      - targets: [%q]
-`, rules, addr)
+    file_sd_configs:
+      - files: [targets.yml]
+        refresh_interval: 1s
+`, rules)
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "targets.yml"), []byte(fmt.Sprintf("- targets: [%q, %q]\n", addr, qaddr)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var prom *exec.Cmd
@@ -254,8 +265,8 @@ scrape_configs:
 	waitFor(t, 2*time.Minute, "prometheus to scrape supervise", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b, err := httpGet(ctx, "http://"+web+"/api/v1/query?query=supervise_child_up")
-		return err == nil && strings.Contains(string(b), `"job":"supervise"`)
+		b, err := httpGet(ctx, "http://"+web+"/api/v1/query?query=supervise_info")
+		return err == nil && strings.Contains(string(b), `"name":"parker"`) && strings.Contains(string(b), `"name":"quiet"`)
 	})
 	if a := parked(); a != nil {
 		t.Fatalf("SuperviseSessionParked before any park: %+v", a)
@@ -272,12 +283,21 @@ scrape_configs:
 		fired = parked()
 		return fired != nil && fired.State == "firing"
 	})
-	if fired.Labels["job"] != "supervise" || fired.Labels["instance"] != addr || fired.Labels["severity"] != "warning" {
-		t.Errorf("alert labels %v; want job supervise, instance %s, severity warning", fired.Labels, addr)
+	if fired.Labels["job"] != "supervise" || fired.Labels["instance"] != addr || fired.Labels["severity"] != "warning" ||
+		fired.Labels["name"] != "parker" || fired.Labels["session"] != "s1" || fired.Labels["state_dir"] != e.stateDir {
+		t.Errorf("alert labels %v; want job supervise, instance %s, severity warning, name parker, session s1, state_dir %s",
+			fired.Labels, addr, e.stateDir)
+	}
+	for _, a := range alerts() {
+		if a.Labels["alertname"] == "SuperviseSessionParked" && a.Labels["name"] != "parker" {
+			t.Errorf("an alert for an agent with no park: %+v", a)
+		}
 	}
 	t.Logf("SuperviseSessionParked: %+v", *fired)
 	p.signal(syscall.SIGTERM)
 	p.wait(30 * time.Second)
+	qp.signal(syscall.SIGTERM)
+	qp.wait(30 * time.Second)
 }
 
 // promOutput collects a child's stdout and stderr (one writer for both:

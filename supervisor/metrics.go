@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,17 @@ type snapshot struct {
 	acksUnsent   uint64
 	refusedOpen  uint64
 	beatsDropped uint64
+	// parked are the parked sessions, oldest id first, at most
+	// maxParkedSeries: one supervise_session_parked series each.
+	parked []parkedSeries
 }
+
+// parkedSeries is one parked session as /metrics names it.
+type parkedSeries struct{ id, by string }
+
+// maxParkedSeries bounds the supervise_session_parked series of one
+// supervise (supervise_sessions{state="parked"} counts them all).
+const maxParkedSeries = 50
 
 // metricHelp is the HELP text of each family, written before its TYPE.
 var metricHelp = map[string]string{
@@ -70,6 +81,8 @@ var metricHelp = map[string]string{
 	"supervise_journal_commits_total":                "Journal transactions committed (fsync).",
 	"supervise_journal_commit_errors_total":          "Journal commits that failed; nothing in them was acknowledged.",
 	"supervise_sessions":                             "Sessions known to the running supervise, by state.",
+	"supervise_info":                                 "1, labelled with the agent's name (--name) and state dir: join it to name the agent of any series.",
+	"supervise_session_parked":                       "1 for each parked session (at most 50, by id), labelled with the agent's name, its state dir, the session and the park's kind.",
 	"supervise_child_up":                             "1 while an agent process runs.",
 	"supervise_crashloop_guard_open":                 "1 while the crash-loop guard holds automatic resumes.",
 	"supervise_heartbeat_age_seconds":                "Seconds since the last WATCHDOG=1 from the agent (monotonic clock; since the child started when it never pinged).",
@@ -192,6 +205,17 @@ func writeLive(w io.Writer, s *Supervisor, snap *snapshot, now time.Time) {
 	vm.WriteCounterUint64(w, "supervise_acks_unsent_total", snap.acksUnsent)
 	vm.WriteCounterUint64(w, "supervise_open_sessions_refused_total", snap.refusedOpen)
 	vm.WriteCounterUint64(w, "supervise_heartbeats_new_session_dropped_total", snap.beatsDropped)
+	agent := "name=" + labelValue(s.cfg.Name) + ",state_dir=" + labelValue(s.cfg.StateDir)
+	fmt.Fprintf(w, "supervise_info{%s} 1\n", agent)
+	for _, p := range snap.parked {
+		fmt.Fprintf(w, "supervise_session_parked{%s,session=%s,parked_by=%s} 1\n", agent, labelValue(p.id), labelValue(p.by))
+	}
+}
+
+// labelValue quotes v as a Prometheus label value: backslash, double quote
+// and line feed escaped, nothing else (a session id is any printable text).
+func labelValue(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v) + `"`
 }
 
 // parkKinds are the labels of supervise_sessions_parked_total: the park
@@ -219,11 +243,16 @@ func (s *Supervisor) publish() {
 	}
 	for _, sess := range m.Sessions {
 		snap.sessions[sess.State]++
+		if sess.State == record.Parked {
+			snap.parked = append(snap.parked, parkedSeries{sess.ID, sess.ParkedBy})
+		}
 		if since := limitWaitSince(sess); !since.IsZero() && (snap.waitSince.IsZero() || since.Before(snap.waitSince)) {
 			snap.waitSince = since
 		}
 	}
 	snap.acksUnsent, snap.refusedOpen, snap.beatsDropped = s.cs.acksUnsent, m.Refused, m.BeatsDropped
+	slices.SortFunc(snap.parked, func(a, b parkedSeries) int { return strings.Compare(a.id, b.id) })
+	snap.parked = snap.parked[:min(len(snap.parked), maxParkedSeries)]
 	s.met.snap.Store(snap)
 	select {
 	case s.met.changed <- struct{}{}:
