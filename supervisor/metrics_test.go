@@ -19,6 +19,8 @@ func TestMetricsExposition(t *testing.T) {
 	s.perform([]machine.Effect{machine.Count{Metric: "restart"}, machine.Count{Metric: "death", Label: "signal"},
 		machine.Count{Metric: "death", Label: "signal"}, machine.Count{Metric: "death", Label: "watchdog"}})
 	s.m.Sessions["a"] = &record.Session{ID: "a", State: record.InTurn}
+	odd := "p\"1\\x\ny" // a session id is any printable text: its label value is escaped
+	s.m.Sessions[odd] = &record.Session{ID: odd, State: record.Parked, ParkedBy: record.ParkedByBreaker}
 	s.publish()
 
 	var b bytes.Buffer
@@ -39,6 +41,17 @@ func TestMetricsExposition(t *testing.T) {
 		}
 		if f.GetHelp() != metricHelp[name] {
 			t.Errorf("%s: help %q", name, f.GetHelp())
+		}
+	}
+	if ps := fams["supervise_session_parked"].GetMetric(); len(ps) != 1 {
+		t.Errorf("supervise_session_parked: %d series, want 1", len(ps))
+	} else {
+		labels := map[string]string{}
+		for _, l := range ps[0].GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["session"] != odd || labels["parked_by"] != record.ParkedByBreaker || labels["name"] != s.cfg.Name {
+			t.Errorf("supervise_session_parked labels %q, want session %q parked by the breaker of %q", labels, odd, s.cfg.Name)
 		}
 	}
 	value := func(name, label, want string) float64 {
