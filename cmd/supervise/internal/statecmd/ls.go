@@ -311,7 +311,11 @@ func newAgent(name, dir string) lsAgent {
 // noAccess marks a as a state dir this user may not read.
 func (a *lsAgent) noAccess(err error) {
 	a.State = lsNoAccess
-	a.Error = fmt.Sprintf("%v: run supervise ls as the agent's user (or root) to read it", err)
+	a.Error = "permission denied: supervise ls as its user (or sudo supervise ls) reads it"
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		a.Error += " (" + pe.Op + " " + pe.Path + ")"
+	}
 }
 
 // readAgent is one state dir's entry.
