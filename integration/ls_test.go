@@ -232,3 +232,120 @@ func TestUnknownSessionNamesStateDir(t *testing.T) {
 		}
 	}
 }
+
+// A session the crash breaker parked (A), and one parked because it waited
+// for a person when the agent died (B): supervise ls (the table and
+// --json) names the agent's row PARKED 2 and prints the exact command that
+// resumes each, live and after supervise stopped; that command, run as
+// printed, lifts the park. A session waiting for input in the live run (C)
+// is listed with the command that shows it.
+func TestLsPrintsResumeCommandOfParkedSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.set("TESTAGENT_SCRIPT_1=turn-begin A tA; barrier; turn-begin B tB; waiting B tB; hang",
+		"TESTAGENT_SCRIPT_2=take-resumes; barrier; log took; hang",
+		"TESTAGENT_SCRIPT_3=turn-begin C tC; waiting C tC; log third; hang")
+	sv := e.run()
+	e.killChildOf(1, "barrier-ok")
+	ev := e.waitLog(2, "took")
+	syscall.Kill(ev.pid, syscall.SIGKILL)
+	e.waitLog(3, "third")
+	waitFor(t, 20*time.Second, "C waiting", func() bool { c, _ := e.status().session("C"); return c.State == "waiting" })
+	if a, _ := e.status().session("A"); a.State != "parked" {
+		t.Fatalf("A = %+v, want parked", a)
+	}
+	root := filepath.Dir(e.stateDir)
+	want := "supervise resume --state-dir " + e.stateDir + " A"
+	check := func(when string) {
+		code, out, errs := superviseCmd(t, e.vars, "ls", "--root", root)
+		if code != 0 {
+			t.Fatalf("%s: ls: exit %d: %s", when, code, errs)
+		}
+		t.Logf("%s: supervise ls:\n%s", when, out)
+		if !strings.Contains(out, "\nstate ") || !strings.Contains(out, " PARKED 2 ") ||
+			!strings.Contains(out, "\n  state A: parked (mid-turn at 2 consecutive dirty deaths") || !strings.Contains(out, "\n    "+want+"\n") ||
+			!strings.Contains(out, "\n    supervise resume --state-dir "+e.stateDir+" B\n") {
+			t.Errorf("%s: ls does not show A and B parked, with %q:\n%s", when, want, out)
+		}
+		if when == "live" && (!strings.Contains(out, "needs a person: 3 sessions in 1 agent\n") ||
+			!strings.Contains(out, "\n  state C: waiting for input: answer it in the agent\n    supervise status --state-dir "+e.stateDir+" --session C\n")) {
+			t.Errorf("live: ls does not show C waiting for input:\n%s", out)
+		}
+		code, out, _ = superviseCmd(t, e.vars, "ls", "--json", "--root", root)
+		var list struct {
+			Agents []struct {
+				Name        string `json:"name"`
+				NeedsPerson []struct {
+					Session, State, Command string
+				} `json:"needs_person"`
+				NeedsPersonTotal int `json:"needs_person_total"`
+			} `json:"agents"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Agents) != 1 {
+			t.Fatalf("%s: ls --json: exit %d, %v\n%s", when, code, err, out)
+		}
+		a := list.Agents[0]
+		if a.NeedsPersonTotal < 1 || a.NeedsPerson[0].Session != "A" || a.NeedsPerson[0].State != "parked" || a.NeedsPerson[0].Command != want {
+			t.Errorf("%s: needs_person %d %+v; want A parked, %q", when, a.NeedsPersonTotal, a.NeedsPerson, want)
+		}
+	}
+	check("live")
+	e.stop(sv)
+	check("stopped")
+	// The printed command works as printed.
+	args := strings.Fields(want)[1:]
+	if code, out, errs := superviseCmd(t, e.vars, args...); code != 0 || !strings.Contains(out, "session A will be resumed") {
+		t.Errorf("%s: exit %d\n%s%s", want, code, out, errs)
+	}
+	if _, out, _ := superviseCmd(t, e.vars, "ls", "--root", root); !strings.Contains(out, " PARKED 1 ") || strings.Contains(out, want) {
+		t.Errorf("A still listed after its resume:\n%s", out)
+	}
+}
+
+// A state dir this user may not read (a unit-installed agent's, owned by
+// root) is a no-access row that says so; ls still lists the others and
+// exits 0.
+func TestLsStateDirNotReadable(t *testing.T) {
+	t.Parallel()
+	root, err := os.MkdirTemp("", "ls-access")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	for _, name := range []string{"open", "closed"} {
+		code, _, errs := superviseCmd(t, []string{"SUPERVISE_STATE_DIR="}, "run", "--restart", "never", "--state-dir", filepath.Join(root, name), "--", "true")
+		if code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", name, code, errs)
+		}
+	}
+	// supervise made both 0700: open one of them to everyone.
+	os.Chmod(filepath.Join(root, "open"), 0o755)
+	os.Chmod(filepath.Join(root, "open", "journal.db"), 0o644)
+	cmd := exec.Command(superviseBin, "ls", "--root", root)
+	if os.Geteuid() == 0 {
+		// Root reads everything: ls runs as nobody, from a copy of the
+		// binary nobody may run.
+		bin := filepath.Join(root, "supervise-copy")
+		data, err := os.ReadFile(superviseBin)
+		if err != nil || os.WriteFile(bin, data, 0o755) != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command(bin, "ls", "--root", root)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	} else {
+		os.Chmod(filepath.Join(root, "closed"), 0)
+		t.Cleanup(func() { os.Chmod(filepath.Join(root, "closed"), 0o700) })
+	}
+	cmd.Env = append(os.Environ(), "HOME="+root, "SUPERVISE_STATE_DIR=")
+	out, err := cmd.CombinedOutput()
+	t.Logf("supervise ls:\n%s", out)
+	if err != nil {
+		t.Fatalf("ls: %v\n%s", err, out)
+	}
+	for _, want := range []string{"\nclosed           no-access", "\nclosed: no-access: ", "permission denied", "\nopen             stopped"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ls lacks %q", want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/statecmd"
 	"github.com/supervise-dev/supervise/internal/statedir"
 	"github.com/supervise-dev/supervise/journal"
 	"github.com/supervise-dev/supervise/record"
@@ -88,7 +89,20 @@ type lsJSON struct {
 			Input  int64 `json:"input"`
 			Output int64 `json:"output"`
 		} `json:"tokens"`
+		NeedsPerson []struct {
+			Session string `json:"session"`
+			State   string `json:"state"`
+			Wait    string `json:"wait"`
+			Reason  string `json:"reason"`
+			Command string `json:"command"`
+		} `json:"needs_person"`
+		NeedsPersonTotal int `json:"needs_person_total"`
 	} `json:"agents"`
+	Roots []struct {
+		Path   string `json:"path"`
+		Agents int    `json:"agents"`
+		Error  string `json:"error"`
+	} `json:"roots"`
 }
 
 // 100 state dirs, one of them with its journal held by a process that has
@@ -167,6 +181,15 @@ func TestLsManyStateDirs(t *testing.T) {
 				if a.Tokens.Input != 1015 || a.Tokens.Output != 235 {
 					t.Errorf("%s: tokens %+v; want 1015 in, 235 out", a.Name, a.Tokens)
 				}
+				// Only the parked one needs a person: the others wait
+				// for the model API (reconnect).
+				want := "supervise resume --state-dir " + a.StateDir + " p"
+				if a.NeedsPersonTotal != 1 || len(a.NeedsPerson) != 1 || a.NeedsPerson[0].Command != want ||
+					a.NeedsPerson[0].State != "parked" || a.NeedsPerson[0].Reason != "crash breaker" {
+					t.Errorf("%s: needs_person %d %+v; want the parked p, resumed with %q", a.Name, a.NeedsPersonTotal, a.NeedsPerson, want)
+				}
+			} else if a.NeedsPersonTotal != 0 || a.NeedsPerson == nil || len(a.NeedsPerson) != 0 {
+				t.Errorf("%s: needs_person %d %v; want [] and 0", a.Name, a.NeedsPersonTotal, a.NeedsPerson)
 			} else if s.Open != 0 || s.Total != 0 {
 				t.Errorf("%s: sessions %+v; want none", a.Name, s)
 			}
@@ -184,13 +207,21 @@ func TestLsManyStateDirs(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"agent-000        stopped   4242", "agent-007", "held             locked", "broken           damaged",
-		"held: locked: ", "broken: damaged: ", "signal 9 10m", "in 29m"} {
+		"held: locked: ", "broken: damaged: ", "signal 9 10m", "in 29m", " PARKED 1 ",
+		"\nneeds a person: 14 sessions in 14 agents\n",
+		"\n  agent-000 p: parked (crash breaker)\n    supervise resume --state-dir " + filepath.Join(root, "agent-000") + " p\n",
+		"\n  agent-021 p: parked (crash breaker)\n    supervise resume --state-dir " + filepath.Join(root, "agent-021") + " p\n",
+		"\n  and 10 more in 10 agents, the first:\n    supervise status --state-dir " + filepath.Join(root, "agent-028") + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "empty") {
 		t.Errorf("a directory without a journal is listed:\n%s", out)
+	}
+	// Bounded: four commands, whatever the number of parked sessions.
+	if n := strings.Count(out, "supervise resume "); n != 4 {
+		t.Errorf("%d resume commands under the table, want 4:\n%s", n, out)
 	}
 
 	// status with no --name and several state dirs lists them too.
@@ -292,5 +323,85 @@ func TestSuggestions(t *testing.T) {
 	}
 	if _, _, errs := call(t, "frobnicate"); strings.Contains(errs, "did you mean") {
 		t.Errorf("frobnicate got a suggestion: %s", errs)
+	}
+}
+
+// By default ls lists the user's state root and the unit-installed agents
+// under the system root (/var/lib/supervise) beside it, and says when the
+// system root is not there. A session waiting for a person stands out and
+// names the command that shows it.
+func TestLsSystemRootAndWaits(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", xdg)
+	user := filepath.Join(xdg, "supervise")
+	sys := filepath.Join(t.TempDir(), "var-lib-supervise")
+	old := statecmd.SystemRoot
+	statecmd.SystemRoot = sys
+	t.Cleanup(func() { statecmd.SystemRoot = old })
+	now := time.Now()
+	makeStateDir(t, user, "mine", true,
+		record.Session{ID: "w", State: record.Waiting, Wait: "input", Updated: now},
+		record.Session{ID: "s", State: record.Stopped, Updated: now})
+
+	code, out, errs := call(t, "ls")
+	if code != 0 || !strings.Contains(out, "also looked in "+sys+" (unit-installed agents): does not exist\n") {
+		t.Errorf("ls with no system root: exit %d, stderr %s\n%s", code, errs, out)
+	}
+	makeStateDir(t, sys, "unit-agent", false, record.Session{ID: "p1", State: record.Parked, Reason: "resume limit", Updated: now})
+	code, out, errs = call(t, "ls")
+	if code != 0 {
+		t.Fatalf("ls: exit %d, stderr %s", code, errs)
+	}
+	for _, want := range []string{"state root: " + user + "\n", "and unit-installed agents: " + sys + "\n",
+		"\nmine             stopped", " STOPPED 1 ", "\nunit-agent       died", " PARKED 1 ",
+		"needs a person: 3 sessions in 2 agents\n",
+		"  mine s: stopped\n    supervise resume --state-dir " + filepath.Join(user, "mine") + " s\n",
+		"  mine w: waiting for input: answer it in the agent\n    supervise status --state-dir " + filepath.Join(user, "mine") + " --session w\n",
+		"  unit-agent p1: parked (resume limit)\n    supervise resume --state-dir " + filepath.Join(sys, "unit-agent") + " p1\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ls lacks %q:\n%s", want, out)
+		}
+	}
+	var list lsJSON
+	code, out, _ = call(t, "ls", "--json")
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Agents) != 2 || len(list.Roots) != 2 {
+		t.Fatalf("ls --json: exit %d, %v\n%s", code, err, out)
+	}
+	if r := list.Roots; list.Root != user || r[0].Path != user || r[0].Agents != 1 || r[1].Path != sys || r[1].Agents != 1 || r[1].Error != "" {
+		t.Errorf("roots %+v", r)
+	}
+	if a := list.Agents[0]; a.NeedsPersonTotal != 2 || a.NeedsPerson[0].Session != "s" || a.NeedsPerson[1].Wait != "input" {
+		t.Errorf("mine: %+v", a.NeedsPerson)
+	}
+	// --root lists that directory only.
+	code, out, _ = call(t, "ls", "--root", user)
+	if code != 0 || strings.Contains(out, "unit-agent") || strings.Contains(out, sys) {
+		t.Errorf("ls --root: exit %d\n%s", code, out)
+	}
+}
+
+// More sessions of one agent need a person than ls prints: it prints
+// lsActLines of them and says how many more and where, and the JSON
+// keeps ten of them and counts all.
+func TestLsManyParkedSessions(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", xdg)
+	statecmd.SystemRoot = filepath.Join(xdg, "none")
+	t.Cleanup(func() { statecmd.SystemRoot = "/var/lib/supervise" })
+	var ss []record.Session
+	for i := range 500 {
+		ss = append(ss, record.Session{ID: fmt.Sprintf("s%03d", i), State: record.Parked, Updated: time.Now()})
+	}
+	makeStateDir(t, filepath.Join(xdg, "supervise"), "busy", true, ss...)
+	code, out, _ := call(t, "ls")
+	if code != 0 || strings.Count(out, "supervise resume") != 4 || !strings.Contains(out, " PARKED 500 ") ||
+		!strings.Contains(out, "  and 496 more in 1 agent, the first:\n    supervise status --name busy\n") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	var list lsJSON
+	_, out, _ = call(t, "ls", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Agents) != 1 || list.Agents[0].NeedsPersonTotal != 500 ||
+		len(list.Agents[0].NeedsPerson) != 10 || list.Agents[0].NeedsPerson[0].Session != "s000" {
+		t.Errorf("ls --json: %v\n%s", err, out)
 	}
 }

@@ -39,7 +39,7 @@ Usage:
   supervise [run] [flags] -- AGENT [ARGS...]   supervise one agent (the main job)
   supervise status [--json] [--all | --session ID]
                                                child, sessions and recent runs (live, or from the journal)
-  supervise ls [--json] [--root DIR]           every agent under the state root, live or not
+  supervise ls [--json] [--root DIR]           every agent, live or not, and who needs a person
   supervise resume SESSION                     resume a parked, stopped or pending session by hand
   supervise stop | restart                     stop the agent's supervise (exit 0), or relaunch its agent now
   supervise notify EVENT [flags]               send a notify message (for agent hooks)

@@ -38,7 +38,8 @@ func TestLookupHelp(t *testing.T) {
 			t.Errorf("%s -h: exit %d, help:\n%s", cmd, code, out)
 		}
 	}
-	if _, out, _ := call(t, "run", "-h"); !strings.Contains(out, "python3 agent.py, node agent.js and uv run agent.py are named agent") {
+	// Run flags' help is wrapped: the phrase may span lines.
+	if _, out, _ := call(t, "run", "-h"); !strings.Contains(strings.Join(strings.Fields(out), " "), "python3 agent.py, node agent.js and uv run agent.py are named agent") {
 		t.Errorf("run -h does not say how an interpreter's agent is named:\n%s", out)
 	}
 }

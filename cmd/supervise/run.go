@@ -35,7 +35,11 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	fs.SetOutput(stderr)
 	var f runflags.Flags
 	f.Register(fs)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), usage()+"\nRun flags:\n"); fs.PrintDefaults() } // the top-level help, every run flag
+	fs.Usage = func() { // the top-level help, every run flag in its group
+		fmt.Fprint(fs.Output(), usageText+"Run flags (supervise [run] [flags] -- AGENT [ARGS...]), in groups:\n")
+		runflags.PrintHelp(fs.Output(), fs)
+		fmt.Fprint(fs.Output(), "\n"+exitcode.Help())
+	}
 	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
 		return runflags.ExitCode(err)
