@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/supervise-dev/supervise/internal/exitcode"
 )
 
 // helpGroup is a heading of `supervise run --help` and the flags under it,
@@ -37,6 +39,14 @@ short continues in the same terminal, and /exit ends supervise with 0.`,
 
 // helpWidth is the widest line PrintHelp writes (a long word may pass it).
 const helpWidth = 80
+
+// Usage writes supervise's help: top (the commands), then every run flag of
+// fs in its group (PrintHelp), then the exit codes.
+func Usage(w io.Writer, fs *flag.FlagSet, top string) {
+	fmt.Fprint(w, top+"Run flags (supervise [run] [flags] -- AGENT [ARGS...]), in groups:\n")
+	PrintHelp(w, fs)
+	fmt.Fprint(w, "\n"+exitcode.Help())
+}
 
 // PrintHelp writes the flags of fs (the run flags, as Register adds them)
 // for a person: in helpGroups' groups and order, each as --flag VALUE, its

@@ -35,11 +35,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	fs.SetOutput(stderr)
 	var f runflags.Flags
 	f.Register(fs)
-	fs.Usage = func() { // the top-level help, every run flag in its group
-		fmt.Fprint(fs.Output(), usageText+"Run flags (supervise [run] [flags] -- AGENT [ARGS...]), in groups:\n")
-		runflags.PrintHelp(fs.Output(), fs)
-		fmt.Fprint(fs.Output(), "\n"+exitcode.Help())
-	}
+	fs.Usage = func() { runflags.Usage(fs.Output(), fs, usageText) } // the top-level help, every run flag in its group
 	set, err := runflags.Parse(fs, args, stdout, stderr)
 	if err != nil {
 		return runflags.ExitCode(err)
