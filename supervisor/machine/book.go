@@ -45,6 +45,60 @@ type Book struct {
 	// now is the time of the event being stepped: what is due (a
 	// journaled retry_at) is judged against it.
 	now time.Time
+	// announced is what a person was last told of each session that
+	// needs or awaits one (Notice): parked, budget, waiting, limit.
+	announced map[string]string
+}
+
+// personStatus is what a person may need to hear of sess: the Notice its
+// state is, "" for none.
+func personStatus(sess *record.Session) string {
+	switch {
+	case sess == nil:
+	case sess.State == record.Parked && sess.ParkedBy == record.ParkedByBudget:
+		return NoticeBudget
+	case sess.State == record.Parked:
+		return NoticeParked
+	case sess.State == record.Waiting && sess.Wait == record.WaitLimit:
+		return NoticeLimit
+	case sess.State == record.Waiting && sess.Wait != WaitReconnect:
+		return NoticeWaiting
+	}
+	return ""
+}
+
+// noticeEnds is the event that says a status is over, "" when none is told.
+var noticeEnds = map[string]string{NoticeWaiting: NoticeWaitingEnd, NoticeLimit: NoticeLimitEnd}
+
+// announce returns what a person must be told of session id, which a step
+// saved: the end of what it was (a wait for a person, a limit's wait), and
+// the start of what it is now, if that changed.
+func (b *Book) announce(id string, sess *record.Session, stateDir string) []Notice {
+	was, now := b.announced[id], personStatus(sess)
+	if was == now {
+		return nil
+	}
+	if now == "" {
+		delete(b.announced, id)
+	} else {
+		if b.announced == nil {
+			b.announced = map[string]string{}
+		}
+		b.announced[id] = now
+	}
+	var out []Notice
+	if end := noticeEnds[was]; end != "" {
+		out = append(out, Notice{Event: end, Session: id, Command: "supervise status --state-dir " + ShellQuote(stateDir) + " --session " + ShellQuote(id)})
+	}
+	if now != "" {
+		n := Notice{Event: now, Session: id, Turn: sess.Turn, Reason: sess.Reason, Command: ResumeCommand(stateDir, id)}
+		if now == NoticeWaiting {
+			n.Reason = "waiting for " + sess.Wait + ": answer it in the agent"
+			n.Command = "supervise status --state-dir " + ShellQuote(stateDir) + " --session " + ShellQuote(id)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // sessionIDs returns the ids of the sessions held, sorted: Step visits

@@ -15,6 +15,12 @@ func (m *Machine) booted(o *out, e Booted, now time.Time) {
 		if sess.State.Open() {
 			m.open[sess.ID] = true
 		}
+		if st := personStatus(&sess); st != "" {
+			if m.announced == nil {
+				m.announced = map[string]string{}
+			}
+			m.announced[sess.ID] = st // told before this boot
+		}
 	}
 	m.nextRun, m.LastExit, m.Restarts = e.NextRun, e.LastExit, e.Restarts
 	m.Backoff, m.Guard, m.Verifying = e.Backoff, e.Guard, e.Verifying

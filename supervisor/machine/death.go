@@ -377,7 +377,8 @@ func (d *death) follow() {
 	case dec.Action == crashloop.GiveUp:
 		o.error("giving up: the agent keeps dying", "failures", dec.Failures,
 			"limit", d.Config.Policy.GiveUp, "exit_code", ExitGaveUp)
-		o.add(End{Code: ExitGaveUp})
+		o.add(Notice{Event: NoticeGaveUp, Reason: "the agent keeps dying: " + strconv.Itoa(dec.Failures) + " failures in a row",
+			Command: "supervise status --state-dir " + ShellQuote(d.Config.StateDir)}, End{Code: ExitGaveUp})
 	case !d.Policy.ByRestart:
 		d.taskNext()
 	case dec.Action == crashloop.Exit:

@@ -355,6 +355,31 @@ type ObserveDeath struct {
 	Changed []string
 }
 
+// Notice tells of a change a person may want to hear of (--on-event,
+// supervise events): a session parked, parked for a budget, waiting for a
+// person or no longer, waiting out a limit or no longer; supervise giving
+// up. Command is what acts on it.
+type Notice struct {
+	Event   string // NoticeParked, NoticeBudget, NoticeWaiting, ...
+	Session string
+	Turn    string
+	Reason  string
+	Command string
+}
+
+// The events a Notice tells of.
+const (
+	NoticeParked     = "parked"
+	NoticeBudget     = "budget"
+	NoticeWaiting    = "waiting"
+	NoticeWaitingEnd = "waiting-end"
+	NoticeLimit      = "limit"
+	NoticeLimitEnd   = "limit-end"
+	NoticeGaveUp     = "gave-up"
+)
+
+func (Notice) effect() {}
+
 // Report prints lines a person must read (task mode's end).
 type Report struct{ Lines []string }
 

@@ -177,22 +177,27 @@ func (m *Machine) Step(ev Event, now time.Time) []Effect {
 		m.lifeSign(now, m.Running())
 		m.traffic(&o, e, now)
 	}
-	m.trackOpen(o.fx)
-	return o.fx
+	return append(o.fx, m.trackOpen(o.fx)...)
 }
 
-// trackOpen keeps the set of open sessions: every session a step changed
-// is among the ones its effects save.
-func (m *Machine) trackOpen(fx []Effect) {
+// trackOpen keeps the set of open sessions, and tells (Notice) what a
+// person may want to hear of: every session a step changed is among the
+// ones its effects save.
+func (m *Machine) trackOpen(fx []Effect) []Effect {
+	var notices []Effect
 	for _, e := range fx {
 		if s, ok := e.(Save); ok {
 			for _, id := range s.IDs {
 				sess := m.Sessions[id]
 				m.Book.track(id, sess)
 				m.Budgets.track(id, sess)
+				for _, n := range m.announce(id, sess, m.Config.StateDir) {
+					notices = append(notices, n)
+				}
 			}
 		}
 	}
+	return notices
 }
 
 // pending returns the sessions owed a resume that may be dispatched now

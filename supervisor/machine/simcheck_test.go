@@ -37,6 +37,7 @@ import (
 //   - a death that is not dirty (a stop, a restart, a clean exit) raises no
 //     crash count and leaves the guard as it was; a restart never ends a
 //     service (supervise restart relaunches it at once);
+//   - a park is told (Notice) in the step that made it, and only a park;
 //   - the same seed gives the same effects (TestSimulationDeterministic).
 
 // simKey is what the checker compares of a session.
@@ -262,6 +263,14 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 				s.fail(ev, "parked session %s (by %q) left its park: %+v", id, b.ParkedBy, k)
 			}
 		}
+		// A park is told once, when it happens: a Notice in the step that
+		// parked the session, none for a session that is not parked.
+		if !booted && sess.State == record.Parked && (!held || b.State != record.Parked) && !noticed(fx, id, NoticeParked, NoticeBudget) {
+			s.fail(ev, "session %s parked (%s) and no Notice told of it: %#v", id, sess.ParkedBy, fx)
+		}
+		if sess.State != record.Parked && noticed(fx, id, NoticeParked, NoticeBudget) {
+			s.fail(ev, "a park of session %s told while it is %s", id, sess.State)
+		}
 		// Budgets.
 		over := m.Config.MaxTokens > 0 && sess.Tokens != nil && sess.Tokens.Spent() > m.Config.MaxTokens
 		refused := m.budgetParked[id] || m.TotalSpent() // what Refusal answers, without its words
@@ -373,4 +382,18 @@ func (s *sim) checkStarted(st Started) {
 		}
 	}
 	s.deliveredIDs = nil
+}
+
+// noticed reports whether fx tells of session id with one of events.
+func noticed(fx []Effect, id string, events ...string) bool {
+	for _, e := range fx {
+		if n, ok := e.(Notice); ok && n.Session == id {
+			for _, ev := range events {
+				if n.Event == ev {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
