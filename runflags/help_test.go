@@ -50,10 +50,10 @@ func TestHelpPrintsEveryFlagOnce(t *testing.T) {
 		}
 	})
 	var order []string
-	for _, m := range regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(out, 4) {
+	for _, m := range regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(out, 5) {
 		order = append(order, m[1])
 	}
-	if strings.Join(order, " ") != "name resume-exec restart metrics-addr" {
+	if strings.Join(order, " ") != "name resume-exec restart metrics-addr on-event" {
 		t.Errorf("the first flags are %v", order)
 	}
 	for _, title := range []string{"Most people need:", "Resumes and parks:", "Deadlines and hangs:", "Limits and budgets:",

@@ -1,12 +1,12 @@
 package runflags
 
 import (
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/supervise-dev/supervise/internal/statedir"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +55,7 @@ func (d *LogDest) Path() string {
 // symlink and created 0600; an existing file is appended to.
 func (d *LogDest) ToFile(dir string) error {
 	path := filepath.Join(dir, LogFile)
-	f, size, err := openLog(path)
+	f, size, err := statedir.OpenAppend(path)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (d *LogDest) rotate() {
 	d.f.Close()
 	d.f = nil
 	os.Rename(d.path, d.path+".1") // best effort: a failed rename appends to the full file
-	f, size, err := openLog(d.path)
+	f, size, err := statedir.OpenAppend(d.path)
 	if err != nil {
 		return
 	}
@@ -115,34 +115,6 @@ func (d *LogDest) rotate() {
 func (d *LogDest) Close() error {
 	d.ToStderr()
 	return nil
-}
-
-// errNotRegular: the log path is not a regular file (a FIFO, a device):
-// a write to it could block.
-var errNotRegular = errors.New("the log path is not a regular file")
-
-func openLog(path string) (*os.File, int64, error) {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
-	if err != nil {
-		return nil, 0, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
-	}
-	if fi.Mode().Perm() != 0o600 {
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			return nil, 0, err
-		}
-	}
-	return f, fi.Size(), nil
 }
 
 // IsTerminal reports whether w is supervise's controlling terminal (the

@@ -32,6 +32,8 @@ type metrics struct {
 	watchdogKills *vm.Counter
 
 	snap atomic.Pointer[snapshot]
+	// events tells what a person may want to hear of (events.go).
+	events *eventSink
 	// changed wakes the upward notifier when a snapshot is published.
 	changed chan struct{}
 }
@@ -81,6 +83,8 @@ var metricHelp = map[string]string{
 	"supervise_journal_commits_total":                "Journal transactions committed (fsync).",
 	"supervise_journal_commit_errors_total":          "Journal commits that failed; nothing in them was acknowledged.",
 	"supervise_sessions":                             "Sessions known to the running supervise, by state.",
+	"supervise_events_dropped_total":                 "Event documents (a park, a wait for a person, a limit's wait, a give-up) dropped because the queue of the --on-event command was full.",
+	"supervise_on_event_failures_total":              "Runs of the --on-event command that failed: an exit status, the 10 s timeout, a start error.",
 	"supervise_info":                                 "1, labelled with the agent's name (--name) and state dir: join it to name the agent of any series.",
 	"supervise_session_parked":                       "1 for each parked session (at most 50, by id), labelled with the agent's name, its state dir, the session and the park's kind.",
 	"supervise_child_up":                             "1 while an agent process runs.",
@@ -95,7 +99,7 @@ var metricHelp = map[string]string{
 }
 
 func newMetrics(s *Supervisor) *metrics {
-	m := &metrics{set: vm.NewSet(), changed: make(chan struct{}, 1)}
+	m := &metrics{set: vm.NewSet(), changed: make(chan struct{}, 1), events: newEventSink(s.cfg.StateDir, s.cfg.OnEvent, s.log)}
 	m.restarts = m.set.NewCounter("supervise_restarts_total")
 	m.resumes = m.set.NewCounter("supervise_resumes_dispatched_total")
 	m.watchdogKills = m.set.NewCounter("supervise_watchdog_kills_total")
@@ -205,6 +209,8 @@ func writeLive(w io.Writer, s *Supervisor, snap *snapshot, now time.Time) {
 	vm.WriteCounterUint64(w, "supervise_acks_unsent_total", snap.acksUnsent)
 	vm.WriteCounterUint64(w, "supervise_open_sessions_refused_total", snap.refusedOpen)
 	vm.WriteCounterUint64(w, "supervise_heartbeats_new_session_dropped_total", snap.beatsDropped)
+	vm.WriteCounterUint64(w, "supervise_events_dropped_total", s.met.events.dropped.Load())
+	vm.WriteCounterUint64(w, "supervise_on_event_failures_total", s.met.events.failures.Load())
 	agent := "name=" + labelValue(s.cfg.Name) + ",state_dir=" + labelValue(s.cfg.StateDir)
 	fmt.Fprintf(w, "supervise_info{%s} 1\n", agent)
 	for _, p := range snap.parked {

@@ -79,6 +79,8 @@ func (s *Supervisor) performOther(e machine.Effect) {
 		s.observeStart(e)
 	case machine.ObserveDeath:
 		s.observeDeath(e)
+	case machine.Notice:
+		s.met.events.tell(e, s.cfg.Name, s.clock.Now())
 	case machine.Report:
 		s.report(e.Lines)
 	case machine.Fatal:

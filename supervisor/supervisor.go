@@ -55,6 +55,9 @@ type Deadlines = machine.Deadlines
 type Config struct {
 	Name     string
 	StateDir string
+	// OnEvent is the --on-event command: run through /bin/sh -c for each
+	// event a person may want to hear of (events.go); "" for none.
+	OnEvent string
 	// Argv is the agent command line.
 	Argv []string
 	Dir  string
@@ -356,6 +359,7 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 // give-up limit is reached, and returns supervise's exit code.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
+	defer s.met.events.close(2 * time.Second) // what is queued is written; a command still running is killed
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
 	defer s.pruneWait()

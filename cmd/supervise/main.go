@@ -42,6 +42,7 @@ Usage:
   supervise ls [--json] [--root DIR]           every agent, live or not, and who needs a person
   supervise resume SESSION                     resume a parked, stopped or pending session by hand
   supervise stop | restart                     stop the agent's supervise (exit 0), or relaunch its agent now
+  supervise events [-f]                        what --on-event is run for, as JSON lines (parks, waits, a give-up)
   supervise notify EVENT [flags]               send a notify message (for agent hooks)
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
                                                print a service unit that runs supervise
@@ -66,7 +67,7 @@ the command line wins.
 
 // commands are the subcommands a typo is matched against.
 func commands() []string {
-	return []string{"run", "status", "ls", "resume", "stop", "restart", "notify", "unit", "demo", "chaos", "version", "help"}
+	return []string{"run", "status", "ls", "resume", "stop", "restart", "events", "notify", "unit", "demo", "chaos", "version", "help"}
 }
 
 func main() {
@@ -82,14 +83,10 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	switch cmd {
 	case "run":
 		return runCmd(ctx, args, stdin, stdout, stderr)
-	case "status":
-		return statecmd.Status(ctx, args, stdout, stderr)
-	case "ls":
-		return statecmd.Ls(ctx, args, stdout, stderr)
+	case "status", "ls", "resume", "events":
+		return statecmd.Command(ctx, cmd, args, stdout, stderr)
 	case "notify":
 		return notifycmd.Run(ctx, args, stdin, stdout, stderr)
-	case "resume":
-		return statecmd.Resume(ctx, args, stdout, stderr)
 	case "stop", "restart":
 		return ctlcmd.Command(ctx, cmd, args, stdout, stderr)
 	case "unit":
