@@ -17,7 +17,9 @@
 //     counted at all);
 //   - one-tree: no process of an earlier run was alive when a run started;
 //   - turn-once: the interrupted turn was not started a second time (a
-//     fresh turn-begin with the same turn id instead of `resumed`);
+//     turn-begin with the same turn id instead of `resumed`, or after it
+//     while the resumed turn is open, which supervise ignores as repeated
+//     but the agent sent all the same);
 //   - effect-once: no side effect the turn declared done (an `effect`
 //     marker) was declared again by a later run of the same turn: a
 //     resumed turn must skip what its resume file lists as done;
@@ -801,10 +803,11 @@ func (h *harness) onMarkers(ev supervisor.Event) {
 		}
 		if m.Ignored {
 			// supervise did not take it (out of sequence): the agent sent
-			// it all the same.
+			// it all the same, and is judged by it.
 			if m.Event == "turn-begin" {
 				h.allTurns++
 				h.expectFresh(m, s)
+				h.expectBeginAgain(m, s)
 			}
 			continue
 		}
@@ -1333,6 +1336,28 @@ func (h *harness) expectEffectOnce(m supervisor.Marker, s *sessState) {
 			"(and what the continuation names as already done), or make the effect idempotent (check the world first)",
 			m.Run, m.Effect, s.turn, m.Session, first)
 	}
+}
+
+// expectBeginAgain checks a turn-begin m that supervise ignored as
+// repeated for the open turn (turn-once): after the run reported resumed
+// for the interrupted turn, it began that turn again, under its id or the
+// id the resumed marker renumbered it to. supervise keeps the resumed turn
+// open (the turn-begin changes nothing in the journal), so chaos goes on
+// waiting for it to complete; the check fails once per kill.
+func (h *harness) expectBeginAgain(m supervisor.Marker, s *sessState) {
+	o := h.open
+	if o == nil || o.stage != stageTurn || o.session != m.Session || m.Turn == "" {
+		return
+	}
+	if m.Turn != o.turn && m.Turn != s.turn && m.Turn != s.alias {
+		return
+	}
+	if slices.Contains(h.rep.Kills[o.idx].Failed, CheckTurnOnce) {
+		return
+	}
+	h.fail(CheckTurnOnce, o, "run %d reported resumed and then began turn %q of session %s again (turn-begin; supervise ignored it as "+
+		"repeated for the open turn): the interrupted turn was started twice. After resumed, go on with the turn and end it; "+
+		"a new turn needs a fresh id", m.Run, m.Turn, m.Session)
 }
 
 func (h *harness) expectBegin(m supervisor.Marker, known bool) {

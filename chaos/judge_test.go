@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,6 +162,61 @@ func TestJudgeLandedKill(t *testing.T) {
 	j.clean()
 	if k := j.h.rep.Kills; len(k) != 1 || !k[0].Resumed || !k[0].Completed || k[0].Decision != "resume_pending" || !j.h.done {
 		t.Fatalf("kills %+v, done %v", k, j.h.done)
+	}
+}
+
+// B9: a run that reports resumed for the interrupted turn and then begins
+// it again (a turn-begin with its id, or with the id the resumed marker
+// renumbered it to) fails turn-once, though supervise ignores that
+// turn-begin as repeated for the open turn; once, however often it is
+// repeated. Resumed, then the turn going on and ending, or a new turn with
+// a fresh id, passes.
+func TestJudgeTurnBegunAgainAfterResumed(t *testing.T) {
+	ignored := func(turn string) supervisor.Marker {
+		m := begin(turn)
+		m.Ignored = true
+		return m
+	}
+	for _, c := range []struct {
+		name    string
+		resumed string // the turn id the resumed marker names
+		after   [][]supervisor.Marker
+		fail    bool
+	}{
+		{"same id", "t1", [][]supervisor.Marker{{ignored("t1")}, {phase("model", "")}, {end("t1")}}, true},
+		{"same id, one batch, twice", "t1", [][]supervisor.Marker{{ignored("t1"), ignored("t1"), end("t1")}}, true},
+		{"renumbered id", "c1", [][]supervisor.Marker{{ignored("c1")}, {end("c1")}}, true},
+		{"interrupted id under a renumbered resume", "c1", [][]supervisor.Marker{{ignored("t1")}, {end("c1")}}, true},
+		{"honest", "t1", [][]supervisor.Marker{{phase("model", "")}, {end("t1")}, {begin("t2")}, {end("t2")}}, false},
+		{"honest, renumbered", "c1", [][]supervisor.Marker{{end("c1")}, {begin("t2")}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := newJudge(t, TurnBegin, 1)
+			killed := j.start()
+			j.markers(begin("t1"))
+			if !killed() {
+				t.Fatal("the agent was not killed at t1's turn-begin")
+			}
+			j.death(supervisor.SessionStatus{ID: "node", State: "resume_pending", Turn: "t1", CrashCount: 1})
+			j.start("node")
+			j.markers(supervisor.Marker{Event: "resumed", Turn: c.resumed})
+			for _, b := range c.after {
+				j.markers(b...)
+			}
+			k := j.h.rep.Kills
+			if len(k) != 1 || !k[0].Resumed || !k[0].Completed {
+				t.Fatalf("kills %+v: want one kill, resumed and completed", k)
+			}
+			if !c.fail {
+				j.clean()
+				return
+			}
+			f := strings.Join(j.h.rep.Failures, "; ")
+			if !j.h.rep.Failed(CheckTurnOnce) || len(j.h.rep.Failures) != 1 || !slices.Equal(k[0].Failed, []string{CheckTurnOnce}) ||
+				!strings.Contains(f, "run 2 reported resumed and then began turn") || !strings.Contains(f, "again") {
+				t.Fatalf("want turn-once once, against kill 1; failures: %s; kill %+v", f, k[0])
+			}
+		})
 	}
 }
 

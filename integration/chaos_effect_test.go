@@ -119,3 +119,50 @@ func snapshotDir(t *testing.T, dir string) map[string][]byte {
 	}
 	return files
 }
+
+// Issue 46, B9: an agent that reports `resumed` for the interrupted turn
+// and then begins it again (a turn-begin with the same turn id in that
+// session) fails turn-once. supervise ignores that turn-begin as repeated
+// for the open turn, but the agent sent it: the turn was started twice.
+// The honest agent (resumed, then the turn goes on and ends) passes. The
+// test agent is killed at its turn-begin in run 1; run 2 takes the resume
+// from its resume file.
+func TestChaosCommandTurnOnceAfterResumed(t *testing.T) {
+	for _, c := range []struct {
+		name, resumed string
+		liar          bool
+	}{
+		{"liar", "take-resumes; turn-begin s1 t1 again; barrier; phase s1 model; barrier; turn-end s1 t1 completed; barrier; hang", true},
+		{"honest", "take-resumes; phase s1 model; barrier; turn-end s1 t1 completed; barrier; hang", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			log := filepath.Join(t.TempDir(), "agent.log")
+			env := []string{"TESTAGENT_LOG=" + log,
+				"TESTAGENT_SCRIPT_1=turn-begin s1 t1 first; barrier; hang",
+				"TESTAGENT_SCRIPT=" + c.resumed}
+			stdout, errs, code := chaosCmdEnv(t, env, "--json", "--kills", "1", "--seed", "7", "--timeout", "60s", "--", agentBin)
+			b, _ := os.ReadFile(log)
+			var rep chaosJSON
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatalf("exit %d: %v\n%s\n%s\nagent log:\n%s", code, err, stdout, errs, b)
+			}
+			if len(rep.Kills) != 1 || !rep.Kills[0].Resumed || !rep.Kills[0].Completed || rep.Kills[0].Decision != "resume_pending" {
+				t.Fatalf("exit %d: the kill was not resumed and completed, so the test proves nothing\n%s\n%s\nagent log:\n%s", code, stdout, errs, b)
+			}
+			if !c.liar {
+				if code != 0 || !rep.OK {
+					t.Fatalf("the honest agent failed: exit %d\n%s\n%s", code, stdout, errs)
+				}
+				return
+			}
+			if !strings.Contains(string(b), "run=2 ") || !strings.Contains(string(b), "took s1 ") {
+				t.Fatalf("run 2 did not take the resume, so the test proves nothing:\n%s", b)
+			}
+			failures := strings.Join(rep.Failures, "\n")
+			if code != 1 || rep.OK || !strings.Contains(failures, `turn-once: kill 1 (session s1, turn "t1"): run 2 reported resumed and then began turn "t1" of session s1 again`) {
+				t.Fatalf("exit %d, want 1 with turn-once\n%s\n%s\nagent log:\n%s", code, stdout, errs, b)
+			}
+		})
+	}
+}

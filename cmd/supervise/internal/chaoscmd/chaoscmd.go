@@ -40,7 +40,7 @@ protocol says. After each kill:
               group (setsid): a process-group kill would miss it
   one-tree    no process of an earlier run was alive when a run started
   turn-once   the interrupted turn was not begun a second time (turn-begin
-              with the same turn id instead of 'resumed')
+              with the same turn id instead of 'resumed', or after it)
   effect-once no side effect the turn declared done ('effect' marker) was
               declared again by a later run of that turn: the resume must
               skip what the resume file's "effects" lists
