@@ -29,6 +29,7 @@ is resumed with the template, and supervise ends when nothing is pending. With
 no prompt (only options: -- claude, -- codex) it is interactive: a turn cut
 short continues in the same terminal, and /exit ends supervise with 0.`,
 		[]string{"name", "resume-exec", "restart", "metrics-addr", "on-event", "state-dir"}},
+	{"Logs and events", "", []string{"log-keep"}},
 	{"Resumes and parks", "", []string{"resume", "resume-limit", "max-turn-age", "resume-message", "resume-signal", "rerun-task", "fingerprint"}},
 	{"Deadlines and hangs", "", []string{"turn-timeout", "phase-timeout", "start-timeout", "silence-timeout", "watchdog", "stop-timeout", "stop-signal"}},
 	{"Limits and budgets", "", []string{"limit-wait", "limit-resumes", "max-tokens", "max-tokens-total", "max-rss", "max-open-sessions"}},

@@ -66,6 +66,7 @@ type Flags struct {
 	maxTokens      int64
 	maxTokensTotal int64
 	onEvent        string
+	logKeep        string
 	limitResumes   int
 	startTimeout   time.Duration
 	silenceTimeout time.Duration
@@ -114,6 +115,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.apiProxy, "api-proxy", "off", "on: run a model-API proxy on 127.0.0.1 for each run and point the agent's ANTHROPIC_BASE_URL, OPENAI_BASE_URL and GOOGLE_GEMINI_BASE_URL at it (forwarded to supervise's own values, else the public endpoints): turns, tool phases, rate-limit waits and token usage are seen without hooks (docs/proxy.md); off: none")
 	durationVar(fs, &f.streamStall, "stream-stall", 0, "with --api-proxy on: a model stream that sends no content for this long (keep-alive pings do not count) stops the agent, reason stream-stall, decided as a watchdog death (0 = off)")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "with --api-proxy on: a session whose input plus output tokens, across its resumes, exceed this is parked (reason names the budget, never resumed automatically) and the agent stopped; task mode exits 5 (0 = no budget)")
+	fs.StringVar(&f.logKeep, "log-keep", "16MiB", "the agent's stdout and stderr kept in the state dir (supervise logs), in all, e.g. 64MiB; a stream that goes to a terminal is not kept (0 = keep none)")
 	fs.StringVar(&f.onEvent, "on-event", "", "run this command through /bin/sh -c when a session parks, starts or stops waiting for a person or a limit, goes over a budget, or supervise gives up: one JSON document on its stdin (event, name, state_dir, session, turn, reason, command) and the same in SUPERVISE_EVENT_* variables; killed after 10s, never blocking supervise (docs/operations.md)")
 	fs.Int64Var(&f.maxTokensTotal, "max-tokens-total", 0, "with --api-proxy on: the state dir's budget across all its sessions and runs, kept in the journal; once spent, every model call is answered by the proxy itself until a person runs supervise resume (0 = no budget)")
 	fs.IntVar(&f.limitResumes, "limit-resumes", 5, "resumes after a usage or rate limit per turn: a limit that ends the turn again after this many parks the session, naming the limit (a spent plan or spend cap ends clearly instead of looping); a limit is never counted as a crash")
@@ -210,6 +212,12 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		}
 		fingerprint = append(fingerprint, abs)
 	}
+	var logKeep uint64
+	if f.logKeep != "0" { // 0: keep none
+		if logKeep, err = parseSize(f.logKeep); err != nil {
+			return cfg, nil, fmt.Errorf("%s: %w", Source("log-keep", set), err)
+		}
+	}
 	maxRSS, err := parseSize(f.maxRSS)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", Source("max-rss", set), err)
@@ -270,6 +278,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		MaxTokens:       f.maxTokens,
 		MaxTokensTotal:  f.maxTokensTotal,
 		OnEvent:         f.onEvent,
+		LogKeep:         int64(min(logKeep, 1<<62)),
 		Limit:           limitWait,
 		StartTimeout:    f.startTimeout,
 		SilenceTimeout:  f.silenceTimeout,

@@ -283,22 +283,23 @@ func (s *Supervisor) launch(e machine.Launch) {
 	s.cfg.Trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
+	// Task mode reads both streams through pipes (its tails); any mode keeps
+	// them in the state dir's agent log, but a stream that goes to a
+	// terminal, which the agent may draw on, is left as it is.
 	var tailW, outW *os.File
-	if e.Tail {
-		w, t, err := startTail(s.cfg.Stderr)
-		if err != nil {
-			s.log.Warn("cannot keep the agent's last words: its stderr is passed through as it is", "err", err)
-		} else {
-			spec.Stderr, tailW, s.run.tail = w, w, t
+	errDst, outDst := orStd(s.cfg.Stderr, os.Stderr), orStd(s.cfg.Stdout, os.Stdout)
+	if e.Tail || s.keeps(errDst) {
+		if w, t, err := startTail(errDst, s.lines(e.Run, "stderr", errDst)); err != nil {
+			s.log.Warn("cannot read the agent's stderr: it is passed through as it is", "err", err)
+		} else if spec.Stderr, tailW = w, w; e.Tail {
+			s.run.tail = t
 		}
-		dst := s.cfg.Stdout
-		if dst == nil {
-			dst = os.Stdout
-		}
-		if w, t, err := startTail(dst); err != nil {
-			s.log.Warn("cannot keep the agent's last words: its stdout is passed through as it is", "err", err)
-		} else {
-			spec.Stdout, outW, s.run.outTail = w, w, t
+	}
+	if e.Tail || s.keeps(outDst) {
+		if w, t, err := startTail(outDst, s.lines(e.Run, "stdout", outDst)); err != nil {
+			s.log.Warn("cannot read the agent's stdout: it is passed through as it is", "err", err)
+		} else if spec.Stdout, outW = w, w; e.Tail {
+			s.run.outTail = t
 		}
 	}
 	s.refused.Forget() // the last tree's pids mean nothing now

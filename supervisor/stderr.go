@@ -28,15 +28,16 @@ const tailSettle = 2 * time.Second
 
 // stderrTail copies one run's stderr pipe through and keeps its tail.
 type stderrTail struct {
-	mu   sync.Mutex
-	buf  []byte
-	n    int64         // bytes seen in all
-	done chan struct{} // closed at the pipe's end (every writer gone)
+	lines *lines // the lines kept in the state dir (agentlog.go); nil: none
+	mu    sync.Mutex
+	buf   []byte
+	n     int64         // bytes seen in all
+	done  chan struct{} // closed at the pipe's end (every writer gone)
 }
 
 // startTail returns the write end to hand to the child, and the tail
 // reading the other end into dst (nil: os.Stderr).
-func startTail(dst *os.File) (*os.File, *stderrTail, error) {
+func startTail(dst *os.File, keep *lines) (*os.File, *stderrTail, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -44,7 +45,7 @@ func startTail(dst *os.File) (*os.File, *stderrTail, error) {
 	if dst == nil {
 		dst = os.Stderr
 	}
-	t := &stderrTail{done: make(chan struct{})}
+	t := &stderrTail{done: make(chan struct{}), lines: keep}
 	go t.copy(r, dst)
 	return w, t, nil
 }
@@ -52,11 +53,13 @@ func startTail(dst *os.File) (*os.File, *stderrTail, error) {
 func (t *stderrTail) copy(r, dst *os.File) {
 	defer close(t.done)
 	defer r.Close()
+	defer t.lines.end()
 	b := make([]byte, 16<<10)
 	for {
 		n, err := r.Read(b)
 		if n > 0 {
 			dst.Write(b[:n]) // best effort: the agent's output is not supervise's to lose sleep over
+			t.lines.add(b[:n])
 			t.mu.Lock()
 			t.buf = append(t.buf, b[:n]...)
 			t.n += int64(n)

@@ -55,6 +55,9 @@ type Deadlines = machine.Deadlines
 type Config struct {
 	Name     string
 	StateDir string
+	// LogKeep bounds the agent's output kept in the state dir
+	// (--log-keep, agentlog.go); 0: none kept.
+	LogKeep int64
 	// OnEvent is the --on-event command: run through /bin/sh -c for each
 	// event a person may want to hear of (events.go); "" for none.
 	OnEvent string
@@ -239,6 +242,8 @@ type runState struct {
 	// outTail keeps the end of the agent's stdout (task mode): Claude Code
 	// prints its API errors, a limit's words among them, there.
 	outTail *stderrTail
+	// agentLog keeps the agent's output in the state dir (nil: --log-keep 0).
+	agentLog *agentLog
 	// written and grew: the tails' size at the last flush and when it
 	// last changed (the silence deadline's output).
 	written int64
@@ -279,7 +284,7 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 			quit: make(chan struct{}), done: make(chan struct{})},
 		id: identity{self: os.Getpid(), treeID: hex.EncodeToString(sum[:6]), started: now},
 		// A previous supervise may have left a resume file behind.
-		run: runState{resumeFile: true},
+		run: runState{resumeFile: true, agentLog: newAgentLog(cfg.StateDir, cfg.LogKeep)},
 	}
 	s.lateLogs.interval = time.Second
 	s.px.c = make(chan proxied, proxyQueue)
@@ -360,6 +365,7 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
 	defer s.met.events.close(2 * time.Second) // what is queued is written; a command still running is killed
+	defer s.run.agentLog.close()
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
 	defer s.pruneWait()

@@ -43,6 +43,7 @@ Usage:
   supervise resume SESSION                     resume a parked, stopped or pending session by hand
   supervise stop | restart                     stop the agent's supervise (exit 0), or relaunch its agent now
   supervise events [-f]                        what --on-event is run for, as JSON lines (parks, waits, a give-up)
+  supervise logs [-f] [-n LINES]               the agent's stdout and stderr, kept in the state dir (--log-keep)
   supervise notify EVENT [flags]               send a notify message (for agent hooks)
   supervise unit systemd|launchd [flags] -- AGENT [ARGS...]
                                                print a service unit that runs supervise
@@ -67,7 +68,7 @@ the command line wins.
 
 // commands are the subcommands a typo is matched against.
 func commands() []string {
-	return []string{"run", "status", "ls", "resume", "stop", "restart", "events", "notify", "unit", "demo", "chaos", "version", "help"}
+	return []string{"run", "status", "ls", "resume", "stop", "restart", "events", "logs", "notify", "unit", "demo", "chaos", "version", "help"}
 }
 
 func main() {
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	switch cmd {
 	case "run":
 		return runCmd(ctx, args, stdin, stdout, stderr)
-	case "status", "ls", "resume", "events":
+	case "status", "ls", "resume", "events", "logs":
 		return statecmd.Command(ctx, cmd, args, stdout, stderr)
 	case "notify":
 		return notifycmd.Run(ctx, args, stdin, stdout, stderr)

@@ -16,7 +16,7 @@ import (
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
-// Command runs `supervise status`, `ls`, `resume` or `events` (cmd).
+// Command runs `supervise status`, `ls`, `resume`, `logs` or `events` (cmd).
 func Command(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "status":
@@ -25,6 +25,8 @@ func Command(ctx context.Context, cmd string, args []string, stdout, stderr io.W
 		return Ls(ctx, args, stdout, stderr)
 	case "resume":
 		return Resume(ctx, args, stdout, stderr)
+	case "logs":
+		return Logs(ctx, args, stdout, stderr)
 	}
 	return Events(ctx, args, stdout, stderr)
 }
@@ -77,7 +79,56 @@ reason and the command that acts. For an orchestrator: supervise events -f.`)
 	if !*follow {
 		return exitcode.OK
 	}
-	return followEvents(ctx, path, stdout)
+	return followFile(ctx, path, stdout)
+}
+
+// Logs is `supervise logs`: the agent's stdout and stderr lines its
+// supervise kept in the state dir (each with its time, run and stream),
+// the last -n of them; -f follows them across relaunches and rotation.
+func Logs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("supervise logs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st runflags.State
+	st.RegisterLookup(fs)
+	follow := fs.Bool("f", false, "follow: print new lines as the agent writes them, across its relaunches, until interrupted")
+	n := fs.Int("n", 100, "print the last N lines kept (0: all)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `Usage: supervise logs [--name NAME | --state-dir DIR] [-f] [-n LINES]
+
+The agent's stdout and stderr as its supervise kept them in the state dir,
+each line with its time, run and stream (they also went where they always
+go). At most --log-keep of them are kept, in two rotated files; a stream
+that went to a terminal (an interactive agent's screen) is not kept.`)
+		fs.PrintDefaults()
+	}
+	set, err := runflags.Parse(fs, args, stdout, stderr)
+	if err != nil {
+		return runflags.ExitCode(err)
+	}
+	if fs.NArg() > 0 || *n < 0 {
+		fs.Usage()
+		return exitcode.Usage
+	}
+	dir, _, err := st.Resolve(set, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "supervise logs: %v\n", err)
+		return exitcode.Usage
+	}
+	path := filepath.Join(dir, supervisor.AgentLogFile)
+	var lines []string
+	for _, p := range []string{path + ".1", path} {
+		lines = append(lines, readLines(p)...)
+	}
+	if *n > 0 && len(lines) > *n {
+		lines = lines[len(lines)-*n:]
+	}
+	for _, l := range lines {
+		fmt.Fprintln(stdout, l)
+	}
+	if !*follow {
+		return exitcode.OK
+	}
+	return followFile(ctx, path, stdout)
 }
 
 // readLines returns the complete lines of the file at path.
@@ -96,9 +147,9 @@ func readLines(path string) []string {
 	return out
 }
 
-// followEvents prints the lines appended to path from its end on, across
+// followFile prints the lines appended to path from its end on, across
 // a rotation (the file renamed away and made anew), until ctx is done.
-func followEvents(ctx context.Context, path string, stdout io.Writer) int {
+func followFile(ctx context.Context, path string, stdout io.Writer) int {
 	var off int64
 	var ino uint64
 	if fi, err := os.Stat(path); err == nil {
