@@ -38,10 +38,6 @@ func (s *State) RegisterLookup(fs *flag.FlagSet) {
 // $XDG_STATE_HOME/supervise, else ~/.local/state/supervise.
 func StateRoot() (string, error) { return stateBase() }
 
-// AgentNames lists the state dirs under root that hold a journal (every
-// agent supervise runs or ran there), by name, sorted.
-func AgentNames(root string) ([]string, error) { return existingNames(root) }
-
 // SeveralError is Resolve's error when neither --state-dir nor --name
 // picks a state dir and more than one exists under Root: a command that
 // can show them all (status) does so instead.

@@ -78,7 +78,7 @@ func (m *Machine) trip(o *out, g guardKind, more string, now time.Time, args ...
 
 // watching reports whether a guard may trip now: a child runs and no
 // stop or abort is under way.
-func (m *Machine) watching() bool { return m.Running() && m.Stop == nil && m.Abort == nil }
+func (s *State) watching() bool { return s.Running() && s.Stop == nil && s.Abort == nil }
 
 // timerHandlers dispatch a fired timer (TimerBackoff: the runner sends
 // LaunchDue; nothing to decide here).
