@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/statedir"
@@ -18,8 +19,11 @@ import (
 // its time, run and stream, in AgentLogFile, rotated to AgentLogFile+".1"
 // when it reaches half of --log-keep, so the two never hold more than it.
 // A stream that goes to a terminal is not kept (an interactive agent draws
-// its screen there), except the task mode's, which supervise reads through
-// a pipe in any case (its tails).
+// its screen there). Outside task mode the agent writes each kept stream
+// into one pipe that lives as long as supervise (made once, off the
+// restart path: no pipe nor goroutine per launch), and each line is taken
+// for the run current when it is read; task mode reads both streams
+// through pipes of each run in any case (its tails), which feed the log.
 
 // AgentLogFile is the state dir's file of the agent's output lines.
 const AgentLogFile = "agent.log"
@@ -34,12 +38,17 @@ const maxLogLine = 64 << 10
 // two streams' copiers at once. A write that fails is dropped: the agent's
 // output still reaches where it always went.
 type agentLog struct {
-	mu   sync.Mutex
-	dir  string
-	half int64 // the size at which the file is rotated
-	f    *os.File
-	size int64
-	err  error // the last write error, said once
+	// run is the current run: the lines read are taken for it.
+	run atomic.Uint64
+	// pipes are the write ends the agent's stdout and stderr go to when
+	// they are kept (nil: that stream is not), made once by open.
+	pipes [2]*os.File
+	mu    sync.Mutex
+	dir   string
+	half  int64 // the size at which the file is rotated
+	f     *os.File
+	size  int64
+	err   error // the last write error, said once
 }
 
 func newAgentLog(dir string, keep int64) *agentLog {
@@ -85,10 +94,42 @@ func (l *agentLog) append(b []byte) error {
 	return err
 }
 
-// close closes the file.
+// Indexes of agentLog.pipes.
+const (
+	logStdout = iota
+	logStderr
+)
+
+var streamNames = [2]string{"stdout", "stderr"}
+
+// open makes the pipe of each stream whose destination (outDst, errDst)
+// is not a terminal, and the copier that passes it through and keeps its
+// lines.
+func (l *agentLog) open(outDst, errDst *os.File) {
+	if l == nil {
+		return
+	}
+	for i, dst := range [2]*os.File{outDst, errDst} {
+		if isTerminal(dst) {
+			continue
+		}
+		if w, _, err := startTail(dst, &lines{log: l, stream: streamNames[i]}); err == nil {
+			l.pipes[i] = w
+		}
+	}
+}
+
+// close closes the pipes' write ends (a copier ends when the agent's
+// copies are closed too) and the file.
 func (l *agentLog) close() {
 	if l == nil {
 		return
+	}
+	for i, w := range l.pipes {
+		if w != nil {
+			w.Close()
+			l.pipes[i] = nil
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -102,7 +143,6 @@ func (l *agentLog) close() {
 // what came after the last line feed.
 type lines struct {
 	log     *agentLog
-	run     uint64
 	stream  string
 	partial []byte
 }
@@ -117,7 +157,7 @@ func (s *lines) add(b []byte) {
 		if i < 0 {
 			s.partial = append(s.partial, b...)
 			if len(s.partial) >= maxLogLine {
-				s.log.writeLine(s.run, s.stream, s.partial[:maxLogLine])
+				s.log.writeLine(s.log.run.Load(), s.stream, s.partial[:maxLogLine])
 				s.partial = append(s.partial[:0], s.partial[maxLogLine:]...)
 			}
 			return
@@ -128,10 +168,10 @@ func (s *lines) add(b []byte) {
 			s.partial = s.partial[:0]
 		}
 		for len(line) > maxLogLine {
-			s.log.writeLine(s.run, s.stream, line[:maxLogLine])
+			s.log.writeLine(s.log.run.Load(), s.stream, line[:maxLogLine])
 			line = line[maxLogLine:]
 		}
-		s.log.writeLine(s.run, s.stream, line)
+		s.log.writeLine(s.log.run.Load(), s.stream, line)
 		b = b[i+1:]
 	}
 }
@@ -139,7 +179,7 @@ func (s *lines) add(b []byte) {
 // end writes what is left without a line feed, at the stream's end.
 func (s *lines) end() {
 	if s != nil && s.log != nil && len(s.partial) > 0 {
-		s.log.writeLine(s.run, s.stream, s.partial)
+		s.log.writeLine(s.log.run.Load(), s.stream, s.partial)
 		s.partial = nil
 	}
 }
@@ -152,21 +192,24 @@ func orStd(f, std *os.File) *os.File {
 	return f
 }
 
-// keeps reports whether a stream going to dst is kept in the agent log:
-// it is, unless the log is off or dst is a terminal (the agent may draw on
-// it: an interactive agent's screen is not a log).
-func (s *Supervisor) keeps(dst *os.File) bool {
-	if s.run.agentLog == nil {
-		return false
-	}
-	_, err := unix.IoctlGetInt(int(dst.Fd()), unix.TIOCGPGRP)
-	return err != nil
+// isTerminal reports whether f is a terminal (the agent may draw on it).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil
 }
 
-// lines is where run's stream, going to dst, is kept: nil when it is not.
-func (s *Supervisor) lines(run uint64, stream string, dst *os.File) *lines {
-	if !s.keeps(dst) {
+// logged returns the lines task mode's pipe of stream (a run's tail,
+// going to dst) feeds the agent log with: nil when it is not kept.
+func (s *Supervisor) logged(stream string, dst *os.File) *lines {
+	if s.run.agentLog == nil || isTerminal(dst) {
 		return nil
 	}
-	return &lines{log: s.run.agentLog, run: run, stream: stream}
+	return &lines{log: s.run.agentLog, stream: stream}
+}
+
+// setRun makes run the current run: the lines read from now on are its.
+func (l *agentLog) setRun(run uint64) {
+	if l != nil {
+		l.run.Store(run)
+	}
 }

@@ -283,25 +283,7 @@ func (s *Supervisor) launch(e machine.Launch) {
 	s.cfg.Trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
-	// Task mode reads both streams through pipes (its tails); any mode keeps
-	// them in the state dir's agent log, but a stream that goes to a
-	// terminal, which the agent may draw on, is left as it is.
-	var tailW, outW *os.File
-	errDst, outDst := orStd(s.cfg.Stderr, os.Stderr), orStd(s.cfg.Stdout, os.Stdout)
-	if e.Tail || s.keeps(errDst) {
-		if w, t, err := startTail(errDst, s.lines(e.Run, "stderr", errDst)); err != nil {
-			s.log.Warn("cannot read the agent's stderr: it is passed through as it is", "err", err)
-		} else if spec.Stderr, tailW = w, w; e.Tail {
-			s.run.tail = t
-		}
-	}
-	if e.Tail || s.keeps(outDst) {
-		if w, t, err := startTail(outDst, s.lines(e.Run, "stdout", outDst)); err != nil {
-			s.log.Warn("cannot read the agent's stdout: it is passed through as it is", "err", err)
-		} else if spec.Stdout, outW = w, w; e.Tail {
-			s.run.outTail = t
-		}
-	}
+	tailW, outW := s.streams(&spec, e)
 	s.refused.Forget() // the last tree's pids mean nothing now
 	s.notify.ForgetRefusals()
 	// Datagrams the child sends before its start is recorded wait for it
@@ -638,3 +620,33 @@ func signalNumber(sig os.Signal) int {
 
 // signalName is the SIG name of sig, as logs give it.
 func signalName(sig syscall.Signal) string { return signame.Of(sig) }
+
+// streams wires the agent's stdout and stderr for run e: task mode reads
+// both through pipes of the run (its tails), which also feed the agent
+// log; otherwise a kept stream goes to the log's own pipe (agentlog.go),
+// and one that is not is left as it is. It returns the run's write ends,
+// for the caller to close once the child has its copies.
+func (s *Supervisor) streams(spec *child.Spec, e machine.Launch) (tailW, outW *os.File) {
+	s.run.agentLog.setRun(e.Run)
+	if e.Tail {
+		errDst, outDst := orStd(s.cfg.Stderr, os.Stderr), orStd(s.cfg.Stdout, os.Stdout)
+		if w, t, err := startTail(errDst, s.logged("stderr", errDst)); err != nil {
+			s.log.Warn("cannot keep the agent's last words: its stderr is passed through as it is", "err", err)
+		} else {
+			spec.Stderr, tailW, s.run.tail = w, w, t
+		}
+		if w, t, err := startTail(outDst, s.logged("stdout", outDst)); err != nil {
+			s.log.Warn("cannot keep the agent's last words: its stdout is passed through as it is", "err", err)
+		} else {
+			spec.Stdout, outW, s.run.outTail = w, w, t
+		}
+	} else if l := s.run.agentLog; l != nil {
+		if l.pipes[logStdout] != nil {
+			spec.Stdout = l.pipes[logStdout]
+		}
+		if l.pipes[logStderr] != nil {
+			spec.Stderr = l.pipes[logStderr]
+		}
+	}
+	return tailW, outW
+}

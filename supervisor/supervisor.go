@@ -365,6 +365,7 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
 	defer s.met.events.close(2 * time.Second) // what is queued is written; a command still running is killed
+	s.run.agentLog.open(orStd(s.cfg.Stdout, os.Stdout), orStd(s.cfg.Stderr, os.Stderr))
 	defer s.run.agentLog.close()
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
