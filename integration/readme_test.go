@@ -36,6 +36,12 @@ func TestReadmeQuickstart(t *testing.T) {
 		t.Fatal("README.md has no quickstart block between <!-- quickstart --> markers")
 	}
 	script := string(m[1])
+	// Then the crash survived: kill -9 mid-turn, the relaunch, status, logs, stop.
+	crash := regexp.MustCompile("(?s)<!-- crash.*?-->\\s*```sh\\n(.*?)```\\s*<!-- /crash -->").FindSubmatch(readme)
+	if crash == nil {
+		t.Fatal("README.md has no crash block between <!-- crash --> markers")
+	}
+	script += string(crash[1])
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = clone
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(dir, "home"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
@@ -52,7 +58,8 @@ func TestReadmeQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the quickstart failed: %v\n--- commands:\n%s--- output:\n%s", err, script, out)
 	}
-	for _, want := range []string{`supervise "quickstart"`, "demo", "idle", "recent runs", "exit"} {
+	for _, want := range []string{`supervise "quickstart"`, "demo", "idle", "recent runs", "exit",
+		`supervise "loop"`, "killed by signal 9", " run=", "stopped: the supervise of"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}

@@ -64,7 +64,7 @@ func TestReasonTableComplete(t *testing.T) {
 // The README's reasons and parks tables are the table's (print the
 // wanted ones with -v when this fails).
 func TestReadmeTables(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/reference.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestExitCodesDocumented(t *testing.T) {
 		want = append(want, r.Code)
 	}
 	for _, doc := range []struct{ file, heading string }{
-		{"README.md", "## Exit codes"},
+		{"docs/reference.md", "## Exit codes"},
 		{"docs/design.md", "### Exit codes"},
 	} {
 		if got := codesIn(t, doc.file, doc.heading); !slices.Equal(got, want) {

@@ -117,10 +117,10 @@ func TestHelpOnceOnStdout(t *testing.T) {
 	}
 }
 
-// The README's configuration table documents every run flag with its
+// The reference's configuration table (docs/reference.md) documents every run flag with its
 // environment variable.
 func TestReadmeDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/reference.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	f.Register(fs)
 	fs.VisitAll(func(fl *flag.Flag) {
 		if !strings.Contains(string(readme), "| `--"+fl.Name) || !strings.Contains(string(readme), "`"+runflags.EnvName(fl.Name)+"`") {
-			t.Errorf("README.md's configuration table lacks --%s / %s", fl.Name, runflags.EnvName(fl.Name))
+			t.Errorf("docs/reference.md's configuration table lacks --%s / %s", fl.Name, runflags.EnvName(fl.Name))
 		}
 	})
 }
