@@ -80,17 +80,7 @@ func TestLimitWaitedOutFakeCLI(t *testing.T) {
 				t.Fatal(err)
 			}
 			session := a.waitEvent(1, "session").arg
-			var retryAt time.Time
-			waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
-				st, ok := limitStatusOf(t, a.stateDir, false)
-				for _, s := range st.Sessions {
-					if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
-						retryAt = *s.RetryAt
-						return true
-					}
-				}
-				return false
-			})
+			retryAt := waitLimitWait(t, a.stateDir, session)
 			if retryAt.Before(reset) || retryAt.After(reset.Add(2*time.Minute)) {
 				t.Errorf("retry_at %s, want at or after the CLI's reset %s (within its minute and the jitter)", retryAt, reset)
 			}
@@ -326,9 +316,16 @@ func geminiLimitWait(t *testing.T, reset string) (*adapterEnv, []string, *proc, 
 	args := []string{"run", "--resume-exec", "gemini -r {session} -p {message}", "--", "gemini", "-p", "rename the parser"}
 	sv := a.start(args...)
 	session := a.waitEvent(1, "session").arg
+	return a, args, sv, session, waitLimitWait(t, a.stateDir, session)
+}
+
+// waitLimitWait waits until session waits out a limit (status: waiting,
+// wait limit, a retry_at), and returns its retry_at.
+func waitLimitWait(t *testing.T, stateDir, session string) time.Time {
+	t.Helper()
 	var retryAt time.Time
 	waitFor(t, 30*time.Second, "the session waiting for its limit", func() bool {
-		st, ok := limitStatusOf(t, a.stateDir, false)
+		st, ok := limitStatusOf(t, stateDir, false)
 		for _, s := range st.Sessions {
 			if ok && s.ID == session && s.State == "waiting" && s.Wait == "limit" && s.RetryAt != nil {
 				retryAt = *s.RetryAt
@@ -337,5 +334,5 @@ func geminiLimitWait(t *testing.T, reset string) (*adapterEnv, []string, *proc, 
 		}
 		return false
 	})
-	return a, args, sv, session, retryAt
+	return retryAt
 }

@@ -85,9 +85,9 @@ func (k *eventSink) tell(n machine.Notice, name string, now time.Time) {
 	select {
 	case k.q <- d:
 	default:
-		if k.dropped.Add(1)&(k.dropped.Load()-1) == 0 { // said at 1, 2, 4, 8, ...
+		if v := k.dropped.Add(1); v&(v-1) == 0 { // said at 1, 2, 4, 8, ...
 			k.log.Warn("events: the queue is full (the --on-event command is slow): a document dropped", "event", n.Event,
-				"session", n.Session, "dropped", k.dropped.Load())
+				"session", n.Session, "dropped", v)
 		}
 	}
 }

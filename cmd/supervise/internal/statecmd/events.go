@@ -36,69 +36,52 @@ func Command(ctx context.Context, cmd string, args []string, stdout, stderr io.W
 // --on-event is run for), one JSON line each, oldest first; -f follows
 // them, across supervise's restarts.
 func Events(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("supervise events", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st runflags.State
-	st.RegisterLookup(fs)
-	follow := fs.Bool("f", false, "follow: print new documents as they come, until interrupted")
-	n := fs.Int("n", 0, "print only the last N documents (0: all kept)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `Usage: supervise events [--name NAME | --state-dir DIR] [-f] [-n N]
+	return kept(ctx, keptFile{cmd: "events", file: supervisor.EventsFile, n: 0,
+		nHelp: "print only the last N documents (0: all kept)",
+		fHelp: "follow: print new documents as they come, until interrupted",
+		usage: `Usage: supervise events [--name NAME | --state-dir DIR] [-f] [-n N]
 
 The event documents of an agent, one JSON line each, oldest first: what
 --on-event is run for (a session parked or parked for a budget, waiting for
 a person and no longer, waiting out a limit and no longer, supervise giving
 up), each with the agent's name, its state dir, the session, the turn, the
-reason and the command that acts. For an orchestrator: supervise events -f.`)
-		fs.PrintDefaults()
-	}
-	set, err := runflags.Parse(fs, args, stdout, stderr)
-	if err != nil {
-		return runflags.ExitCode(err)
-	}
-	if fs.NArg() > 0 || *n < 0 {
-		fs.Usage()
-		return exitcode.Usage
-	}
-	dir, _, err := st.Resolve(set, "")
-	if err != nil {
-		fmt.Fprintf(stderr, "supervise events: %v\n", err)
-		return exitcode.Usage
-	}
-	path := filepath.Join(dir, supervisor.EventsFile)
-	var lines []string
-	for _, p := range []string{path + ".1", path} {
-		lines = append(lines, readLines(p)...)
-	}
-	if *n > 0 && len(lines) > *n {
-		lines = lines[len(lines)-*n:]
-	}
-	for _, l := range lines {
-		fmt.Fprintln(stdout, l)
-	}
-	if !*follow {
-		return exitcode.OK
-	}
-	return followFile(ctx, path, stdout)
+reason and the command that acts. For an orchestrator: supervise events -f.`}, args, stdout, stderr)
 }
 
 // Logs is `supervise logs`: the agent's stdout and stderr lines its
 // supervise kept in the state dir (each with its time, run and stream),
 // the last -n of them; -f follows them across relaunches and rotation.
 func Logs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("supervise logs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st runflags.State
-	st.RegisterLookup(fs)
-	follow := fs.Bool("f", false, "follow: print new lines as the agent writes them, across its relaunches, until interrupted")
-	n := fs.Int("n", 100, "print the last N lines kept (0: all)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `Usage: supervise logs [--name NAME | --state-dir DIR] [-f] [-n LINES]
+	return kept(ctx, keptFile{cmd: "logs", file: supervisor.AgentLogFile, n: 100,
+		nHelp: "print the last N lines kept (0: all)",
+		fHelp: "follow: print new lines as the agent writes them, across its relaunches, until interrupted",
+		usage: `Usage: supervise logs [--name NAME | --state-dir DIR] [-f] [-n LINES]
 
 The agent's stdout and stderr as its supervise kept them in the state dir,
 each line with its time, run and stream (they also went where they always
 go). At most --log-keep of them are kept, in two rotated files; a stream
-that went to a terminal (an interactive agent's screen) is not kept.`)
+that went to a terminal (an interactive agent's screen) is not kept.`}, args, stdout, stderr)
+}
+
+// keptFile is a file of lines supervise keeps in the state dir, rotated to
+// file+".1", as a command prints it: cmd's name, the file, the default
+// -n, the flags' help and the usage.
+type keptFile struct {
+	cmd, file, nHelp, fHelp, usage string
+	n                              int
+}
+
+// kept prints the last -n lines of k's two files, oldest first, and with
+// -f follows the file across rotation until ctx is done.
+func kept(ctx context.Context, k keptFile, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("supervise "+k.cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st runflags.State
+	st.RegisterLookup(fs)
+	follow := fs.Bool("f", false, k.fHelp)
+	n := fs.Int("n", k.n, k.nHelp)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), k.usage)
 		fs.PrintDefaults()
 	}
 	set, err := runflags.Parse(fs, args, stdout, stderr)
@@ -111,10 +94,10 @@ that went to a terminal (an interactive agent's screen) is not kept.`)
 	}
 	dir, _, err := st.Resolve(set, "")
 	if err != nil {
-		fmt.Fprintf(stderr, "supervise logs: %v\n", err)
+		fmt.Fprintf(stderr, "supervise %s: %v\n", k.cmd, err)
 		return exitcode.Usage
 	}
-	path := filepath.Join(dir, supervisor.AgentLogFile)
+	path := filepath.Join(dir, k.file)
 	var lines []string
 	for _, p := range []string{path + ".1", path} {
 		lines = append(lines, readLines(p)...)
