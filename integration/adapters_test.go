@@ -61,7 +61,10 @@ func newAdapterEnv(t *testing.T) *adapterEnv {
 	e := newEnv(t)
 	a := &adapterEnv{env: e, home: filepath.Join(e.dir, "home"), bins: bins}
 	e.set("HOME="+a.home, "PATH="+bins.dir+":"+filepath.Dir(superviseBin)+":"+os.Getenv("PATH"),
-		"FAKECLI_HANG_RUN=1")
+		"FAKECLI_HANG_RUN=1",
+		// The stand-ins are run as the examples set the real CLIs up;
+		// the profiles (zeroconfig_realcli_test.go) are the real CLIs'.
+		"SUPERVISE_PROFILES=off")
 	return a
 }
 

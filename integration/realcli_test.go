@@ -50,6 +50,16 @@ type realCLI struct {
 	// proxyDoc: task and template are docs/proxy.md's for this CLI
 	// without hooks, not its example README's.
 	proxyDoc bool
+	// zero: nothing of supervise's is installed and no flag names a
+	// template: the CLI's profile sets the run up (zeroconfig_realcli_test.go).
+	zero bool
+	// stateDir, when set, makes the scenario's state dir (Gemini CLI reads
+	// no system settings under a directory others may write, as /tmp is).
+	stateDir func(t *testing.T) string
+	// noPrompt: supervise sees the CLI's turns through the proxy, which
+	// reads no prompt, so the continuation cannot quote the request (the
+	// conversation, resumed by its id, holds it).
+	noPrompt bool
 }
 
 // realEnv is one scenario: a private $HOME with the example installed, a
@@ -158,7 +168,11 @@ func newRealEnv(t *testing.T, cli realCLI) *realEnv {
 			t.Fatal(err)
 		}
 	}
-	if tmpl := resumeTemplate(t, cli.example); tmpl != cli.template && !cli.proxyDoc {
+	if cli.stateDir != nil {
+		e.stateDir = cli.stateDir(t)
+		e.set("SUPERVISE_STATE_DIR=" + e.stateDir)
+	}
+	if tmpl := resumeTemplate(t, cli.example); tmpl != cli.template && !cli.proxyDoc && !cli.zero {
 		t.Fatalf("examples/%s/README.md gives --resume-exec %q, the test expects %q", cli.example, tmpl, cli.template)
 	}
 	if cli.setup != nil {
@@ -178,6 +192,9 @@ func (r *realEnv) answer(script func(mockapi.Request) mockapi.Reply) {
 // resume template.
 func (r *realEnv) run(flags ...string) *proc {
 	args := append([]string{"run", "--resume-exec", r.cli.template}, flags...)
+	if r.cli.zero {
+		args = append([]string{"run"}, flags...)
+	}
 	args = append(append(append(args, "--"), r.cli.task...), realPrompt)
 	return r.start(args...)
 }
@@ -333,6 +350,9 @@ func (r *realEnv) killOnce() {
 		t.Errorf("the continuation went to session %q, want %q", q.Session, session)
 	}
 	for _, want := range []string{"signal 9", "sleep 60", "check the current state", realPrompt} {
+		if want == realPrompt && r.cli.noPrompt {
+			continue
+		}
 		if !strings.Contains(q.LastUser, want) {
 			t.Errorf("continuation lacks %q:\n%s", want, q.LastUser)
 		}

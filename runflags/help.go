@@ -27,8 +27,10 @@ var helpGroups = []helpGroup{
 that is not an option) it is task mode: the task runs once, a pending session
 is resumed with the template, and supervise ends when nothing is pending. With
 no prompt (only options: -- claude, -- codex) it is interactive: a turn cut
-short continues in the same terminal, and /exit ends supervise with 0.`,
-		[]string{"name", "resume-exec", "restart", "metrics-addr", "on-event", "state-dir"}},
+short continues in the same terminal, and /exit ends supervise with 0. For
+Claude Code, Codex and Gemini CLI no flag is needed: their profiles set up the
+hooks (or the proxy) and the template for this run (--profiles off: none).`,
+		[]string{"name", "resume-exec", "restart", "metrics-addr", "on-event", "state-dir", "profiles"}},
 	{"Logs and events", "", []string{"log-keep"}},
 	{"Resumes and parks", "", []string{"resume", "resume-limit", "max-turn-age", "resume-message", "resume-signal", "rerun-task", "fingerprint"}},
 	{"Deadlines and hangs", "", []string{"turn-timeout", "phase-timeout", "start-timeout", "silence-timeout", "watchdog", "stop-timeout", "stop-signal"}},

@@ -71,6 +71,7 @@ type Flags struct {
 	startTimeout   time.Duration
 	silenceTimeout time.Duration
 	limitWait      string
+	profiles       string
 
 	// euid stands in for os.Geteuid in the --user check when set
 	// (SetEUID); cred is what --user resolved to in the last Config that
@@ -119,6 +120,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.onEvent, "on-event", "", "run this command through /bin/sh -c when a session parks, starts or stops waiting for a person or a limit, goes over a budget, or supervise gives up: one JSON document on its stdin (event, name, state_dir, session, turn, reason, command) and the same in SUPERVISE_EVENT_* variables; killed after 10s, never blocking supervise (docs/operations.md)")
 	fs.Int64Var(&f.maxTokensTotal, "max-tokens-total", 0, "with --api-proxy on: the state dir's budget across all its sessions and runs, kept in the journal; once spent, every model call is answered by the proxy itself until a person runs supervise resume (0 = no budget)")
 	fs.IntVar(&f.limitResumes, "limit-resumes", 5, "resumes after a usage or rate limit per turn: a limit that ends the turn again after this many parks the session, naming the limit (a spent plan or spend cap ends clearly instead of looping); a limit is never counted as a crash")
+	fs.StringVar(&f.profiles, "profiles", "auto", "auto: for Claude Code, Codex and Gemini CLI supervise sets up what it needs by itself, for this run only and with no file of the user's changed: how their turns are seen (its hooks handed to the run, or the model-API proxy for Codex) and the resume template (--resume-exec) from the command; explicit flags win; off: none of it, the agent runs as given (docs/profiles.md)")
 	fs.StringVar(&f.limitWait, "limit-wait", "on", "on: a turn a usage or rate limit ended waits until the limit's reset (waiting, wait limit, retry_at in status; journaled, so the wait survives a restart) and is resumed then; off: task mode exits 75 (EX_TEMPFAIL) with the reset time on stderr and in status; a duration such as 2h: waits longer than it end the task so")
 	durationVar(fs, &f.startTimeout, "start-timeout", 0, "a run that sends no marker and makes no model request this long after its launch is stopped as hung (stop signal, grace, SIGKILL), reason start-timeout, decided as a hang; a task that hung so before any session is started again once (0 = off)")
 	durationVar(fs, &f.silenceTimeout, "silence-timeout", 0, "an open turn (not waiting for a person or a limit) with no marker, no model traffic and no output for this long stops the agent as hung, reason silence-timeout, decided as a hang; a CLI that says it waits out a limit itself is not silent until then (0 = off)")
@@ -142,6 +144,15 @@ func (f *Flags) ResumeOff() bool { return f.resumeMode == "off" }
 func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stderr io.Writer) (supervisor.Config, *slog.Logger, error) {
 	var cfg supervisor.Config
 	f.cred = nil
+	dir, name, err := f.state.Resolve(set, DefaultName(argv))
+	if err != nil {
+		return cfg, nil, err
+	}
+	plan, err := f.profile(set, argv, dir)
+	if err != nil {
+		return cfg, nil, err
+	}
+	argv = plan.Argv
 	restart, err := crashloop.ParseRestart(f.restart)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", Source("restart", set), err)
@@ -196,6 +207,9 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		if execTpl, err = resume.ParseTemplate(f.resumeExec); err != nil {
 			return cfg, nil, fmt.Errorf("%s: %w", Source("resume-exec", set), err)
 		}
+		execTpl = plan.Adapt(execTpl)
+	} else if plan.Template != nil {
+		execTpl = plan.Template
 	}
 	deadlines := supervisor.Deadlines{Turn: f.turnTimeout}
 	if err := parsePhaseTimeout(f.phaseTime, &deadlines); err != nil {
@@ -239,10 +253,6 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		log.Info("task mode (--resume-exec): --restart does not apply; the task runs once and only resume launches follow",
 			"restart", f.restart)
 	}
-	dir, name, err := f.state.Resolve(set, DefaultName(argv))
-	if err != nil {
-		return cfg, nil, err
-	}
 	fg, err := foreground(f.foreground, stdin)
 	if err != nil {
 		return cfg, nil, err
@@ -283,6 +293,8 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		StartTimeout:    f.startTimeout,
 		SilenceTimeout:  f.silenceTimeout,
 		Rerun:           os.Args,
+		Env:             plan.Env,
+		Agent:           supervisor.AgentSetup{Files: plan.Files, Launch: plan.Launch, Done: plan.Done, Said: plan.Said},
 		Report:          stderr,
 		Stdin:           stdin,
 		Log:             log,

@@ -283,6 +283,11 @@ func (s *Supervisor) launch(e machine.Launch) {
 	s.cfg.Trace.Mark(trace.CgroupReady)
 	spec.Env = s.startProxy(e.Run, spec.Env)
 	spec.Env = append(spec.Env, s.cfg.User.Env()...) // last: they win
+	if s.cfg.Agent.Launch != nil {
+		if err := s.cfg.Agent.Launch(spec.Env); err != nil {
+			s.log.Error("the agent's profile could not prepare this launch: its turns may be unseen", "run", e.Run, "err", err)
+		}
+	}
 	tailW, outW := s.streams(&spec, e)
 	s.refused.Forget() // the last tree's pids mean nothing now
 	s.notify.ForgetRefusals()

@@ -65,7 +65,9 @@ type Config struct {
 	Argv []string
 	Dir  string
 	// Env is the base environment of the child; nil means supervise's own.
-	Env    []string
+	Env []string
+	// Agent is what the agent CLI's profile prepares (package profile).
+	Agent  AgentSetup
 	Policy crashloop.Policy
 	Guard  crashloop.Guard
 	// StopSignal asks the child to stop; StopTimeout is the grace period
@@ -271,6 +273,9 @@ func New(cfg Config, db *journal.DB, reaper *child.Reaper) (*Supervisor, error) 
 	if cfg.Trace == nil {
 		cfg.Trace = trace.FromEnv()
 	}
+	if err := writeAgentFiles(cfg.StateDir, cfg.Agent.Files); err != nil {
+		return nil, fmt.Errorf("the agent's settings in the state dir: %w", err)
+	}
 	sum := sha256.Sum256([]byte(cfg.StateDir))
 	now := cfg.Clock.Now()
 	s := &Supervisor{
@@ -370,6 +375,12 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
 	defer s.pruneWait()
+	if s.cfg.Agent.Done != nil {
+		defer s.cfg.Agent.Done()
+	}
+	for _, l := range s.cfg.Agent.Said {
+		s.log.Info(l)
+	}
 	s.cs = commitState{w: startWriter(s.db, s.cfg.Failpoints.CommitDelay), dirty: map[string]bool{},
 		ackLogs: rateLog{interval: time.Second}}
 	defer s.stopWriter()
