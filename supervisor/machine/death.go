@@ -216,11 +216,40 @@ func (d *death) decideSessions() {
 	}
 }
 
-// decideLimit applies a limit's death to the sessions: those mid-turn (or
-// handed the run's resume) wait out the limit or are parked past the cap;
-// the rest are decided as the death rest is without the limit (the words
-// concern only the sessions mid-turn: one waiting for a person is parked
-// as at any dirty death).
+// limitHit reports whether the limit that ended the run concerns sess: a
+// limit concerns only the session it was reported for. The proxy (a 429 or
+// 529) and the hooks (Claude Code's StopFailure rate_limit) report it for
+// one session, which waits on the model API; the agent's words name no
+// session, so they concern the sessions mid-turn in the run (in_turn, or
+// handed its resume) only when neither reported a limit for any session
+// (then the words are that session's, most likely the same 429 told
+// twice). A session already waiting out a limit is not concerned again.
+func (d *death) limitHit(sess *record.Session, reported bool) bool {
+	switch {
+	case sess.State == record.Waiting && sess.Wait == WaitReconnect:
+		return true
+	case d.e.Limit == nil || reported:
+		return false
+	}
+	return sess.State == record.InTurn || handedTo(sess, d.r.Run) && d.r.Run != 0
+}
+
+// limitReported reports whether the proxy or the hooks reported a limit
+// for some session: one waits on the model API.
+func (b *Book) limitReported() bool {
+	for _, sess := range b.Sessions {
+		if sess.State == record.Waiting && sess.Wait == WaitReconnect {
+			return true
+		}
+	}
+	return false
+}
+
+// decideLimit applies a limit's death to the sessions: those the limit
+// concerns (limitHit) wait out the limit or are parked past the cap; the
+// rest are decided as the death rest is without the limit (another
+// session mid-turn is resumed as at any dirty death, counted; one waiting
+// for a person is parked as at any dirty death).
 func (d *death) decideLimit(rest resume.Death) []resume.Decision {
 	e, r, o, now := d.e, d.r, d.o, d.now
 	var changed []resume.Decision
@@ -230,9 +259,14 @@ func (d *death) decideLimit(rest resume.Death) []resume.Decision {
 	if e.Limit != nil && e.Limit.Line != "" {
 		line = e.Limit.Line
 	}
+	reported := d.limitReported()
 	for _, id := range d.sessionIDs() {
 		sess := d.Sessions[id]
 		if !sess.State.Open() {
+			continue
+		}
+		if !d.limitHit(sess, reported) {
+			others = append(others, *sess)
 			continue
 		}
 		ld := resume.LimitDeath{Death: resume.Death{Reason: r.Reason, ExitCode: r.ExitCode, Signal: r.Signal, Run: r.Run, At: r.Ended},

@@ -29,6 +29,9 @@ import (
 //   - the crash-loop guard's chain counts only deaths of runs that
 //     started a child: a boot (supervise's own death, a run reserved and
 //     never launched) and an exec failure never lengthen it;
+//   - a limit concerns only its own session: a session enters a limit's
+//     wait at a death only when the proxy or the hooks reported the limit
+//     for it, or (none reported) the words said one while it was mid-turn;
 //   - the agent's words at a death (a limit with any reset, a lost
 //     conversation, noise) never skip a park: a session waiting for a
 //     person at a dirty death is parked, words or not;
@@ -297,9 +300,24 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 		if sess.Limits > s.m.Config.Limit.resumes() && sess.State != record.Parked {
 			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.Config.Limit.resumes())
 		}
-		limitWait := (sess.State == record.Waiting && sess.Wait == record.WaitLimit) || sess.ParkedBy == record.ParkedByLimit
+		limitWait := (sess.State == record.Waiting && sess.Wait == record.WaitLimit) || (sess.State == record.Parked && sess.ParkedBy == record.ParkedByLimit)
+		// A limit concerns only the session it was reported for: a
+		// session enters a limit's wait (or its park) at a death only
+		// when the proxy or the hooks reported the limit for it, or the
+		// words said one and reported none for any session while it was
+		// mid-turn in the run.
+		wasLimited := b.State == record.Waiting && b.Wait == record.WaitLimit || b.State == record.Parked && b.ParkedBy == record.ParkedByLimit
+		if isExit && held && limitWait && !wasLimited {
+			handed := b.State == record.ResumePending && b.HasResume && b.Resume.Run == m.Run.Run && m.Run.Run != 0
+			proxy := b.State == record.Waiting && b.Wait == WaitReconnect
+			words := exited.Limit != nil && !limitReportedIn(before) && (b.State == record.InTurn || handed)
+			if !proxy && !words {
+				s.fail(ev, "session %s (%s %s) put into a limit's wait it never hit (words %v, another's limit reported %v): %+v",
+					id, b.State, b.Wait, exited.Limit != nil, limitReportedIn(before), k)
+			}
+		}
 		if isExit && s.m.Run.Reason == record.ReasonLimit && limitWait && sess.CrashCount > b.CrashCount {
-			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d", id, b.CrashCount, sess.CrashCount)
+			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d\nbefore %+v\nafter %+v", id, b.CrashCount, sess.CrashCount, b, keyOf(sess))
 		}
 		// The breaker's limit.
 		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason &&
@@ -348,6 +366,17 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			}
 		}
 	}
+}
+
+// limitReportedIn reports whether a session waited on the model API before the
+// step: the proxy or the hooks reported a limit for it.
+func limitReportedIn(before *simSnap) bool {
+	for _, k := range before.keys {
+		if k.State == record.Waiting && k.Wait == WaitReconnect {
+			return true
+		}
+	}
+	return false
 }
 
 // committedBeforeNext reports whether a Commit follows fx[at] before any
