@@ -269,17 +269,21 @@ func (d *death) decideLimit(rest resume.Death) []resume.Decision {
 			others = append(others, *sess)
 			continue
 		}
+		reset, how := d.Config.Limit.reset(sess, e.Limit, e.Random, now)
 		ld := resume.LimitDeath{Death: resume.Death{Reason: r.Reason, ExitCode: r.ExitCode, Signal: r.Signal, Run: r.Run, At: r.Ended},
-			Reset: d.Config.Limit.reset(sess, e.Limit, e.Random, now), Line: line, Max: d.Config.Limit.resumes()}
+			Reset: reset, Line: line, Max: d.Config.Limit.resumes()}
 		dec, ok := resume.Limited(*sess, ld, now, d.Config.Resume)
 		if !ok {
 			others = append(others, *sess)
 			continue
 		}
+		s := dec.Session
 		if dec.Action == resume.Park {
 			o.add(Count{Metric: "park", Label: record.ParkedByLimit})
+		} else {
+			s.Reason += "; " + how
+			o.info("a limit's wait: "+how, "session", id, "retry_at", reset.UTC().Format(time.RFC3339))
 		}
-		s := dec.Session
 		d.Sessions[id] = &s
 		ids = append(ids, id)
 		changed = append(changed, dec)

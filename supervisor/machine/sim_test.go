@@ -571,6 +571,9 @@ func (s *sim) traffic() {
 		e.Kind = TrafficTurnEnd
 	case 4:
 		e.Kind, e.RetryAt = TrafficLimited, s.now.Add(time.Duration(r.IntN(120))*time.Second)
+		if r.IntN(8) == 0 {
+			e.RetryAt = s.reset() // a provider's retry-after of any size, the proxy's cap trusted to no one
+		}
 	case 5:
 		e.Kind = TrafficStall
 	default:

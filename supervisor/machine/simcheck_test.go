@@ -32,6 +32,8 @@ import (
 //   - a limit concerns only its own session: a session enters a limit's
 //     wait at a death only when the proxy or the hooks reported the limit
 //     for it, or (none reported) the words said one while it was mid-turn;
+//   - one cap on a believed reset: no session's retry_at, from the words
+//     or the proxy, is set past MaxWordsWait (plus the jitter) from now;
 //   - the agent's words at a death (a limit with any reset, a lost
 //     conversation, noise) never skip a park: a session waiting for a
 //     person at a dirty death is parked, words or not;
@@ -296,6 +298,12 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			b.State == record.Waiting && b.Wait != record.WaitLimit && b.Wait != WaitReconnect && sess.State != record.Parked {
 			s.fail(ev, "session %s waited for a person (%s) at a dirty death (words: limit %v, lost %v) and is %s, not parked",
 				id, b.Wait, exited.Limit != nil, exited.Lost, sess.State)
+		}
+		// One cap on a believed reset, whatever its source (the words, the
+		// proxy's retry_at): no session waits past MaxWordsWait (and the
+		// jitter) from when it was told.
+		if k.RetryAt != b.RetryAt && k.RetryAt.After(s.now.Add(MaxWordsWait+limitJitterMax)) {
+			s.fail(ev, "session %s waits until %s, past now %s plus the cap %s", id, k.RetryAt, s.now, MaxWordsWait)
 		}
 		if sess.Limits > s.m.Config.Limit.resumes() && sess.State != record.Parked {
 			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.Config.Limit.resumes())
