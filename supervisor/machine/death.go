@@ -180,6 +180,10 @@ func (d *death) lost() {
 	said := strconv.Quote(e.Said) + " (exit status " + strconv.Itoa(r.ExitCode) + ")"
 	sess.Resume = nil
 	lostWhy := lostReason + said
+	if d.Policy.LostAnew {
+		d.lostAnew(sess, lostWhy)
+		return
+	}
 	if sess.ToolRan || d.Task.reran {
 		why := "a tool had run in the interrupted turn, so the task is not started again by itself"
 		if !sess.ToolRan {
@@ -199,6 +203,38 @@ func (d *death) lost() {
 	o.save(sess.ID)
 	o.warn("the CLI cannot resume the session: its conversation was lost before any tool ran; starting the task again once, as a new session",
 		"session", sess.ID, "turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode, "crash_count", sess.CrashCount)
+	d.tellLost(sess)
+}
+
+// lostAnew: an interactive CLI asked to resume a conversation it never
+// saved (killed in the first turn of a new conversation). The person is
+// kept in the CLI: it is started again once as a new conversation (the
+// plain argv, no resume), never parked, and told plainly. The session is
+// closed, its reason saying its conversation was lost (KnownLost): no
+// notice, report or status offers a resume of it, which cannot work. The
+// bound: the new conversation's first session takes the lost one's crash
+// count (inheritRerun), so a turn that keeps killing the CLI before it
+// saves reaches the breaker as any turn that keeps dying; every such death
+// chains in the crash-loop guard too.
+func (d *death) lostAnew(sess *record.Session, lostWhy string) {
+	o := d.o
+	sess.State = record.Closed
+	sess.Reason = lostWhy + "; " + lostAnewWords
+	if sess.ToolRan {
+		sess.Reason += "; a tool had run in the interrupted turn: check what it did before asking again"
+	}
+	d.Task.rerunDue, d.Task.inherit = true, max(d.Task.inherit, sess.CrashCount)
+	o.save(sess.ID)
+	o.warn("interactive: the session's conversation was lost before the CLI saved it (it cannot be resumed); starting the CLI again as a new conversation",
+		"session", sess.ID, "turn", sess.Turn, "cli_said", d.e.Said, "exit_code", d.r.ExitCode, "crash_count", sess.CrashCount)
+	d.tellLost(sess)
+}
+
+// tellLost tells a person of a session whose conversation is lost: what
+// happened and where to look, never a resume.
+func (d *death) tellLost(sess *record.Session) {
+	d.o.add(Notice{Event: NoticeLost, Session: sess.ID, Turn: sess.Turn, Reason: sess.Reason,
+		Command: "supervise status --state-dir " + ShellQuote(d.Config.StateDir) + " --session " + ShellQuote(sess.ID)})
 }
 
 // decideSessions decides for each session what the death means for it.
@@ -448,6 +484,8 @@ func (d *death) taskNextWords() string {
 		return d.limitWords(d.Hold() != "")
 	case len(d.pending()) == 0 && d.hungAtStart() && !d.hang.startRetried && d.Policy.Task:
 		return "the task again (it hung at start)"
+	case len(d.pending()) == 0 && d.Task.rerunDue && d.Policy.LostAnew:
+		return "the CLI again as a new conversation"
 	case len(d.pending()) == 0 && d.Task.rerunDue:
 		return "the task again as a new session"
 	case len(d.pending()) == 0:
@@ -486,7 +524,11 @@ func (d *death) taskNext() {
 	}
 	if d.Task.rerunDue {
 		d.Task.rerunDue = false
-		o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		if d.Policy.LostAnew {
+			o.info("interactive: starting the CLI again as a new conversation (the conversation was lost before the CLI saved it)")
+		} else {
+			o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		}
 		d.wait(o, d.dec.Delay, false)
 		return
 	}

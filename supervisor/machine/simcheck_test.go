@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strings"
 	"time"
 
 	"github.com/supervise-dev/supervise/record"
@@ -32,6 +33,10 @@ import (
 //   - a limit concerns only its own session: a session enters a limit's
 //     wait at a death only when the proxy or the hooks reported the limit
 //     for it, or (none reported) the words said one while it was mid-turn;
+//   - a lost session (the CLI, asked to resume it, has no such
+//     conversation) is never handed an automatic resume, holds none, and
+//     in interactive mode never parks: it is closed and told (a Notice
+//     lost, never a resume command);
 //   - one cap on a believed reset: no session's retry_at, from the words
 //     or the proxy, is set past MaxWordsWait (plus the jitter) from now;
 //   - the agent's words at a death (a limit with any reset, a lost
@@ -266,6 +271,41 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 				}
 			default:
 				s.fail(ev, "parked session %s (by %q) left its park: %+v", id, b.ParkedBy, k)
+			}
+		}
+		// A lost session is never handed a resume (but by a person), and
+		// in interactive mode never parks: it is closed, told (a Notice
+		// with no resume command) and the CLI started again as a new
+		// conversation.
+		wasLost := (b.State == record.Closed || b.State == record.Parked) && strings.HasPrefix(b.Reason, lostReason)
+		if held && wasLost && sess.State == record.ResumePending && (sess.Resume == nil || !sess.Resume.Manual) {
+			s.fail(ev, "session %s, whose conversation is lost, was handed an automatic resume: %+v", id, k)
+		}
+		if KnownLost(*sess) && sess.State == record.Closed && sess.Resume != nil {
+			s.fail(ev, "session %s, whose conversation is lost, still holds a resume: %+v", id, k)
+		}
+		if m.Policy.Interactive && sess.State == record.Parked && strings.HasPrefix(sess.Reason, lostReason) {
+			s.fail(ev, "interactive session %s, whose conversation was lost, parked: %+v", id, k)
+		}
+		// Said by the event, not by the machine's own reason: an
+		// interactive run handed this session's resume that exits by
+		// itself with a failure, before any marker, the CLI saying the
+		// conversation is lost, leaves it closed, never parked (a limit
+		// said at the same death is waited out first: the next resume
+		// finds the loss).
+		row, _ := m.Run.Reason.Row()
+		handed := b.State == record.ResumePending && b.HasResume && b.Resume.Run == m.Run.Run && m.Run.Run != 0
+		if isExit && exited.Lost && m.Policy.Interactive && held && handed && row.ByItself &&
+			exited.Code != 0 && !m.Task.runMarkers && sess.State != record.Closed {
+			s.fail(ev, "interactive session %s's conversation was lost and it is %s, not closed and started anew: %+v", id, sess.State, k)
+		}
+		if isExit && m.Policy.Interactive && KnownLost(*sess) && !wasLost && !noticed(fx, id, NoticeLost) {
+			s.fail(ev, "interactive session %s's conversation was lost and no Notice told of it: %#v", id, fx)
+		}
+		for _, e := range fx {
+			if n, ok := e.(Notice); ok && n.Session == id && KnownLost(*sess) && sess.State == record.Closed &&
+				(n.Event == NoticeParked || strings.Contains(n.Command, "resume")) {
+				s.fail(ev, "a notice offers a resume of session %s, whose conversation is lost: %+v", id, n)
 			}
 		}
 		// A park is told once, when it happens: a Notice in the step that
