@@ -1,6 +1,7 @@
 // Package agentsaid reads what an agent CLI said as it ended: the tail of
 // its output, as bytes, and where known which CLI it is. It answers three
-// questions, all pure (no I/O, no clock: the caller passes now):
+// questions, all pure (no clock: the caller passes now; no I/O but the
+// system's time zone database, read for a zone a limit's words name):
 //
 //   - Limit: did a usage or rate limit end the run, and when does it lift
 //     if the CLI said so (Claude Code's 429 and usage-limit texts, Codex's

@@ -303,7 +303,8 @@ func TestBound(t *testing.T) {
 }
 
 // Whatever the bytes, neither function panics, the line stays bounded
-// and printable, and a reset is never absurd.
+// and printable, and a reset never overflows (at most maxAfter ahead: the
+// machine's cap bounds the wait).
 func FuzzTail(f *testing.F) {
 	f.Add([]byte("ERROR: You’ve hit your usage limit. try again at Dec 2nd, 2026 4:41 AM.\n"), "codex")
 	f.Add([]byte("Please retry in 99999999999999999999999s.\nTerminalQuotaError\n"), "gemini")
@@ -323,7 +324,7 @@ func FuzzTail(f *testing.F) {
 		if len(lim.Line) > maxLine+3 {
 			t.Fatalf("Line of %d bytes", len(lim.Line))
 		}
-		if !lim.Reset.IsZero() && (lim.Reset.Sub(now) > 401*24*time.Hour || lim.Reset.Before(now.Add(-time.Hour))) {
+		if !lim.Reset.IsZero() && (lim.Reset.Sub(now) > maxAfter || lim.Reset.Before(now.Add(-time.Hour))) {
 			t.Fatalf("Reset %v", lim.Reset)
 		}
 		if until, ok := Retrying(tail, c, now); ok && (until.Before(now.Add(-time.Minute)) || until.Sub(now) > MaxRetry+time.Minute) {
@@ -444,6 +445,52 @@ func TestClaudeStopFailure(t *testing.T) {
 		}
 		if signedIn := strings.Contains(name, "oauth"); signedIn == lim.Reset.IsZero() {
 			t.Errorf("%s: reset %v", name, lim.Reset)
+		}
+	}
+}
+
+// The unclear ones of issue 46, decided: a clock time is read in the zone
+// Claude Code names ("resets 3pm (America/New_York)"); a zone the time
+// zone database does not know, or a date that does not exist ("Feb 30"),
+// is no time given (zero Reset: the machine guesses the wait and says
+// it guessed), never another zone or another day; a reset far ahead is
+// handed as named, never dropped nor overflowed (the machine's one cap,
+// MaxWordsWait, bounds the wait and says so).
+func TestLimitResetsDecided(t *testing.T) {
+	now := time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC) // 18:40 in New York, 00:40 Dec 2 in Berlin
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	for _, c := range []struct {
+		cli   CLI
+		tail  string
+		reset time.Time // zero: none given
+	}{
+		{Claude, "You've hit your session limit · resets 3pm (America/New_York)\n", time.Date(2026, 12, 2, 15, 1, 0, 0, ny)},
+		{Claude, "You've hit your session limit · resets 7pm (America/New_York)\n", time.Date(2026, 12, 1, 19, 1, 0, 0, ny)},
+		{Claude, "You've hit your weekly limit · resets Dec 4, 3:30pm (Europe/Berlin)\n", time.Date(2026, 12, 4, 14, 31, 0, 0, time.UTC)},
+		{Claude, "You've hit your session limit · resets 3pm (UTC)\n", time.Date(2026, 12, 2, 15, 1, 0, 0, time.UTC)},
+		{Claude, "You've hit your session limit · resets 3pm (Mars/Olympus_Mons)\n", time.Time{}},
+		{Claude, "You've hit your session limit · resets 3pm (Local)\n", time.Time{}},
+		{Claude, "You've hit your session limit · resets 3pm (../../etc/passwd)\n", time.Time{}},
+		{Claude, "You've hit your weekly limit · resets Feb 30, 9am (UTC)\n", time.Time{}},
+		{Claude, "You've hit your weekly limit · resets Feb 29, 9am (UTC)\n", time.Time{}}, // 2027 has none
+		{Claude, "You've hit your weekly limit · resets Feb 29, 2028, 9am (UTC)\n", time.Date(2028, 2, 29, 9, 1, 0, 0, time.UTC)},
+		{Claude, "You've hit your weekly limit · resets Apr 31, 2027, 9am (UTC)\n", time.Time{}},
+		{Codex, "ERROR: You’ve hit your usage limit. ... or try again at Feb 30th, 2027 4:41 AM.\n", time.Time{}},
+		{Claude, "Claude AI usage limit reached|" + fmt.Sprint(now.Add(399*24*time.Hour).Unix()) + "\n", now.Add(399 * 24 * time.Hour)},
+		{Claude, "Claude AI usage limit reached|" + fmt.Sprint(now.Add(401*24*time.Hour).Unix()) + "\n", now.Add(401 * 24 * time.Hour)},
+		{Codex, `{"error":{"type":"usage_limit_reached","resets_in_seconds":9999999999}}` + "\n", now.Add(maxAfter)},
+		{Codex, "ERROR: You've hit your usage limit. Try again in 999999 days.\n", now.Add(maxAfter)},
+	} {
+		lim, ok := LimitOf([]byte(c.tail), c.cli, now)
+		if !ok {
+			t.Errorf("LimitOf(%q): no limit", c.tail)
+			continue
+		}
+		if !lim.Reset.Equal(c.reset) {
+			t.Errorf("LimitOf(%q) = reset %v, want %v", c.tail, lim.Reset, c.reset)
 		}
 	}
 }

@@ -87,8 +87,15 @@ func limitOf(l string, cli CLI) (hit, usage bool) {
 // taken from now; clock times without a date ("try again at 11:42 PM",
 // "resets 3pm") are read in now's location, as the CLI, run beside
 // supervise, wrote them: the next such time after now, at the end of the
-// minute named (the CLIs cut the seconds). A reset more than 400 days
-// away is not believed (zero Reset).
+// minute named (the CLIs cut the seconds). Claude Code names the zone of a
+// clock time ("resets 3pm (America/New_York)"): it is read in that zone
+// (the system's time zone database); a zone that database does not know
+// is no time given (zero Reset: the caller guesses, and says so). A date
+// that does not exist ("Feb 30") is no time given either, never read as
+// another day. A reset far ahead is handed as named: the one cap on what
+// words make supervise wait (MaxRetry, the machine's MaxWordsWait) is the
+// machine's, which waits only to it and says so. A reset more than an
+// hour past is not believed (zero Reset).
 //
 // Call it for a run that ended by itself with a failure (an exit code, not
 // a signal): a run that was killed did not give up on a limit.
@@ -103,7 +110,7 @@ func LimitOf(tail []byte, cli CLI, now time.Time) (Limit, bool) {
 			lim.Reset = r // the last said wins: it is the newest
 		}
 	}
-	if !lim.Reset.IsZero() && (lim.Reset.Sub(now) > 400*24*time.Hour || lim.Reset.Sub(now) < -time.Hour) {
+	if !lim.Reset.IsZero() && lim.Reset.Sub(now) < -time.Hour {
 		lim.Reset = time.Time{}
 	}
 	return lim, true
@@ -180,11 +187,15 @@ var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may"
 func resetOf(l string, now time.Time) (time.Time, bool) {
 	if m := unixRe().FindStringSubmatch(l); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
-		return time.Unix(n, 0).In(now.Location()), true
+		t := time.Unix(n, 0)
+		if t.After(now.Add(maxAfter)) {
+			t = now.Add(maxAfter)
+		}
+		return t.In(now.Location()), true
 	}
 	if m := resetsInRe().FindStringSubmatch(l); m != nil {
-		n, _ := strconv.ParseInt(m[1], 10, 64)
-		return now.Add(time.Duration(n) * time.Second), true
+		n, _ := strconv.ParseFloat(m[1], 64)
+		return after(now, n), true
 	}
 	if m := retryInRe().FindStringSubmatch(l); m != nil {
 		f, err := strconv.ParseFloat(m[1], 64)
@@ -197,45 +208,76 @@ func resetOf(l string, now time.Time) (time.Time, bool) {
 		}
 	}
 	if m := retryAftRe().FindStringSubmatch(l); m != nil {
-		n, _ := strconv.ParseInt(m[1], 10, 64)
-		return now.Add(time.Duration(n) * time.Second), true
+		n, _ := strconv.ParseFloat(m[1], 64)
+		return after(now, n), true
 	}
 	if m := tryInRe().FindStringSubmatch(l); m != nil {
-		var d time.Duration
+		var secs float64
 		for _, p := range durPartRe().FindAllStringSubmatch(m[1], -1) {
-			n, _ := strconv.Atoi(p[1])
+			n, _ := strconv.ParseFloat(p[1], 64)
 			switch u := strings.ToLower(p[2]); {
 			case strings.HasPrefix(u, "d"):
-				d += time.Duration(n) * 24 * time.Hour
+				secs += n * 86400
 			case strings.HasPrefix(u, "h"):
-				d += time.Duration(n) * time.Hour
+				secs += n * 3600
 			case strings.HasPrefix(u, "m"):
-				d += time.Duration(n) * time.Minute
+				secs += n * 60
 			default:
-				d += time.Duration(n) * time.Second
+				secs += n
 			}
 		}
-		if d > 0 {
-			return now.Add(d), true
+		if secs > 0 {
+			return after(now, secs), true
 		}
 	}
 	if m := tryAtRe().FindStringSubmatch(l); m != nil {
 		return clock(now, m[1], m[2], m[3], m[4], m[5], m[6])
 	}
 	if m := resetsClkRe().FindStringSubmatch(l); m != nil {
-		loc := now.Location()
-		if strings.EqualFold(m[7], "UTC") {
-			loc = time.UTC
+		loc, ok := zone(m[7], now)
+		if !ok {
+			return time.Time{}, false // a zone not known: no time given
 		}
 		return clock(now.In(loc), m[1], m[2], m[3], m[4], m[5], m[6])
 	}
 	return time.Time{}, false
 }
 
+// zone is the location a clock time names in parentheses ("UTC",
+// "America/New_York"): now's when it names none; false for a name the
+// time zone database does not know ("Local" included: the CLI's own zone
+// is not supervise's to guess).
+func zone(name string, now time.Time) (*time.Location, bool) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return now.Location(), true
+	case strings.EqualFold(name, "UTC"), strings.EqualFold(name, "GMT"):
+		return time.UTC, true
+	case name == "Local":
+		return nil, false
+	}
+	loc, err := time.LoadLocation(name)
+	return loc, err == nil
+}
+
+// maxAfter bounds a relative reset read from words, so the sum never
+// overflows a Duration: far past any cap, which the machine applies.
+const maxAfter = 100 * 365 * 24 * time.Hour
+
+// after is now plus secs seconds, at most maxAfter.
+func after(now time.Time, secs float64) time.Time {
+	if secs >= maxAfter.Seconds() {
+		return now.Add(maxAfter)
+	}
+	return now.Add(time.Duration(secs * float64(time.Second)))
+}
+
 // clock builds a time from a 12-hour clock and an optional month, day and
 // year, in now's location. Without a date it is the next such time after
 // now (a minute's slack); with a month and day but no year, the next such
-// date. The CLIs print the minute the limit lifts in, its seconds cut
+// date. A date that does not exist (Feb 30, Feb 29 of a year that has
+// none) is refused, never read as another day. The CLIs print the minute the limit lifts in, its seconds cut
 // (Codex's 23:55:28 is "11:55 PM"): the time returned is that minute's
 // end, so a wait for it is never short.
 func clock(now time.Time, mon, day, year, hour, minute, ampm string) (time.Time, bool) {
@@ -268,9 +310,19 @@ func clock(now time.Time, mon, day, year, hour, minute, ampm string) (time.Time,
 	if year != "" {
 		y, _ = strconv.Atoi(year)
 	}
-	t := time.Date(y, m, d, h, mi, 0, 0, loc)
-	if year == "" && t.Before(now.Add(-time.Minute)) {
-		t = t.AddDate(1, 0, 0)
+	t, ok := date(y, m, d, h, mi, loc)
+	if year == "" && (!ok || t.Before(now.Add(-time.Minute))) {
+		t, ok = date(y+1, m, d, h, mi, loc)
+	}
+	if !ok {
+		return time.Time{}, false
 	}
 	return t.Add(time.Minute), true
+}
+
+// date is the time at y-m-d h:mi in loc, false when that day does not
+// exist (time.Date would move it into the next month).
+func date(y int, m time.Month, d, h, mi int, loc *time.Location) (time.Time, bool) {
+	t := time.Date(y, m, d, h, mi, 0, 0, loc)
+	return t, t.Day() == d && t.Month() == m
 }

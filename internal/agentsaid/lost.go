@@ -14,6 +14,7 @@ import "strings"
 var lostWords = []string{
 	"no conversation found",      // Claude Code 2.1: "No conversation found with session ID: ..."
 	"no previous sessions found", // Gemini CLI 0.61: "Error resuming session: No previous sessions found for this project."
+	"invalid session identifier", // Gemini CLI 0.61 in a project with earlier sessions: `Error resuming session: Invalid session identifier "ID".` (exit 42), a proxy-... id included
 	"no rollout found",           // Codex 0.171: "thread/resume failed: no rollout found for thread id ..."
 	"conversation not found",
 	"session not found",

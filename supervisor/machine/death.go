@@ -180,6 +180,10 @@ func (d *death) lost() {
 	said := strconv.Quote(e.Said) + " (exit status " + strconv.Itoa(r.ExitCode) + ")"
 	sess.Resume = nil
 	lostWhy := lostReason + said
+	if d.Policy.LostAnew {
+		d.lostAnew(sess, lostWhy)
+		return
+	}
 	if sess.ToolRan || d.Task.reran {
 		why := "a tool had run in the interrupted turn, so the task is not started again by itself"
 		if !sess.ToolRan {
@@ -199,6 +203,38 @@ func (d *death) lost() {
 	o.save(sess.ID)
 	o.warn("the CLI cannot resume the session: its conversation was lost before any tool ran; starting the task again once, as a new session",
 		"session", sess.ID, "turn", sess.Turn, "cli_said", e.Said, "exit_code", r.ExitCode, "crash_count", sess.CrashCount)
+	d.tellLost(sess)
+}
+
+// lostAnew: an interactive CLI asked to resume a conversation it never
+// saved (killed in the first turn of a new conversation). The person is
+// kept in the CLI: it is started again once as a new conversation (the
+// plain argv, no resume), never parked, and told plainly. The session is
+// closed, its reason saying its conversation was lost (KnownLost): no
+// notice, report or status offers a resume of it, which cannot work. The
+// bound: the new conversation's first session takes the lost one's crash
+// count (inheritRerun), so a turn that keeps killing the CLI before it
+// saves reaches the breaker as any turn that keeps dying; every such death
+// chains in the crash-loop guard too.
+func (d *death) lostAnew(sess *record.Session, lostWhy string) {
+	o := d.o
+	sess.State = record.Closed
+	sess.Reason = lostWhy + "; " + lostAnewWords
+	if sess.ToolRan {
+		sess.Reason += "; a tool had run in the interrupted turn: check what it did before asking again"
+	}
+	d.Task.rerunDue, d.Task.inherit = true, max(d.Task.inherit, sess.CrashCount)
+	o.save(sess.ID)
+	o.warn("interactive: the session's conversation was lost before the CLI saved it (it cannot be resumed); starting the CLI again as a new conversation",
+		"session", sess.ID, "turn", sess.Turn, "cli_said", d.e.Said, "exit_code", d.r.ExitCode, "crash_count", sess.CrashCount)
+	d.tellLost(sess)
+}
+
+// tellLost tells a person of a session whose conversation is lost: what
+// happened and where to look, never a resume.
+func (d *death) tellLost(sess *record.Session) {
+	d.o.add(Notice{Event: NoticeLost, Session: sess.ID, Turn: sess.Turn, Reason: sess.Reason,
+		Command: "supervise status --state-dir " + ShellQuote(d.Config.StateDir) + " --session " + ShellQuote(sess.ID)})
 }
 
 // decideSessions decides for each session what the death means for it.
@@ -216,11 +252,40 @@ func (d *death) decideSessions() {
 	}
 }
 
-// decideLimit applies a limit's death to the sessions: those mid-turn (or
-// handed the run's resume) wait out the limit or are parked past the cap;
-// the rest are decided as the death rest is without the limit (the words
-// concern only the sessions mid-turn: one waiting for a person is parked
-// as at any dirty death).
+// limitHit reports whether the limit that ended the run concerns sess: a
+// limit concerns only the session it was reported for. The proxy (a 429 or
+// 529) and the hooks (Claude Code's StopFailure rate_limit) report it for
+// one session, which waits on the model API; the agent's words name no
+// session, so they concern the sessions mid-turn in the run (in_turn, or
+// handed its resume) only when neither reported a limit for any session
+// (then the words are that session's, most likely the same 429 told
+// twice). A session already waiting out a limit is not concerned again.
+func (d *death) limitHit(sess *record.Session, reported bool) bool {
+	switch {
+	case sess.State == record.Waiting && sess.Wait == WaitReconnect:
+		return true
+	case d.e.Limit == nil || reported:
+		return false
+	}
+	return sess.State == record.InTurn || handedTo(sess, d.r.Run) && d.r.Run != 0
+}
+
+// limitReported reports whether the proxy or the hooks reported a limit
+// for some session: one waits on the model API.
+func (b *Book) limitReported() bool {
+	for _, sess := range b.Sessions {
+		if sess.State == record.Waiting && sess.Wait == WaitReconnect {
+			return true
+		}
+	}
+	return false
+}
+
+// decideLimit applies a limit's death to the sessions: those the limit
+// concerns (limitHit) wait out the limit or are parked past the cap; the
+// rest are decided as the death rest is without the limit (another
+// session mid-turn is resumed as at any dirty death, counted; one waiting
+// for a person is parked as at any dirty death).
 func (d *death) decideLimit(rest resume.Death) []resume.Decision {
 	e, r, o, now := d.e, d.r, d.o, d.now
 	var changed []resume.Decision
@@ -230,22 +295,31 @@ func (d *death) decideLimit(rest resume.Death) []resume.Decision {
 	if e.Limit != nil && e.Limit.Line != "" {
 		line = e.Limit.Line
 	}
+	reported := d.limitReported()
 	for _, id := range d.sessionIDs() {
 		sess := d.Sessions[id]
 		if !sess.State.Open() {
 			continue
 		}
+		if !d.limitHit(sess, reported) {
+			others = append(others, *sess)
+			continue
+		}
+		reset, how := d.Config.Limit.reset(sess, e.Limit, e.Random, now)
 		ld := resume.LimitDeath{Death: resume.Death{Reason: r.Reason, ExitCode: r.ExitCode, Signal: r.Signal, Run: r.Run, At: r.Ended},
-			Reset: d.Config.Limit.reset(sess, e.Limit, e.Random, now), Line: line, Max: d.Config.Limit.resumes()}
+			Reset: reset, Line: line, Max: d.Config.Limit.resumes()}
 		dec, ok := resume.Limited(*sess, ld, now, d.Config.Resume)
 		if !ok {
 			others = append(others, *sess)
 			continue
 		}
+		s := dec.Session
 		if dec.Action == resume.Park {
 			o.add(Count{Metric: "park", Label: record.ParkedByLimit})
+		} else {
+			s.Reason += "; " + how
+			o.info("a limit's wait: "+how, "session", id, "retry_at", reset.UTC().Format(time.RFC3339))
 		}
-		s := dec.Session
 		d.Sessions[id] = &s
 		ids = append(ids, id)
 		changed = append(changed, dec)
@@ -410,6 +484,8 @@ func (d *death) taskNextWords() string {
 		return d.limitWords(d.Hold() != "")
 	case len(d.pending()) == 0 && d.hungAtStart() && !d.hang.startRetried && d.Policy.Task:
 		return "the task again (it hung at start)"
+	case len(d.pending()) == 0 && d.Task.rerunDue && d.Policy.LostAnew:
+		return "the CLI again as a new conversation"
 	case len(d.pending()) == 0 && d.Task.rerunDue:
 		return "the task again as a new session"
 	case len(d.pending()) == 0:
@@ -448,7 +524,11 @@ func (d *death) taskNext() {
 	}
 	if d.Task.rerunDue {
 		d.Task.rerunDue = false
-		o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		if d.Policy.LostAnew {
+			o.info("interactive: starting the CLI again as a new conversation (the conversation was lost before the CLI saved it)")
+		} else {
+			o.info("task mode: starting the task again as a new session (its conversation was lost)")
+		}
 		d.wait(o, d.dec.Delay, false)
 		return
 	}

@@ -376,6 +376,10 @@ const (
 	NoticeLimit      = "limit"
 	NoticeLimitEnd   = "limit-end"
 	NoticeGaveUp     = "gave-up"
+	// NoticeLost: a session's conversation was lost (the CLI, asked to
+	// resume it, has none): started again as a new one; its Command is
+	// never a resume, which cannot work.
+	NoticeLost = "lost"
 )
 
 func (Notice) effect() {}

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strings"
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
@@ -39,10 +40,13 @@ type LimitConfig struct {
 	Max time.Duration
 }
 
-// MaxWordsWait is the one cap on what the agent's words can make
-// supervise wait: a limit's reset it names is believed up to this far
-// ahead, and a retry it says it waits out itself holds the start and
-// silence deadlines off only when it names no longer a wait. The words are
+// MaxWordsWait is the one cap on a believed reset, whatever its source: a
+// limit's reset the agent's words name, and a retry_at the proxy hands
+// over (capReset), are believed up to this far ahead and waited only to
+// it, which the session's reason and the log say; a retry the agent says
+// it waits out itself holds the start and silence deadlines off only when
+// it names no longer a wait (the CLI still runs: believing more would hold
+// off the hang deadlines of a CLI that may be hung). The words are
 // the agent's, which runs commands a model wrote: they may delay, within
 // this, and never lift or skip a park. The proxy caps a provider's
 // retry-after the same.
@@ -73,28 +77,51 @@ func (c LimitConfig) resumes() int {
 	return DefaultLimitResumes
 }
 
+// How a limit's reset was learned, said in the waiting session's reason,
+// the log and the exit-75 report: the CLI's words, the model API's answer
+// (through the proxy), or a guess.
+const (
+	resetSaidByCLI = "the reset was said by the CLI"
+	resetSaidByAPI = "the reset was said by the model API"
+	resetGuessed   = "no reset time was given: the wait is a guess"
+)
+
 // reset is when session sess may be resumed after a limit: the
-// limit's own reset, else the proxy's for it, else the default, plus the
-// jitter drawn from rnd.
-func (LimitConfig) reset(sess *record.Session, lim *Limit, rnd float64, now time.Time) time.Time {
+// limit's own reset, else the proxy's for it, else the default, at most
+// MaxWordsWait ahead, plus the jitter drawn from rnd; and how it was
+// learned (a reset past the cap says so).
+func (LimitConfig) reset(sess *record.Session, lim *Limit, rnd float64, now time.Time) (time.Time, string) {
 	var at time.Time
+	var how string
 	switch {
 	case lim != nil && lim.Reset.After(now):
-		at = lim.Reset
-		if cap := now.Add(MaxWordsWait); at.After(cap) {
-			at = cap // the agent's words: believed up to the cap
-		}
+		at, how = lim.Reset, resetSaidByCLI
 	case sess.RetryAt.After(now):
-		at = sess.RetryAt
+		at, how = sess.RetryAt, resetSaidByAPI
 	default:
 		d := DefaultLimitWait
 		for i := 0; i < sess.Limits && d < DefaultLimitWaitCap; i++ {
 			d *= 2
 		}
-		at = now.Add(min(d, DefaultLimitWaitCap))
+		d = min(d, DefaultLimitWaitCap)
+		at, how = now.Add(d), resetGuessed+" ("+d.String()+")"
+	}
+	if c, cut := capReset(at, now); cut {
+		how += ", " + at.Sub(now).Round(time.Minute).String() + " ahead, past supervise's cap (" + MaxWordsWait.String() + "): waited only to the cap"
+		at = c
 	}
 	j := min(at.Sub(now)/10, limitJitterMax)
-	return at.Add(time.Duration(float64(j) * rnd))
+	return at.Add(time.Duration(float64(j) * rnd)), how
+}
+
+// capReset is the one cap on a believed reset, whatever its source (the
+// agent's words, the proxy's retry_at): at most MaxWordsWait from now;
+// true when at was past it.
+func capReset(at, now time.Time) (time.Time, bool) {
+	if c := now.Add(MaxWordsWait); at.After(c) {
+		return c, true
+	}
+	return at, false
 }
 
 // limitsDue makes the sessions whose limit has reset resume_pending, and
@@ -134,7 +161,11 @@ func (m *Machine) waitLimit(o *out, now time.Time) bool {
 	if m.Policy.Task && (m.Config.Limit.Off || (m.Config.Limit.Max > 0 && wait > m.Config.Limit.Max)) {
 		var lines []string
 		for _, sess := range waiters {
-			lines = append(lines, "session "+sess.ID+" hit a usage or rate limit; it resets at "+sess.RetryAt.UTC().Format(time.RFC3339)+
+			resets := "it resets at "
+			if strings.Contains(sess.Reason, resetGuessed) {
+				resets = "no reset time was given; supervise guesses it resets at "
+			}
+			lines = append(lines, "session "+sess.ID+" hit a usage or rate limit; "+resets+sess.RetryAt.UTC().Format(time.RFC3339)+
 				" (in "+wait.Round(time.Second).String()+")", "to continue it then: "+m.Config.rerunCommand(sess.ID))
 		}
 		o.add(Report{Lines: lines})

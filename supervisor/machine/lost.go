@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"strings"
+
 	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/record"
 )
@@ -15,8 +17,23 @@ import (
 // lost one's crash count; when something ran, the session is parked with
 // the CLI's own words and both ways on.
 
+// In interactive mode a lost conversation never parks (death.lostAnew):
+// the CLI is started again as a new conversation and the person told.
+
 // lostReason begins the reason of a session whose conversation is lost.
 const lostReason = "its conversation is lost: asked to resume it, the CLI said "
+
+// lostAnewWords end the reason of an interactive session whose
+// conversation was lost.
+const lostAnewWords = "it was lost before the CLI saved it: the CLI was started again as a new conversation, which does not continue the interrupted turn"
+
+// KnownLost reports whether sess's conversation is known lost: the CLI,
+// asked to resume it, said it has none. A resume command for it cannot
+// work: what tells a person of it (a start notice, a park line) must not
+// offer one (a task's parked lost session offers --rerun-task first).
+func KnownLost(sess record.Session) bool {
+	return (sess.State == record.Closed || sess.State == record.Parked) && strings.HasPrefix(sess.Reason, lostReason)
+}
 
 // inheritRerun gives the first session that begins a turn after the task
 // was started again for a lost conversation that conversation's crash

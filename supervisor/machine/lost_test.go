@@ -3,6 +3,7 @@ package machine
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/supervise-dev/supervise/marker"
 	"github.com/supervise-dev/supervise/record"
@@ -191,5 +192,130 @@ func TestRuleLostConversationRerunNeverLowers(t *testing.T) {
 	r.begin("s9", "")
 	if got := r.sess("s9").CrashCount; got != 3 {
 		t.Errorf("the rerun's session has crash count %d, want its own 3 (higher than the lost one's 1)", got)
+	}
+}
+
+// Gemini CLI 0.61 in a project with earlier sessions answers a resume of a
+// conversation it does not have with exit 42 ("Invalid session
+// identifier"): in task mode the task starts again once, as a new session,
+// as for any lost conversation (issue 44, item 6; the runner reads the
+// words with agentsaid.LostConversation).
+func TestRuleLostConversationGeminiExit42(t *testing.T) {
+	cfg := taskConfig()
+	cfg.Argv = []string{"gemini", "-p", "do it"}
+	r := newRig(t, cfg)
+	r.launch()
+	r.begin("proxy-1a2b3c4d", "")
+	r.killed(sigKILL)
+	r.launch()
+	said := `Error resuming session: Invalid session identifier "proxy-1a2b3c4d".`
+	fx := r.step(Exited{PID: 1000 + int(r.run), Code: 42, Started: r.m.Run.Started, Ended: r.now, Said: said, Lost: true})
+	if s := r.sess("proxy-1a2b3c4d"); s.State != record.Closed || !strings.Contains(s.Reason, "Invalid session identifier") || !strings.Contains(s.Reason, "exit status 42") {
+		t.Fatalf("lost session: %s %q, want closed with Gemini's words", s.State, s.Reason)
+	}
+	if n := nextOf(t, fx); !n.relaunch {
+		t.Fatalf("next %+v, want the task started again", n)
+	}
+	if l := r.launch(); len(l.IDs) != 0 || l.Argv[0] != "gemini" || l.Argv[1] != "-p" {
+		t.Fatalf("launch %v (resumes %v), want the task argv", l.Argv, l.IDs)
+	}
+}
+
+// interactiveLost runs an interactive CLI killed in the first turn of a
+// new conversation, before it saved it; the resume is answered "No
+// conversation found" (exit 1, before any marker). It returns the
+// answer's effects.
+func interactiveLost(t *testing.T, r *rig, id string) []Effect {
+	t.Helper()
+	r.begin(id, "")
+	if n := nextOf(t, r.killed(sigKILL)); !n.relaunch {
+		t.Fatalf("the kill was not followed by the resume launch: %+v", n)
+	}
+	if l := r.launch(); len(l.IDs) != 1 || l.IDs[0] != id || l.Argv[1] != "-r" {
+		t.Fatalf("the relaunch did not resume %s: %+v", id, l)
+	}
+	r.advance(300 * time.Millisecond)
+	return r.step(Exited{PID: 1000 + int(r.run), Code: 1, Started: r.m.Run.Started, Ended: r.now,
+		Said: "No conversation found with session ID: " + id, Lost: true})
+}
+
+// Interactive, a conversation lost before the CLI saved it (issue 44, item
+// 5): the session is not parked and supervise does not end: the CLI is
+// started again as a new conversation (the plain argv, no resume), the
+// session is closed with a reason that says its conversation was lost
+// before the CLI saved it, a Notice tells it with no resume command, and
+// no report or notice ever offers `claude -r` or `supervise resume` for it.
+func TestRuleInteractiveLostStartsAnew(t *testing.T) {
+	r := newRig(t, interactiveConfig())
+	r.launch()
+	fx := interactiveLost(t, r, "s1")
+	s := r.sess("s1")
+	if s.State != record.Closed || s.Resume != nil || !strings.Contains(s.Reason, "lost before the CLI saved it") {
+		t.Fatalf("lost session: %s %q (resume %v), want closed, saying it was lost before the CLI saved it", s.State, s.Reason, s.Resume)
+	}
+	if !KnownLost(*s) {
+		t.Fatal("KnownLost does not know the lost session")
+	}
+	if !savedBeforeCommit(fx, "s1") {
+		t.Error("the close is not journaled before the relaunch")
+	}
+	n := nextOf(t, fx)
+	if !n.relaunch {
+		t.Fatalf("next %+v, want the CLI started again (not the end, not a park)", n)
+	}
+	var told bool
+	for _, nt := range all[Notice](fx) {
+		if nt.Session == "s1" && nt.Event == NoticeLost && strings.Contains(nt.Reason, "lost before the CLI saved it") {
+			told = true
+		}
+	}
+	if !told || !logged(fx, "lost before the CLI saved it") {
+		t.Errorf("the loss is not told plainly (Notice %v, log): %#v", told, fx)
+	}
+	l := r.launch()
+	if len(l.IDs) != 0 || len(l.Argv) != 1 || l.Argv[0] != "claude" {
+		t.Fatalf("relaunched %v (resumes %v), want the plain argv, a new conversation", l.Argv, l.IDs)
+	}
+	// The person goes on in the new conversation and ends it with /exit.
+	r.begin("s2", "")
+	r.end("s2", "", marker.OutcomeCompleted)
+	fx = r.die(0, 0, 0)
+	if n := nextOf(t, fx); !n.end || n.code != ExitOK {
+		t.Fatalf("/exit ended %+v, want 0", n)
+	}
+	for _, nt := range all[Notice](r.fx) {
+		if nt.Session == "s1" && (strings.Contains(nt.Command, "resume") || nt.Event == NoticeParked) {
+			t.Errorf("a notice offers a resume of the lost session: %+v", nt)
+		}
+	}
+	if rep := reported(r.fx); strings.Contains(rep, "s1") {
+		t.Errorf("a report names the lost session:\n%s", rep)
+	}
+}
+
+// The bound: a new conversation takes the lost one's crash count, so a
+// turn that keeps killing the CLI before it saves reaches the breaker
+// (parked as any turn that keeps dying), and never loops; a lost
+// conversation itself is never parked, however many there are.
+func TestRuleInteractiveLostBounded(t *testing.T) {
+	cfg := interactiveConfig()
+	cfg.Guard.Trip = 0
+	cfg.Resume.Limit = 2
+	r := newRig(t, cfg)
+	r.launch()
+	interactiveLost(t, r, "s1") // s1 killed once: crash count 1
+	r.launch()
+	interactiveLost(t, r, "s2") // s2 takes 1, killed: 2
+	if s := r.sess("s2"); s.State != record.Closed || s.CrashCount != 2 {
+		t.Fatalf("second lost conversation: %s crash %d, want closed (never parked) at 2", s.State, s.CrashCount)
+	}
+	r.launch()
+	r.begin("s3", "")
+	fx := r.killed(sigKILL) // s3 takes 2, killed: 3 > --resume-limit 2
+	if s := r.sess("s3"); s.State != record.Parked || s.ParkedBy != record.ParkedByBreaker {
+		t.Fatalf("third kill: %s by %q, want parked by the breaker", s.State, s.ParkedBy)
+	}
+	if n := nextOf(t, fx); !n.end || n.code != ExitParked {
+		t.Fatalf("ended %+v, want %d", n, ExitParked)
 	}
 }

@@ -35,6 +35,9 @@ type Policy struct {
 	// LostConversations: a resume launch the CLI answers with "no such
 	// conversation" reruns the task once, or parks (lost.go).
 	LostConversations bool
+	// LostAnew: a lost conversation never parks: the CLI is started again
+	// as a new conversation, the person kept in it (interactive; lost.go).
+	LostAnew bool
 	// Tail: the runner keeps the agent's last words (its stderr's telling
 	// line), quoted in the death's reasons (Launch.Tail).
 	Tail bool
@@ -68,7 +71,7 @@ const (
 var modes = [...]Policy{
 	ModeService:     {ByRestart: true, Fold: true, HoldLogs: true, LiveDelivery: true},
 	ModeTask:        {Task: true, ExecDelivery: true, BlockRerun: true, Remember: true, LostConversations: true, Tail: true},
-	ModeInteractive: {Task: true, ExecDelivery: true, Remember: true, Interactive: true},
+	ModeInteractive: {Task: true, ExecDelivery: true, Remember: true, Interactive: true, LostConversations: true, LostAnew: true},
 }
 
 // Mode is the mode the configuration asks for: the one place TaskConfig.On

@@ -206,7 +206,7 @@ func (s *sim) universe() {
 	}
 	if r.IntN(5) < 2 {
 		cfg.Task = TaskConfig{On: true, ID: "task1", Exec: []string{"agent", "-r", "{session}", "{message}"},
-			Rerun: r.IntN(4) == 0}
+			Rerun: r.IntN(4) == 0, Interactive: r.IntN(3) == 0}
 	}
 	s.cfg = cfg
 	s.journal, s.pending, s.policy = map[string]record.Session{}, map[string]bool{}, Budget{}
@@ -508,7 +508,12 @@ func (s *sim) exit() {
 		e.Signal = []int{9, 15, 11, 6, 2, 1}[s.rng.IntN(6)]
 		e.Code = 128 + e.Signal
 	case 3:
+		// A lost conversation: Claude Code's words (exit 1), Gemini CLI's
+		// in a project with earlier sessions (exit 42).
 		e.Code, e.Said, e.Lost = 1, "No conversation found with session ID: x", true
+		if s.rng.IntN(3) == 0 {
+			e.Code, e.Said = 42, `Error resuming session: Invalid session identifier "x".`
+		}
 	case 4:
 		e.Signal, e.Code, e.OOMKills = 9, 137, 1
 	case 5:
@@ -571,6 +576,9 @@ func (s *sim) traffic() {
 		e.Kind = TrafficTurnEnd
 	case 4:
 		e.Kind, e.RetryAt = TrafficLimited, s.now.Add(time.Duration(r.IntN(120))*time.Second)
+		if r.IntN(8) == 0 {
+			e.RetryAt = s.reset() // a provider's retry-after of any size, the proxy's cap trusted to no one
+		}
 	case 5:
 		e.Kind = TrafficStall
 	default:

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strings"
 	"time"
 
 	"github.com/supervise-dev/supervise/record"
@@ -29,6 +30,15 @@ import (
 //   - the crash-loop guard's chain counts only deaths of runs that
 //     started a child: a boot (supervise's own death, a run reserved and
 //     never launched) and an exec failure never lengthen it;
+//   - a limit concerns only its own session: a session enters a limit's
+//     wait at a death only when the proxy or the hooks reported the limit
+//     for it, or (none reported) the words said one while it was mid-turn;
+//   - a lost session (the CLI, asked to resume it, has no such
+//     conversation) is never handed an automatic resume, holds none, and
+//     in interactive mode never parks: it is closed and told (a Notice
+//     lost, never a resume command);
+//   - one cap on a believed reset: no session's retry_at, from the words
+//     or the proxy, is set past MaxWordsWait (plus the jitter) from now;
 //   - the agent's words at a death (a limit with any reset, a lost
 //     conversation, noise) never skip a park: a session waiting for a
 //     person at a dirty death is parked, words or not;
@@ -263,6 +273,41 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 				s.fail(ev, "parked session %s (by %q) left its park: %+v", id, b.ParkedBy, k)
 			}
 		}
+		// A lost session is never handed a resume (but by a person), and
+		// in interactive mode never parks: it is closed, told (a Notice
+		// with no resume command) and the CLI started again as a new
+		// conversation.
+		wasLost := (b.State == record.Closed || b.State == record.Parked) && strings.HasPrefix(b.Reason, lostReason)
+		if held && wasLost && sess.State == record.ResumePending && (sess.Resume == nil || !sess.Resume.Manual) {
+			s.fail(ev, "session %s, whose conversation is lost, was handed an automatic resume: %+v", id, k)
+		}
+		if KnownLost(*sess) && sess.State == record.Closed && sess.Resume != nil {
+			s.fail(ev, "session %s, whose conversation is lost, still holds a resume: %+v", id, k)
+		}
+		if m.Policy.Interactive && sess.State == record.Parked && strings.HasPrefix(sess.Reason, lostReason) {
+			s.fail(ev, "interactive session %s, whose conversation was lost, parked: %+v", id, k)
+		}
+		// Said by the event, not by the machine's own reason: an
+		// interactive run handed this session's resume that exits by
+		// itself with a failure, before any marker, the CLI saying the
+		// conversation is lost, leaves it closed, never parked (a limit
+		// said at the same death is waited out first: the next resume
+		// finds the loss).
+		row, _ := m.Run.Reason.Row()
+		handed := b.State == record.ResumePending && b.HasResume && b.Resume.Run == m.Run.Run && m.Run.Run != 0
+		if isExit && exited.Lost && m.Policy.Interactive && held && handed && row.ByItself &&
+			exited.Code != 0 && !m.Task.runMarkers && sess.State != record.Closed {
+			s.fail(ev, "interactive session %s's conversation was lost and it is %s, not closed and started anew: %+v", id, sess.State, k)
+		}
+		if isExit && m.Policy.Interactive && KnownLost(*sess) && !wasLost && !noticed(fx, id, NoticeLost) {
+			s.fail(ev, "interactive session %s's conversation was lost and no Notice told of it: %#v", id, fx)
+		}
+		for _, e := range fx {
+			if n, ok := e.(Notice); ok && n.Session == id && KnownLost(*sess) && sess.State == record.Closed &&
+				(n.Event == NoticeParked || strings.Contains(n.Command, "resume")) {
+				s.fail(ev, "a notice offers a resume of session %s, whose conversation is lost: %+v", id, n)
+			}
+		}
 		// A park is told once, when it happens: a Notice in the step that
 		// parked the session, none for a session that is not parked.
 		if !booted && sess.State == record.Parked && (!held || b.State != record.Parked) && !noticed(fx, id, NoticeParked, NoticeBudget) {
@@ -294,12 +339,33 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			s.fail(ev, "session %s waited for a person (%s) at a dirty death (words: limit %v, lost %v) and is %s, not parked",
 				id, b.Wait, exited.Limit != nil, exited.Lost, sess.State)
 		}
+		// One cap on a believed reset, whatever its source (the words, the
+		// proxy's retry_at): no session waits past MaxWordsWait (and the
+		// jitter) from when it was told.
+		if k.RetryAt != b.RetryAt && k.RetryAt.After(s.now.Add(MaxWordsWait+limitJitterMax)) {
+			s.fail(ev, "session %s waits until %s, past now %s plus the cap %s", id, k.RetryAt, s.now, MaxWordsWait)
+		}
 		if sess.Limits > s.m.Config.Limit.resumes() && sess.State != record.Parked {
 			s.fail(ev, "session %s resumed after a limit %d times, past --limit-resumes %d", id, sess.Limits, s.m.Config.Limit.resumes())
 		}
-		limitWait := (sess.State == record.Waiting && sess.Wait == record.WaitLimit) || sess.ParkedBy == record.ParkedByLimit
+		limitWait := (sess.State == record.Waiting && sess.Wait == record.WaitLimit) || (sess.State == record.Parked && sess.ParkedBy == record.ParkedByLimit)
+		// A limit concerns only the session it was reported for: a
+		// session enters a limit's wait (or its park) at a death only
+		// when the proxy or the hooks reported the limit for it, or the
+		// words said one and reported none for any session while it was
+		// mid-turn in the run.
+		wasLimited := b.State == record.Waiting && b.Wait == record.WaitLimit || b.State == record.Parked && b.ParkedBy == record.ParkedByLimit
+		if isExit && held && limitWait && !wasLimited {
+			handed := b.State == record.ResumePending && b.HasResume && b.Resume.Run == m.Run.Run && m.Run.Run != 0
+			proxy := b.State == record.Waiting && b.Wait == WaitReconnect
+			words := exited.Limit != nil && !limitReportedIn(before) && (b.State == record.InTurn || handed)
+			if !proxy && !words {
+				s.fail(ev, "session %s (%s %s) put into a limit's wait it never hit (words %v, another's limit reported %v): %+v",
+					id, b.State, b.Wait, exited.Limit != nil, limitReportedIn(before), k)
+			}
+		}
 		if isExit && s.m.Run.Reason == record.ReasonLimit && limitWait && sess.CrashCount > b.CrashCount {
-			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d", id, b.CrashCount, sess.CrashCount)
+			s.fail(ev, "session %s's crash count rose at a limit's death: %d to %d\nbefore %+v\nafter %+v", id, b.CrashCount, sess.CrashCount, b, keyOf(sess))
 		}
 		// The breaker's limit.
 		if sess.State == record.ResumePending && sess.Resume != nil && !sess.Resume.Manual && sess.Resume.Reason != resume.LiftReason &&
@@ -348,6 +414,17 @@ func (s *sim) check(ev Event, before *simSnap, fx []Effect) {
 			}
 		}
 	}
+}
+
+// limitReportedIn reports whether a session waited on the model API before the
+// step: the proxy or the hooks reported a limit for it.
+func limitReportedIn(before *simSnap) bool {
+	for _, k := range before.keys {
+		if k.State == record.Waiting && k.Wait == WaitReconnect {
+			return true
+		}
+	}
+	return false
 }
 
 // committedBeforeNext reports whether a Commit follows fx[at] before any

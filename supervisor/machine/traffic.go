@@ -59,6 +59,11 @@ func (m *Machine) traffic(o *out, e Traffic, now time.Time) {
 	if e.Invented && m.hooked != "" {
 		e.Session, e.Stored = m.hooked, nil
 	}
+	if c, cut := capReset(e.RetryAt, now); cut && e.Kind == TrafficLimited {
+		o.warn("the model API named a reset past supervise's cap: the session waits only to the cap", "session", e.Session,
+			"retry_at_named", e.RetryAt.UTC().Format(time.RFC3339), "cap", MaxWordsWait)
+		e.RetryAt = c
+	}
 	switch e.Kind {
 	case TrafficStall:
 		if m.Stop == nil && m.Abort == nil {
