@@ -36,20 +36,25 @@
 //     Events hold ids, tool names, one bounded line of a tool's argument,
 //     token counts and times; never a prompt or an answer.
 //   - Agent traffic is hostile input: request bodies are read up to 32 MiB
-//     within Config.BodyTimeout (a larger one, one the client compressed,
-//     and one the shared budget cannot hold are forwarded unread: no turn
-//     changes, their answers still counted for usage), SSE lines up to 4
-//     MiB, tracked sessions up to 1024 at once and 4096 over a proxy's
+//     within Config.BodyTimeout (a larger one and one the client
+//     compressed are forwarded unread: no turn changes, their answers
+//     still counted for usage; one the shared budget cannot hold now is
+//     refused, 503, never forwarded), SSE lines up to 4 MiB, tracked sessions up to 1024 at once and 4096 over a proxy's
 //     life, and every id in an event is checked against the notify
 //     protocol (1..256 bytes of printable UTF-8; a session id never begins
 //     with '-'). Nothing blocks on the agent: Config.Sink and
 //     Config.Refuse must not block either.
 //   - Memory is bounded whatever the agent or the upstream sends: every
-//     buffer of traffic (request bodies, answers kept for parsing, SSE
-//     lines and events) draws from one 64 MiB budget shared by all
-//     connections, checked before a byte is appended; nothing waits for
-//     it. Under 30 stalled 32 MiB bodies the proxy's process stays under
-//     200 MiB of RSS (TestMemoryCeiling).
+//     buffer of traffic draws from a budget shared by all connections,
+//     checked before a byte is appended; nothing waits for it. Request
+//     bodies draw from one of 64 MiB; answers (kept for parsing, SSE lines
+//     and events) from another of 32 MiB, of which each model call holds
+//     512 KiB for its answer before it is forwarded (else it is refused,
+//     503). Counting an answer's tokens never depends on space a request
+//     body or, within its 512 KiB, another answer holds; an answer that
+//     cannot be held is cut, never passed on uncounted
+//     (TestBudgetNotStarved). Under 30 stalled 32 MiB bodies the proxy's
+//     process stays under 200 MiB of RSS (TestMemoryCeiling).
 //   - A refused call (Config.Refuse) is answered by the proxy, never
 //     forwarded: status 400 with the API's own error JSON.
 //   - Token counts that are not counts (negative, fractions, beyond
