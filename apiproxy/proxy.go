@@ -564,8 +564,8 @@ type tapBody struct {
 	keep   int        // bytes of a whole body to keep
 	buf    []byte
 	held   int64 // budget held by buf and the SSE parser
-	over   bool // a limit error's body too large to keep
-	cut    bool // an answer that could not be held: cut (cutAnswer)
+	over   bool  // a limit error's body too large to keep
+	cut    bool  // an answer that could not be held: cut (cutAnswer)
 	eof    bool
 	// delivered: the answer said it ended, and the client was handed every
 	// byte up to that event (the copy asks for more only once it wrote and
