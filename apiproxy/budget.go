@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -278,54 +277,3 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 }
 
 func (d *deadlineBody) Close() error { return d.rc.Close() }
-
-// maxConns bounds the connections served at once; more wait in the
-// kernel's accept queue. With MaxHeaderBytes, it bounds what connections
-// cost beyond the budget.
-const maxConns = 256
-
-// limitListener accepts at most n connections open at once.
-type limitListener struct {
-	net.Listener
-	sem  chan struct{}
-	done chan struct{}
-}
-
-func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	select {
-	case <-l.done:
-	default:
-		close(l.done)
-	}
-	return l.Listener.Close()
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}

@@ -99,6 +99,12 @@ type Config struct {
 	// (a body that stalls holds the proxy's memory): past it, the
 	// connection is closed and nothing is forwarded. 0 = 60 seconds.
 	BodyTimeout time.Duration
+	// PrefixTimeout bounds the time a new connection may take to send
+	// its request line up to the secret path prefix; past it, the
+	// connection is closed without taking a place the agent's calls are
+	// served in (a connection whose first bytes differ is answered 404
+	// and closed at once). 0 = 5 seconds.
+	PrefixTimeout time.Duration
 }
 
 // Proxy is one running proxy. Close stops it; whoever Starts it must
@@ -194,6 +200,10 @@ func Start(cfg Config) (*Proxy, error) {
 	if p.bodyTimeout <= 0 {
 		p.bodyTimeout = defaultBodyTimeout
 	}
+	prefixTimeout := cfg.PrefixTimeout
+	if prefixTimeout <= 0 {
+		prefixTimeout = defaultPrefixTimeout
+	}
 	p.track.warn = p.warn
 	tr := cfg.Transport
 	if tr == nil {
@@ -214,7 +224,7 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: listen: %w", err)
 	}
-	p.ln = newLimitListener(ln, maxConns)
+	p.ln = newGateListener(ln, p.secret, prefixTimeout)
 	p.base = "http://" + ln.Addr().String() + "/" + p.secret
 	p.srv = &http.Server{
 		Handler:           p,
