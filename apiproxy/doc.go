@@ -48,7 +48,8 @@
 //     refused, 503, never forwarded), SSE lines up to 4 MiB, tracked sessions up to 1024 at once and 4096 over a proxy's
 //     life, and every id in an event is checked against the notify
 //     protocol (1..256 bytes of printable UTF-8; a session id never begins
-//     with '-'). Nothing blocks on the agent: Config.Sink and
+//     with '-'). Beyond the session table's bounds, turn events are not
+//     sent, but every answer's Usage is. Nothing blocks on the agent: Config.Sink and
 //     Config.Refuse must not block either.
 //   - Memory is bounded whatever the agent or the upstream sends: every
 //     buffer of traffic draws from a budget shared by all connections,

@@ -191,3 +191,38 @@ func waitAnswers(t *testing.T, p *Proxy, ok func(left int64) bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestUsageBeyondSessionTable (issue 46, a budget a new session id must
+// not escape): an agent that names more sessions than the proxy tracks
+// (maxAdmitted over a run; or a new one while every tracked session has a
+// turn open) still has every answer's tokens sent. Before, the usage of
+// sessions beyond the table was dropped with their turn events: past
+// 4 096 fresh ids, answers were free under --max-tokens-total.
+func TestUsageBeyondSessionTable(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		var usage []Event
+		tr := newTracker("t", func(e Event) {
+			if e.Kind == Usage {
+				usage = append(usage, e)
+			}
+		})
+		tr.warn = func(string, ...any) {}
+		n := maxAdmitted + 100
+		if open {
+			n = maxSessions + 100
+		}
+		for i := range n {
+			id := "s" + strconv.Itoa(i)
+			tr.request(Anthropic, id, request{api: apiMessages, main: true})
+			tr.answer(Anthropic, id, request{api: apiMessages, main: true},
+				&answer{usage: true, in: 1000, out: 100, complete: true, more: open})
+		}
+		var tokens int64
+		for _, e := range usage {
+			tokens += e.Input + e.Output
+		}
+		if len(usage) != n || tokens != int64(n)*1100 || usage[n-1].Session != "s"+strconv.Itoa(n-1) {
+			t.Errorf("open turns %v: %d usage events of %d answers, %d tokens of %d", open, len(usage), n, tokens, int64(n)*1100)
+		}
+	}
+}
