@@ -283,12 +283,15 @@ func refuseStranger(c net.Conn) {
 		tc.CloseWrite()
 	}
 	// Closing with bytes unread would reset the connection before the
-	// client read the 404: what it sent is read, up to a bound.
+	// client read the 404: what it sends is read, up to a bound, until it
+	// closes or the linger ends.
 	var sink [4096]byte
-	for range 16 {
-		if _, err := c.Read(sink[:]); err != nil {
+	for n := 0; n < 64<<10; {
+		m, err := c.Read(sink[:])
+		if err != nil {
 			return
 		}
+		n += m
 	}
 }
 

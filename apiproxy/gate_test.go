@@ -108,10 +108,13 @@ func TestStrangersCostNothing(t *testing.T) {
 	slow := dialMany(t, p, len(wrong))
 	for i, c := range slow {
 		for j := range len(wrong[i]) {
+			// The proxy may close it once a byte differed: an error here
+			// is no failure, the answer read below says.
 			if _, err := c.Write([]byte{wrong[i][j]}); err != nil {
-				t.Fatalf("%q: the proxy closed before byte %d: %v", wrong[i], j, err)
+				break
 			}
 		}
+		c.(*net.TCPConn).CloseWrite()
 	}
 	// A stranger that sent a true beginning and then holds: it waits at
 	// the gate, as the silent ones do.
