@@ -76,9 +76,8 @@ func busyBody(a api) []byte {
 	return b
 }
 
-// writeBusy answers a model call the proxy cannot buffer now: 503, which
-// every pinned CLI's SDK retries with backoff. Nothing of it was
-// forwarded.
+// writeBusy answers a model call the proxy cannot buffer now: 503, a 5xx
+// that the CLIs' SDKs retry with backoff. Nothing of it was forwarded.
 func writeBusy(w http.ResponseWriter, a api) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
