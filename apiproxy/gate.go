@@ -240,7 +240,7 @@ func (g *gateListener) readPrefix(c net.Conn) ([]byte, verdict) {
 			switch {
 			case i < 0 && (len(buf) > maxMethod || !isToken(buf)):
 				return nil, differs
-			case i == 0 || (i > 0 && !isToken(buf[:i])):
+			case i == 0 || i > maxMethod || (i > 0 && !isToken(buf[:i])):
 				return nil, differs
 			case i > 0:
 				method = i
@@ -258,6 +258,9 @@ func (g *gateListener) readPrefix(c net.Conn) ([]byte, verdict) {
 		}
 		if err != nil {
 			return nil, silent
+		}
+		if len(buf) == cap(buf) {
+			return nil, differs // cannot happen: the bound is there for safety
 		}
 	}
 }

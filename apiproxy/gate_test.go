@@ -104,7 +104,8 @@ func TestStrangersCostNothing(t *testing.T) {
 	idle := dialMany(t, p, 300)
 	// Slow strangers: each sends a request line byte by byte, that begins
 	// like the agent's and then differs: the proxy reads no further.
-	wrong := []string{"POST /" + secret[:8] + "x", "GET /x", "POST /" + strings.ToUpper(secret), "\x16\x03\x01", "post /"}
+	wrong := []string{"POST /" + secret[:8] + "x", "GET /x", "POST /" + strings.ToUpper(secret), "\x16\x03\x01", "post /",
+		"ABCDEFGHIJKLMNOPQ /" + secret + "/", " /" + secret + "/"}
 	slow := dialMany(t, p, len(wrong))
 	for i, c := range slow {
 		for j := range len(wrong[i]) {
@@ -116,6 +117,13 @@ func TestStrangersCostNothing(t *testing.T) {
 		}
 		c.(*net.TCPConn).CloseWrite()
 	}
+	// And strangers that send it all at once.
+	whole := dialMany(t, p, 2)
+	for i, c := range whole {
+		io.WriteString(c, wrong[len(wrong)-2+i])
+		c.(*net.TCPConn).CloseWrite()
+	}
+	slow, wrong = append(slow, whole...), append(wrong, wrong[len(wrong)-2:]...)
 	// A stranger that sent a true beginning and then holds: it waits at
 	// the gate, as the silent ones do.
 	holding := dialMany(t, p, 1)[0]
