@@ -24,11 +24,11 @@
 //     answered 404 and never forwarded. Strangers cost the agent nothing:
 //     a connection takes one of the 256 places the agent's calls are
 //     served in only once its request line began with the secret prefix;
-//     one whose first bytes differ is answered 404 and closed at the first
-//     byte that differs, one silent past Config.PrefixTimeout (5 s) is
-//     closed, and at most 512 wait at the gate, the oldest closed to make
-//     room for a new one (TestStrangersCostNothing). WebSocket upgrades are answered 404
-//     too (Codex then streams over HTTP, which the proxy can read).
+//     one whose first bytes differ is answered 404 as soon as a byte
+//     differs, one silent past Config.PrefixTimeout (5 s) is closed, and
+//     at most 512 wait at the gate, the oldest closed to make room for a
+//     new one (TestStrangersCostNothing). WebSocket upgrades are answered
+//     404 too (Codex then streams over HTTP, which the proxy can read).
 //   - Bodies, status codes and headers pass through unchanged, except the
 //     hop-by-hop headers, Host (the upstream's) and Accept-Encoding, which
 //     is removed from requests so that answers come back uncompressed and

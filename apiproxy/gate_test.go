@@ -92,7 +92,7 @@ func agentCall(t *testing.T, p *Proxy) {
 // deadline of an hour so that none of them is closed for its silence,
 // the agent's call succeeds while all 300 stay open; connections whose
 // first bytes differ from the secret prefix, sent slowly, byte by byte,
-// are answered 404 and closed at the first byte that differs; and 600
+// are answered 404 as soon as a byte differs, and closed; and 600
 // more silent ones fill the gate, which closes the oldest to make room:
 // the agent's call succeeds again.
 func TestStrangersCostNothing(t *testing.T) {
