@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -12,21 +11,107 @@ import (
 )
 
 // The proxy's memory is bounded whatever the agent or the upstream sends:
-// every buffer that holds bytes of the traffic (a request body read to
-// derive events, a non-stream answer or a limit error kept for parsing,
-// an SSE line and event) draws from one budget shared by all connections,
-// maxBuffered bytes. A request body the budget cannot hold now is
-// forwarded unread, as one over maxBody; an answer or an SSE event it
-// cannot hold is parsed no further (its bytes still pass). Nothing waits
-// for the budget. A request body must arrive within Config.BodyTimeout.
+// every buffer that holds bytes of the traffic is drawn from a budget
+// before a byte is appended, and nothing waits for one. Request bodies
+// read to derive events draw from one budget shared by all connections,
+// maxBuffered bytes; a body it cannot hold now is refused (503, never
+// forwarded). Answers (a non-stream answer or a limit error kept for
+// parsing, an SSE line and event) draw from another, maxAnswerBuffered
+// bytes, of which each model call reserves answerFloor before it is
+// forwarded (refused 503 when it cannot): what counts an answer's tokens
+// never depends on space a request body holds, and an answer within its
+// floor never on space another answer holds. An answer that outgrows
+// what it can hold is cut, never passed on uncounted. A request body
+// must arrive within Config.BodyTimeout.
 const (
 	maxBuffered = 64 << 20
+	// maxAnswerBuffered bounds the buffers of all answers together.
+	maxAnswerBuffered = 32 << 20
+	// answerFloor is what each model call in flight holds for its
+	// answer: more than the events that carry usage need (Anthropic's
+	// message_start and message_delta, a Responses response.completed of a
+	// long answer, a non-stream answer), so that counting them depends on
+	// nothing another call holds.
+	answerFloor = 512 << 10
 	// defaultBodyTimeout is Config.BodyTimeout's default.
 	defaultBodyTimeout = 60 * time.Second
 	// firstChunk is the first size of a body buffer whose length is not
 	// announced.
 	firstChunk = 64 << 10
 )
+
+// pool is where a buffer's bytes are taken from: the shared budget, or
+// one exchange's reserve.
+type pool interface {
+	take(n int64) bool
+	give(n int64)
+}
+
+// reserve is one model call's share of the answers' budget: floor bytes
+// taken when the call is forwarded, more from the budget when its answer
+// needs them. Bytes given back stay in the reserve until release.
+type reserve struct {
+	mu       sync.Mutex
+	budget   *budget
+	free     int64 // bytes of the reserve not in use
+	taken    int64 // bytes the reserve took from the budget
+	released bool
+}
+
+// newReserve takes floor bytes from b; nil when b cannot hold them.
+func newReserve(b *budget, floor int64) *reserve {
+	if !b.take(floor) {
+		return nil
+	}
+	return &reserve{budget: b, free: floor, taken: floor}
+}
+
+func (r *reserve) take(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.released {
+		return false
+	}
+	if n <= r.free {
+		r.free -= n
+		return true
+	}
+	more := n - r.free
+	if !r.budget.take(more) {
+		return false
+	}
+	r.taken += more
+	r.free = 0
+	return true
+}
+
+func (r *reserve) give(n int64) {
+	if n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.free += n
+	r.mu.Unlock()
+}
+
+// release gives everything the reserve took back to the budget; the
+// reserve takes nothing afterwards. A nil reserve releases nothing.
+func (r *reserve) release() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.released {
+		return
+	}
+	r.released = true
+	r.budget.give(r.taken)
+	r.free, r.taken = 0, 0
+}
 
 // budget is a byte count shared by all connections. A nil budget
 // never refuses.
@@ -62,10 +147,10 @@ func (b *budget) give(n int64) {
 }
 
 // grow returns buf with room for n more bytes, its capacity at most
-// limit; the growth is taken from the budget and added to *held. ok is
-// false, buf unchanged, when the room would pass limit or the budget
-// cannot hold it. The check comes before any byte is appended.
-func (b *budget) grow(buf []byte, n, limit int, held *int64) ([]byte, bool) {
+// limit; the growth is taken from b and added to *held. ok is false, buf
+// unchanged, when the room would pass limit or b cannot hold it (a nil b
+// holds anything). The check comes before any byte is appended.
+func grow(b pool, buf []byte, n, limit int, held *int64) ([]byte, bool) {
 	need := len(buf) + n
 	if need > limit {
 		return buf, false
@@ -74,7 +159,7 @@ func (b *budget) grow(buf []byte, n, limit int, held *int64) ([]byte, bool) {
 		return buf, true
 	}
 	c := min(max(2*cap(buf), need, 4096), limit)
-	if !b.take(int64(c - cap(buf))) {
+	if b != nil && !b.take(int64(c-cap(buf))) {
 		return buf, false
 	}
 	*held += int64(c - cap(buf))
@@ -89,10 +174,10 @@ func (b *budget) grow(buf []byte, n, limit int, held *int64) ([]byte, bool) {
 // ends) and false when nothing is to be forwarded: the client went away
 // or did not send its body in time (the connection is then closed).
 //
-// A body the client compressed, one over maxBody, and one the budget
-// cannot hold now are forwarded unread (ex.parsed false): their session
-// comes from the headers alone, their answer is still read for usage, and
-// they change no turn.
+// A body the client compressed and one over maxBody are forwarded unread
+// (ex.parsed false): their session comes from the headers alone, their
+// answer is still read for usage, and they change no turn. One the budget
+// cannot hold now is refused (writeBusy): false, nothing forwarded.
 func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, ex *exchange, a api, path string) (int64, bool) {
 	if s := headerSessionOf(a, r.Header); s != "" {
 		ex.session = s
@@ -125,11 +210,14 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, ex *exchange, a
 				n = int(cl) - len(buf)
 			}
 			var ok bool
-			if buf, ok = p.budget.grow(buf, n, maxBody+1, &held); !ok {
-				if len(buf)+n > maxBody {
-					return unread("api proxy: a request body is over the read limit: forwarded without deriving events")
-				}
-				return unread("api proxy: the proxy's buffers are full: a request forwarded without deriving events")
+			// n never takes buf past maxBody+1: only the budget refuses.
+			if buf, ok = grow(p.budget, buf, n, maxBody+1, &held); !ok {
+				// Fail closed: not forwarded unread (no turn derived from
+				// it), refused; the CLI retries a 503.
+				p.warn("api proxy: the proxy's buffers for request bodies are full: a request refused (503)",
+					"provider", ex.provider.String(), "budget_bytes", maxBuffered)
+				writeBusy(w, a)
+				return held, false
 			}
 		}
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
@@ -189,54 +277,3 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 }
 
 func (d *deadlineBody) Close() error { return d.rc.Close() }
-
-// maxConns bounds the connections served at once; more wait in the
-// kernel's accept queue. With MaxHeaderBytes, it bounds what connections
-// cost beyond the budget.
-const maxConns = 256
-
-// limitListener accepts at most n connections open at once.
-type limitListener struct {
-	net.Listener
-	sem  chan struct{}
-	done chan struct{}
-}
-
-func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	select {
-	case <-l.done:
-	default:
-		close(l.done)
-	}
-	return l.Listener.Close()
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}

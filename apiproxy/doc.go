@@ -21,8 +21,14 @@
 // # Invariants
 //
 //   - A request whose path does not begin with the secret prefix is
-//     answered 404 and never forwarded. WebSocket upgrades are answered 404
-//     too (Codex then streams over HTTP, which the proxy can read).
+//     answered 404 and never forwarded. Strangers cost the agent nothing:
+//     a connection takes one of the 256 places the agent's calls are
+//     served in only once its request line began with the secret prefix;
+//     one whose first bytes differ is answered 404 as soon as a byte
+//     differs, one silent past Config.PrefixTimeout (5 s) is closed, and
+//     at most 512 wait at the gate, the oldest closed to make room for a
+//     new one (TestStrangersCostNothing). WebSocket upgrades are answered
+//     404 too (Codex then streams over HTTP, which the proxy can read).
 //   - Bodies, status codes and headers pass through unchanged, except the
 //     hop-by-hop headers, Host (the upstream's) and Accept-Encoding, which
 //     is removed from requests so that answers come back uncompressed and
@@ -36,20 +42,26 @@
 //     Events hold ids, tool names, one bounded line of a tool's argument,
 //     token counts and times; never a prompt or an answer.
 //   - Agent traffic is hostile input: request bodies are read up to 32 MiB
-//     within Config.BodyTimeout (a larger one, one the client compressed,
-//     and one the shared budget cannot hold are forwarded unread: no turn
-//     changes, their answers still counted for usage), SSE lines up to 4
-//     MiB, tracked sessions up to 1024 at once and 4096 over a proxy's
+//     within Config.BodyTimeout (a larger one and one the client
+//     compressed are forwarded unread: no turn changes, their answers
+//     still counted for usage; one the shared budget cannot hold now is
+//     refused, 503, never forwarded), SSE lines up to 4 MiB, tracked sessions up to 1024 at once and 4096 over a proxy's
 //     life, and every id in an event is checked against the notify
 //     protocol (1..256 bytes of printable UTF-8; a session id never begins
-//     with '-'). Nothing blocks on the agent: Config.Sink and
+//     with '-'). Beyond the session table's bounds, turn events are not
+//     sent, but every answer's Usage is. Nothing blocks on the agent: Config.Sink and
 //     Config.Refuse must not block either.
 //   - Memory is bounded whatever the agent or the upstream sends: every
-//     buffer of traffic (request bodies, answers kept for parsing, SSE
-//     lines and events) draws from one 64 MiB budget shared by all
-//     connections, checked before a byte is appended; nothing waits for
-//     it. Under 30 stalled 32 MiB bodies the proxy's process stays under
-//     200 MiB of RSS (TestMemoryCeiling).
+//     buffer of traffic draws from a budget shared by all connections,
+//     checked before a byte is appended; nothing waits for it. Request
+//     bodies draw from one of 64 MiB; answers (kept for parsing, SSE lines
+//     and events) from another of 32 MiB, of which each model call holds
+//     512 KiB for its answer before it is forwarded (else it is refused,
+//     503). Counting an answer's tokens never depends on space a request
+//     body or, within its 512 KiB, another answer holds; an answer that
+//     cannot be held is cut, never passed on uncounted
+//     (TestBudgetNotStarved). Under 30 stalled 32 MiB bodies the proxy's
+//     process stays under 200 MiB of RSS (TestMemoryCeiling).
 //   - A refused call (Config.Refuse) is answered by the proxy, never
 //     forwarded: status 400 with the API's own error JSON.
 //   - Token counts that are not counts (negative, fractions, beyond

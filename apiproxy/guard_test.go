@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -324,37 +323,23 @@ func TestSSEBoundBeforeAppend(t *testing.T) {
 
 // TestBudgetShared: bodies are buffered within one budget for all
 // connections. Bodies that stall mid-way hold it; one more that does not
-// fit is forwarded unread at once (never waiting, never growing the
-// proxy), and each stalled body is cut at BodyTimeout, after which the
-// budget is whole again.
+// fit is refused at once (503, never forwarded, never waiting, never
+// growing the proxy), and each stalled body is cut at BodyTimeout, after
+// which the budget is whole again.
 func TestBudgetShared(t *testing.T) {
 	api := mockapi.Anthropic(nil)
 	defer api.Close()
 	p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": api.URL()}, Config{BodyTimeout: 500 * time.Millisecond})
-	addr := strings.TrimPrefix(p.URL(Anthropic), "http://")
-	host, path, _ := strings.Cut(addr, "/")
 	// Two stalled bodies of maxBody-1 bytes announced, all but one byte sent.
-	var conns []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		fmt.Fprintf(c, "POST /%s/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, maxBody-1)
-		go c.Write(make([]byte, maxBody-2))
-	}
-	waitBudget(t, p, func(left int64) bool { return left <= maxBuffered-2*(maxBody-1) })
-	// A third, whole: over what is left, so forwarded unread: it reaches
-	// the upstream and opens no turn.
+	conns := stallUploads(t, p, 2, maxBody-1, maxBuffered-2*(maxBody-1))
+	// A third, whole: over what is left, so refused: nothing reaches the
+	// upstream and nothing changes.
 	resp, _ := post(t, p.URL(Anthropic)+"/v1/messages", http.Header{"X-Claude-Code-Session-Id": {"s3"}}, claudeRequest(true))
-	if resp.StatusCode != 200 || len(api.Requests()) != 1 {
+	if resp.StatusCode != http.StatusServiceUnavailable || len(api.Requests()) != 0 {
 		t.Fatalf("the request over the budget: %s, %d upstream", resp.Status, len(api.Requests()))
 	}
-	for _, e := range rec.all() {
-		if e.Kind != Usage {
-			t.Errorf("an unread request changed a turn: %+v", e)
-		}
+	if e := rec.all(); len(e) != 0 {
+		t.Errorf("a refused request sent events: %+v", e)
 	}
 	// The stalled bodies are cut: their connections close, nothing of them
 	// went upstream, and the budget is whole again.
@@ -367,8 +352,8 @@ func TestBudgetShared(t *testing.T) {
 		c.Close()
 	}
 	waitBudget(t, p, func(left int64) bool { return left == maxBuffered })
-	if n := len(api.Requests()); n != 1 {
-		t.Errorf("%d requests upstream, want 1", n)
+	if n := len(api.Requests()); n != 0 {
+		t.Errorf("%d requests upstream, want 0", n)
 	}
 }
 
@@ -389,9 +374,9 @@ func waitBudget(t *testing.T, p *Proxy, ok func(left int64) bool) {
 	}
 }
 
-// TestAnswerBudget: a non-stream answer is kept for parsing only within
-// the budget: with the budget spent, a large answer passes whole and
-// unparsed, and the budget is given back at its end.
+// TestAnswerBudget: a non-stream answer is kept for parsing within its
+// call's floor and then the answers' budget, and given back at its end;
+// the request bodies' budget plays no part in it.
 func TestAnswerBudget(t *testing.T) {
 	big := `{"type":"message","stop_reason":"end_turn","content":[{"type":"text","text":"` + strings.Repeat("y", 1<<20) + `"}],"usage":{"input_tokens":1,"output_tokens":2}}`
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -400,6 +385,7 @@ func TestAnswerBudget(t *testing.T) {
 	}))
 	defer up.Close()
 	p, rec := start(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL}, Config{})
+	// The request bodies' budget all but spent: a small body still fits.
 	if !p.budget.take(maxBuffered - 1<<19) {
 		t.Fatal("take")
 	}
@@ -407,13 +393,10 @@ func TestAnswerBudget(t *testing.T) {
 	if string(b) != big {
 		t.Fatal("answer changed")
 	}
-	p.budget.give(maxBuffered - 1<<19)
-	post(t, p.URL(Anthropic)+"/v1/messages", nil, claudeRequest(false))
 	rec.waitFor(t, 1, func(e Event) bool { return e.Kind == Usage && e.Output == 2 })
-	if n := len(rec.all()); n != 1 {
-		t.Errorf("events %+v: the answer over the budget must not be parsed", rec.all())
-	}
+	p.budget.give(maxBuffered - 1<<19)
 	waitBudget(t, p, func(left int64) bool { return left == maxBuffered })
+	waitAnswers(t, p, func(left int64) bool { return left == maxAnswerBuffered })
 }
 
 // TestSessionFlood: a flood of fresh session ids, each opening a turn,

@@ -99,6 +99,12 @@ type Config struct {
 	// (a body that stalls holds the proxy's memory): past it, the
 	// connection is closed and nothing is forwarded. 0 = 60 seconds.
 	BodyTimeout time.Duration
+	// PrefixTimeout bounds the time a new connection may take to send
+	// its request line up to the secret path prefix; past it, the
+	// connection is closed without taking a place the agent's calls are
+	// served in (a connection whose first bytes differ is answered 404
+	// and closed at once). 0 = 5 seconds.
+	PrefixTimeout time.Duration
 }
 
 // Proxy is one running proxy. Close stops it; whoever Starts it must
@@ -112,7 +118,8 @@ type Proxy struct {
 	base        string // http://127.0.0.1:PORT/SECRET
 	upstream    [len(upstreams)]*url.URL
 	track       *tracker
-	budget      *budget // bytes of traffic buffered, all connections together
+	budget      *budget // bytes of request bodies buffered, all connections together
+	answers     *budget // bytes of answers buffered, all connections together
 	bodyTimeout time.Duration
 	now         func() time.Time
 	log         *slog.Logger
@@ -188,9 +195,14 @@ func Start(cfg Config) (*Proxy, error) {
 	p.cfg = cfg
 	p.track = newTracker(cfg.TurnPrefix, cfg.Sink)
 	p.budget = newBudget(maxBuffered)
+	p.answers = newBudget(maxAnswerBuffered)
 	p.bodyTimeout = cfg.BodyTimeout
 	if p.bodyTimeout <= 0 {
 		p.bodyTimeout = defaultBodyTimeout
+	}
+	prefixTimeout := cfg.PrefixTimeout
+	if prefixTimeout <= 0 {
+		prefixTimeout = defaultPrefixTimeout
 	}
 	p.track.warn = p.warn
 	tr := cfg.Transport
@@ -212,7 +224,7 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiproxy: listen: %w", err)
 	}
-	p.ln = newLimitListener(ln, maxConns)
+	p.ln = newGateListener(ln, p.secret, prefixTimeout)
 	p.base = "http://" + ln.Addr().String() + "/" + p.secret
 	p.srv = &http.Server{
 		Handler:           p,
@@ -342,7 +354,8 @@ type exchange struct {
 	rest     string // the path after /SECRET/PROVIDER
 	session  string
 	req      request
-	parsed   bool // the body was read: events may be derived
+	parsed   bool     // the body was read: events may be derived
+	answers  *reserve // the buffers of its answer (a model call)
 	stall    *stallTimer
 
 	mu   sync.Mutex
@@ -379,9 +392,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a := classify(prov, r.Method, path); a != apiNone {
 		ex.req.api = a
 		// The body is read only within the shared budget and its
-		// deadline; a body the client compressed, one over maxBody and
-		// one the budget cannot hold now are forwarded unread (their
-		// session from the headers, their answer still read for usage).
+		// deadline; a body the client compressed and one over maxBody
+		// are forwarded unread (their session from the headers, their
+		// answer still read for usage); one the budget cannot hold now
+		// is refused.
 		held, ok := p.readBody(w, r, ex, a, path)
 		defer p.budget.give(held)
 		if !ok {
@@ -396,6 +410,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		// What reads the answer's tokens is held before the call goes:
+		// nothing another call holds can leave it uncounted.
+		if ex.answers = newReserve(p.answers, answerFloor); ex.answers == nil {
+			p.warn("api proxy: the proxy's buffers for answers are full: a request refused (503)",
+				"provider", prov.String(), "budget_bytes", maxAnswerBuffered)
+			writeBusy(w, a)
+			return
+		}
+		defer ex.answers.release()
 		// Only main requests: a side request's stream (a title) does not
 		// hold the agent up.
 		if ex.parsed && ex.req.main && ex.req.stream && p.cfg.StreamStall > 0 {
@@ -524,7 +547,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	case strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream"):
 		tb.ans = &answer{api: ex.req.api}
-		tb.sse = &sseParser{event: tb.event, budget: p.budget}
+		tb.sse = &sseParser{event: tb.event, budget: ex.answers}
 	default:
 		tb.ans = &answer{api: ex.req.api}
 		tb.keep = maxJSON
@@ -551,7 +574,8 @@ type tapBody struct {
 	keep   int        // bytes of a whole body to keep
 	buf    []byte
 	held   int64 // budget held by buf and the SSE parser
-	over   bool
+	over   bool  // a limit error's body too large to keep
+	cut    bool  // an answer that could not be held: cut (cutAnswer)
 	eof    bool
 	// delivered: the answer said it ended, and the client was handed every
 	// byte up to that event (the copy asks for more only once it wrote and
@@ -564,16 +588,26 @@ func (b *tapBody) Read(q []byte) (int, error) {
 	if b.ans != nil && b.ans.complete {
 		b.delivered = true
 	}
+	if b.cut {
+		return 0, errAnswerCut
+	}
 	n, err := b.rc.Read(q)
 	if n > 0 {
 		switch {
 		case b.sse != nil:
 			b.sse.feed(q[:n])
+			if b.sse.starved {
+				return b.cutAnswer()
+			}
 		case !b.over:
 			var ok bool
-			if b.buf, ok = b.p.budget.grow(b.buf, n, b.keep, &b.held); ok {
+			if b.buf, ok = grow(b.ex.answers, b.buf, n, b.keep, &b.held); ok {
 				b.buf = append(b.buf, q[:n]...)
+			} else if b.ans != nil {
+				return b.cutAnswer()
 			} else {
+				// A limit error's body past maxErrBody: its RetryInfo
+				// goes unread, it holds no tokens.
 				b.over, b.buf = true, nil
 			}
 		}
@@ -583,6 +617,20 @@ func (b *tapBody) Read(q []byte) (int, error) {
 		b.finish()
 	}
 	return n, err
+}
+
+// errAnswerCut ends the copy of an answer the proxy cannot read: the
+// client's connection is cut.
+var errAnswerCut = errors.New("apiproxy: an answer the proxy cannot read for its tokens is cut")
+
+// cutAnswer fails closed: an answer whose tokens the proxy could not
+// count (its buffers could not hold it) is cut, not passed on whole; the
+// bytes of the last read are not passed either.
+func (b *tapBody) cutAnswer() (int, error) {
+	b.cut = true
+	b.p.warn("api proxy: an answer the proxy could not hold to count its tokens is cut: the agent gets a broken answer",
+		"provider", b.ex.provider.String(), "budget_bytes", maxAnswerBuffered)
+	return 0, errAnswerCut
 }
 
 func (b *tapBody) Close() error {
@@ -628,7 +676,7 @@ func (b *tapBody) finish() {
 			}
 			t.limited(ex.provider, ex.session, ex.req, retryAt(b.header, body, b.p.now()))
 			b.buf = nil
-			b.p.budget.give(b.held)
+			b.ex.answers.give(b.held)
 			b.held = 0
 			return
 		}
@@ -655,7 +703,7 @@ func (b *tapBody) finish() {
 		}
 		t.answer(ex.provider, ex.session, ex.req, b.ans)
 		b.buf = nil
-		b.p.budget.give(b.held)
+		b.ex.answers.give(b.held)
 		b.held = 0
 		if b.sse != nil {
 			b.sse.release()

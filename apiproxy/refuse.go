@@ -49,3 +49,42 @@ func writeRefusal(w http.ResponseWriter, a api, msg string) {
 	w.WriteHeader(refusalStatus[a])
 	w.Write(b)
 }
+
+// busyMessage is the text of a call the proxy cannot hold now.
+const busyMessage = "supervise's API proxy: its buffers are full (other requests in flight hold them): " +
+	"the call was not forwarded; retry it"
+
+// busyBody is the error of a call the proxy cannot buffer now (503), in
+// the API's own format, as the providers answer an overloaded server:
+//
+//   - Anthropic Messages: {"type":"error","error":{"type":"api_error","message":...}}
+//   - OpenAI: {"error":{"message":...,"type":"server_error","param":null,"code":"supervise_proxy_busy"}}
+//   - Gemini: {"error":{"code":503,"message":...,"status":"UNAVAILABLE"}}
+func busyBody(a api) []byte {
+	var v any
+	switch a {
+	case apiMessages:
+		v = map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": busyMessage}}
+	case apiGemini:
+		v = map[string]any{"error": map[string]any{"code": http.StatusServiceUnavailable, "message": busyMessage,
+			"status": "UNAVAILABLE"}}
+	default:
+		v = map[string]any{"error": map[string]any{"message": busyMessage, "type": "server_error", "param": nil,
+			"code": "supervise_proxy_busy"}}
+	}
+	b, _ := json.Marshal(v) // maps of strings: never fails
+	return b
+}
+
+// writeBusy answers a model call the proxy cannot buffer now: 503, a 5xx
+// that the CLIs' SDKs retry with backoff. Nothing of it was forwarded.
+func writeBusy(w http.ResponseWriter, a api) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", "1")
+	// The request may still be arriving; the connection is not reused.
+	h.Set("Connection", "close")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write(busyBody(a))
+}

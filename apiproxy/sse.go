@@ -33,14 +33,19 @@ type sseParser struct {
 	// empty) and data (lines joined with "\n"), and how it was kept.
 	event func(name, data []byte, kind sseKind)
 	// budget, when set, holds the line's and the data's buffers: what it
-	// cannot hold is skipped as a line over maxLine is.
-	budget *budget
+	// cannot hold is skipped as a line over maxLine is, and starved set.
+	budget pool
 	held   int64
+	// starved: the budget could not hold a line or an event within
+	// maxLine; what the stream says from there may go unread.
+	starved bool
 }
 
 // release gives the parser's buffers back to the budget.
 func (s *sseParser) release() {
-	s.budget.give(s.held)
+	if s.budget != nil {
+		s.budget.give(s.held)
+	}
 	s.held = 0
 	s.line, s.data, s.name = nil, nil, nil
 }
@@ -72,7 +77,8 @@ func (s *sseParser) add(p []byte) {
 	}
 	// The bound is checked before the append: nothing grows past it.
 	var ok bool
-	if s.line, ok = s.budget.grow(s.line, len(p), maxLine, &s.held); !ok {
+	if s.line, ok = grow(s.budget, s.line, len(p), maxLine, &s.held); !ok {
+		s.starved = s.starved || len(s.line)+len(p) <= maxLine
 		s.skipping = true
 		s.line = s.line[:0]
 		return
@@ -108,7 +114,8 @@ func (s *sseParser) endLine(l []byte) {
 			n++
 		}
 		var ok bool
-		if s.data, ok = s.budget.grow(s.data, n, maxLine, &s.held); !ok {
+		if s.data, ok = grow(s.budget, s.data, n, maxLine, &s.held); !ok {
+			s.starved = s.starved || len(s.data)+n <= maxLine
 			s.cut = true
 			s.data = s.data[:0]
 			return

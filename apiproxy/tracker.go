@@ -10,7 +10,7 @@ const (
 	// maxSessions bounds the sessions tracked at once. A new session
 	// beyond it evicts the least recently seen one without an open turn;
 	// when every tracked session has an open turn, the new session's
-	// traffic passes through without events.
+	// traffic passes through without turn events (its usage is sent).
 	maxSessions = 1024
 	// maxPending bounds the tool calls per session awaiting a result,
 	// maxPendingAll those of all sessions together.
@@ -19,8 +19,8 @@ const (
 	// maxAdmitted bounds the sessions one proxy (one run) takes into its
 	// table over its life, re-admissions of evicted ones included: a run
 	// that names more (a flood of fresh session ids) has the rest of its
-	// traffic passed through without events, so that what it can make
-	// supervise journal is bounded too.
+	// traffic passed through without turn events, so that what it can make
+	// supervise journal is bounded too. Usage is sent all the same.
 	maxAdmitted = 4096
 )
 
@@ -161,8 +161,15 @@ func (t *tracker) answer(p Provider, sid string, r request, a *answer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if a.usage && (a.in > 0 || a.out > 0) {
+		e := Event{Kind: Usage, Input: max(a.in, 0), Output: max(a.out, 0)}
 		if s := t.get(sid); s != nil {
-			t.emit(s, p, Event{Kind: Usage, Input: max(a.in, 0), Output: max(a.out, 0)})
+			t.emit(s, p, e)
+		} else if t.sink != nil && !t.closed {
+			// Tokens are counted whatever the table holds: a flood of
+			// fresh session ids never makes answers free. Outside the
+			// table the session has no turn.
+			e.Provider, e.Session = p, sid
+			t.sink(e)
 		}
 	}
 	if !r.main {
