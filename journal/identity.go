@@ -76,7 +76,7 @@ func (db *DB) CheckName() error {
 		return nil
 	}
 	if err := db.ident.check(db.path); err != nil {
-		return db.poison(err)
+		return db.replaced(err)
 	}
 	if r := db.redo; r != nil {
 		if err := r.check(); err != nil {
