@@ -173,3 +173,55 @@ func TestB5TornCopyRenamedOverKept(t *testing.T) {
 	t.Logf("%d turn-ends acknowledged (%d while the copy was read), %d older sessions; after the restart %d missing; the copy renamed aside as %v",
 		len(all), during, older, missing, aside)
 }
+
+// The same for journal.db removed while the agent ends turns: supervise
+// finds the name gone, stops, and keeps the open file on its way out.
+func TestB5JournalRemovedKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seedJournal(t, e.stateDir, 1000)
+	path := filepath.Join(e.stateDir, "journal.db")
+	script := filepath.Join(e.dir, "agent.sh")
+	os.WriteFile(script, []byte(turnLoop), 0o700)
+	acks := filepath.Join(e.dir, "acks")
+	e.set("SV="+superviseBin, "ACKS="+acks, "GATE="+filepath.Join(e.dir, "gate"), "PAUSED="+filepath.Join(e.dir, "paused"))
+	sv := e.start("run", "--state-dir", e.stateDir, "--", "sh", script)
+	waitFor(t, 60*time.Second, "20 acknowledged turn-ends", func() bool { return len(acked(acks)) >= 20 })
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if code := sv.wait(60 * time.Second); code != 1 {
+		t.Errorf("supervise exit code %d after its journal was removed, want 1", code)
+	}
+	waitFor(t, 20*time.Second, "the agent's tree to be gone", func() bool { return len(e.tagged()) == 0 })
+	all := acked(acks)
+	next := e.start("run", "--state-dir", e.stateDir, "--", "true")
+	if c := next.wait(60 * time.Second); c != 0 {
+		t.Fatalf("the restart exited %d, want 0:\n%s", c, next.stderr())
+	}
+	db, err := journal.Open(path, journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ended, old := map[string]bool{}, 0
+	db.View(func(tx *journal.Tx) error {
+		return forEachSession(tx, func(s record.Session) {
+			if strings.HasPrefix(s.ID, "old") {
+				old++
+			} else if s.Outcome == "completed" {
+				ended[s.ID] = true
+			}
+		})
+	})
+	missing := 0
+	for _, id := range all {
+		if !ended[id] {
+			missing++
+		}
+	}
+	if missing > 0 || old != 1000 {
+		t.Errorf("after the restart: %d of %d acknowledged turn-ends and %d of 1000 older sessions missing\n%s",
+			missing, len(all), 1000-old, sv.stderr())
+	}
+}
