@@ -310,3 +310,45 @@ func releaseFaulted(db *DB) {
 	db.b.Close()
 	db.dir.Close()
 }
+
+// TestKeptWhileCommitting: commits (plain and logged) go on on one
+// goroutine while the journal is swapped and CheckName runs on another, as
+// supervise's loop and its once-a-second check: whichever sees the swap
+// first keeps the file, and every commit acknowledged is in it.
+func TestKeptWhileCommitting(t *testing.T) {
+	for round := range 5 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "journal.db")
+		db, _ := startState(t, dir)
+		acked := make(chan []string)
+		started := make(chan struct{})
+		go func() {
+			var ids []string
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("r%d-%d", round, i)
+				s := record.Session{ID: id, State: record.Idle, Turn: "t", Phase: "ended"}
+				commit := db.Update
+				if i%2 == 1 {
+					commit = db.UpdateLogged
+				}
+				if err := commit(func(tx *Tx) error { return tx.PutSession(s) }); err != nil {
+					break
+				}
+				ids = append(ids, id)
+				if i == 20 {
+					close(started)
+				}
+			}
+			acked <- ids
+		}()
+		<-started
+		b, _ := os.ReadFile(path)
+		renameOver(t, path, b[:len(b)/2])
+		for db.CheckName() == nil {
+		}
+		ids := <-acked
+		db2, _ := startState(t, dir)
+		mustHold(t, db2, ids)
+		db2.Close()
+	}
+}
