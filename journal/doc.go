@@ -60,7 +60,9 @@
 // never stops supervise or status (check.go).
 //
 // Identity: after every commit the file at the journal's name must still
-// be the open one; a journal replaced under supervise faults (identity.go). Open never modifies
+// be the open one; a journal replaced under supervise faults (identity.go),
+// after keeping the open file as journal.db.kept-<time>, from which the
+// next start (OpenState) recovers (keep.go). Open never modifies
 // such a file; Quarantine renames it aside so that a fresh journal can
 // start without destroying evidence.
 //

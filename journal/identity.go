@@ -16,15 +16,16 @@ import (
 // with the open one by device and inode: the open file's identity is taken
 // once with fstat when the journal opens (a descriptor's inode never
 // changes), and each commit costs one lstat of the name. Any difference, or
-// a name that is gone or cannot be read, poisons the journal (ErrFault,
-// Faulted): its owner stops the agent and exits 1, and the next start reads
-// what is at the name.
+// a name that is gone or cannot be read, keeps the open file under a new
+// name in the state dir and then poisons the journal (ErrFault, Faulted):
+// its owner stops the agent and exits 1, and the next start recovers from
+// the kept file (keep.go).
 //
 // The check cannot see a copy read before a commit and renamed over the
-// name after that commit's check: such a commit is in the old file only.
+// name after that commit's check: such a commit is in the open file only.
 // The next commit (or CheckName, which supervise calls every second) sees
-// the swap, so at most the commits between the copy and the rename are in
-// the old file alone; see docs/threat-model.md.
+// the swap and keeps the open file, with those commits; see
+// docs/threat-model.md.
 
 // ErrReplaced is wrapped by the fault of a journal whose name no longer
 // holds the open file.
@@ -76,7 +77,7 @@ func (db *DB) CheckName() error {
 		return nil
 	}
 	if err := db.ident.check(db.path); err != nil {
-		return db.poison(err)
+		return db.replaced(err)
 	}
 	if r := db.redo; r != nil {
 		if err := r.check(); err != nil {

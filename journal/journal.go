@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -155,6 +156,12 @@ type DB struct {
 	// unreplayed: read-only, and the slot holds a commit journal.db
 	// lacks (Unreplayed).
 	unreplayed bool
+	// file is the open journal file and dir the directory it was opened
+	// in, both nil when read-only: what keep.go needs to keep the file
+	// when its name is replaced. keepOnce guards kept.
+	file, dir *os.File
+	keepOnce  sync.Once
+	kept      keepState
 }
 
 // Open opens or creates the journal at path. See the package doc for the
@@ -212,6 +219,14 @@ func Open(path string, opt Options) (db *DB, err error) {
 			db.closeBolt()
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
+		// The directory the journal is in, by a handle: where it is kept
+		// if its name is replaced (keep.go), even if the state dir's own
+		// name is swapped later.
+		if db.dir, err = os.Open(filepath.Dir(path)); err != nil {
+			db.closeBolt()
+			return nil, fmt.Errorf("open journal %s: its directory: %w", path, err)
+		}
+		db.file = file
 	}
 	if err := db.init(); err != nil {
 		db.closeBolt()
@@ -396,8 +411,15 @@ func (db *DB) Path() string { return db.path }
 // that faulted after open makes supervise exit, and one that faulted while
 // it was being checked at start is moved aside (Quarantine) before a fresh
 // one is created under its name, so nothing waits for that lock.
+//
+// Close of a writable journal whose name no longer holds the open file
+// (the state dir's journal was removed or replaced, and no commit or
+// CheckName has seen it yet) keeps the open file first (keep.go).
 func (db *DB) Close() error {
 	db.settle()
+	if !db.readOnly && db.Fault() == nil && db.ident.fi != nil && db.ident.check(db.path) != nil {
+		db.keepOpen()
+	}
 	if !db.readOnly {
 		os.Remove(ownerPath(db.path))
 	}
@@ -411,6 +433,9 @@ func (db *DB) closeBolt() error {
 	}
 	if db.redo != nil {
 		db.redo.close()
+	}
+	if db.dir != nil {
+		db.dir.Close()
 	}
 	return db.b.Close()
 }

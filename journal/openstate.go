@@ -44,6 +44,11 @@ func verifyInlineLimit(fp failpoint.Points) int64 {
 func OpenState(stateDir string, fp failpoint.Points, log *slog.Logger) (db *DB, verifyLater bool, err error) {
 	path := statedir.JournalPath(stateDir)
 	failed := statedir.VerifyFailedPath(stateDir)
+	// A journal kept when its name was replaced under the last supervise
+	// first (keep.go).
+	if err := adoptKept(stateDir, path, log); err != nil {
+		return nil, false, err
+	}
 	db, err = Open(path, Options{Log: log, Inline: true})
 	if err == nil {
 		var clean bool

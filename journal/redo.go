@@ -548,7 +548,7 @@ func (db *DB) UpdateLogged(fn func(*Tx) error) (err error) {
 	// names must hold the open files.
 	if err := db.ident.check(db.path); err != nil {
 		btx.Rollback()
-		return db.poison(err)
+		return db.replaced(err)
 	}
 	if err := r.check(); err != nil {
 		btx.Rollback()
@@ -580,7 +580,7 @@ func (db *DB) finish(btx *bolt.Tx, p *pendingCommit) {
 		return
 	}
 	if err := db.ident.check(db.path); err != nil {
-		p.err = db.poison(err)
+		p.err = db.replaced(err)
 	}
 }
 

@@ -92,6 +92,8 @@ type lsRoot struct {
 	// Error says why none could be listed: the directory does not exist,
 	// or this user may not read it.
 	Error string `json:"error,omitempty"`
+	// Owner is whose it is when this user may not read it (access.go).
+	Owner *lsOwner `json:"owner,omitempty"`
 }
 
 // lsAct is a session that needs a person, and the command that acts.
@@ -114,8 +116,12 @@ type lsAgent struct {
 	StateDir string `json:"state_dir"`
 	// State is live, stopped, died, locked, no-answer or damaged.
 	State string `json:"state"`
-	// Error says why the state is locked, unresponsive or damaged.
-	Error      string       `json:"error,omitempty"`
+	// Error says why the state is locked, unresponsive, damaged or
+	// no-access.
+	Error string `json:"error,omitempty"`
+	// Owner is whose the state dir is when this user may not read it
+	// (no-access; access.go).
+	Owner      *lsOwner     `json:"owner,omitempty"`
 	Supervisor lsSupervisor `json:"supervisor"`
 	Child      lsChild      `json:"child"`
 	Sessions   lsSessions   `json:"sessions"`
@@ -222,13 +228,47 @@ func printList(ctx context.Context, root string, asJSON bool, stdout, stderr io.
 			fmt.Fprintf(stderr, "supervise ls: %v\n", err)
 			return exitcode.Internal
 		}
-		return exitcode.OK
-	}
-	if _, err := io.WriteString(stdout, lsTable(list, time.Now())); err != nil {
+	} else if _, err := io.WriteString(stdout, lsTable(list, time.Now())); err != nil {
 		fmt.Fprintf(stderr, "supervise ls: %v\n", err)
 		return exitcode.Internal
 	}
+	if why := unreadable(list); why != "" {
+		fmt.Fprintf(stderr, "supervise ls: %s\n", why)
+		return exitNoAccess
+	}
 	return exitcode.OK
+}
+
+// unreadable says what under list's own root this user may not read (the
+// root itself, or state dirs in it), "" if nothing: then ls exits
+// exitNoAccess (access.go). The state dirs of the other roots (the system
+// root, looked in by default) do not count.
+func unreadable(list lsList) string {
+	for _, r := range list.Roots {
+		if r.Path == list.Root && r.Owner != nil {
+			return "this user may not list the state root " + r.Path + ", which belongs to " + r.Owner.String() +
+				": nothing under it could be read, and none of its agents is listed"
+		}
+	}
+	var names []string
+	var owner *lsOwner
+	for _, a := range list.Agents {
+		if a.State == lsNoAccess && filepath.Dir(a.StateDir) == list.Root {
+			if owner == nil {
+				owner = a.Owner
+			}
+			names = append(names, a.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	shown := strings.Join(names[:min(len(names), 5)], ", ")
+	if len(names) > 5 {
+		shown += fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return fmt.Sprintf("%d state dir(s) under %s may not be read by this user (uid %d): %s (the first belongs to %s); they are listed as no-access, with their owner",
+		len(names), list.Root, os.Geteuid(), shown, owner)
 }
 
 // listAgents reads every state dir under root and under each of also (a
@@ -247,7 +287,8 @@ func listAgents(ctx context.Context, root string, also ...string) lsList {
 		case errors.Is(err, fs.ErrNotExist):
 			lr.Error = "does not exist"
 		case errors.Is(err, fs.ErrPermission):
-			lr.Error = "permission denied: its owner (sudo supervise ls for " + r + ") can list it"
+			lr.Owner = whose(r)
+			lr.Error = noAccessWords("the state root", r, lr.Owner) + ": " + lr.Owner.asWhom() + "supervise ls --root " + r + " lists it"
 		case err != nil:
 			lr.Error = err.Error()
 		}
@@ -308,10 +349,12 @@ func newAgent(name, dir string) lsAgent {
 	return lsAgent{Name: name, StateDir: dir, NeedsPerson: []lsAct{}}
 }
 
-// noAccess marks a as a state dir this user may not read.
+// noAccess marks a as a state dir this user may not read, and says whose
+// it is.
 func (a *lsAgent) noAccess(err error) {
 	a.State = lsNoAccess
-	a.Error = "permission denied: supervise ls as its user (or sudo supervise ls) reads it"
+	a.Owner = whose(a.StateDir)
+	a.Error = noAccessWords("the state dir", a.StateDir, a.Owner) + ": " + readsIt(a.Owner, a.StateDir)
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		a.Error += " (" + pe.Op + " " + pe.Path + ")"
@@ -524,6 +567,10 @@ func lsTable(list lsList, now time.Time) string {
 		default:
 			fmt.Fprintf(&b, "and unit-installed agents: %s\n", clip(r.Path, 4096))
 		}
+	}
+	if len(list.Agents) == 0 && len(list.Roots) > 0 && list.Roots[0].Owner != nil {
+		b.WriteString("no agent could be listed: this user may not read the state root\n")
+		return b.String()
 	}
 	if len(list.Agents) == 0 {
 		b.WriteString("no supervised agents here (supervise ls --root DIR looks elsewhere)\n")

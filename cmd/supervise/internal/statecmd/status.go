@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/exitcode"
@@ -48,6 +49,16 @@ func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return printList(ctx, several.Root, *asJSON, stdout, stderr)
 	}
 	if err != nil {
+		if dir == "" && !set["state-dir"] && !set["name"] {
+			// None found under the state root: perhaps none this user
+			// may read (access.go).
+			if root, rerr := runflags.StateRoot(); rerr == nil {
+				if why := rootNoAccess(root); why != "" {
+					fmt.Fprintf(stderr, "supervise status: %s\n", why)
+					return exitNoAccess
+				}
+			}
+		}
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitcode.Usage
 	}
@@ -71,9 +82,31 @@ func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "supervise status: unknown session %q in the state dir %s (another agent's? supervise ls lists them; --name or --state-dir picks one)\n", *session, dir)
 		return exitcode.Internal
 	}
+	if errors.Is(err, os.ErrPermission) {
+		o := whose(dir)
+		fmt.Fprintf(stderr, "supervise status: %s: %s\n", noAccessWords("the state dir", dir, o), readsIt(o, dir))
+		return exitNoAccess
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "supervise status: %v\n", err)
 		return exitcode.Internal
 	}
 	return exitcode.OK
+}
+
+// rootNoAccess says why this user finds no state dir under root when it is
+// because it may not read them (the root itself, or the state dirs in it),
+// and whose they are; "" otherwise.
+func rootNoAccess(root string) string {
+	dirs, err := stateDirs(root)
+	if errors.Is(err, os.ErrPermission) {
+		o := whose(root)
+		return noAccessWords("the state root", root, o) + ": " + o.asWhom() + "supervise status lists its agents"
+	}
+	for _, a := range dirs {
+		if a.State == lsNoAccess {
+			return a.Error
+		}
+	}
+	return ""
 }
