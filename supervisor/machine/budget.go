@@ -11,8 +11,10 @@ import (
 // state dir). The API proxy counts the usage each answer reports
 // (TrafficUsage); past a budget the session is parked (ParkedBy budget),
 // the agent is stopped, and the proxy answers the session's model calls
-// itself, never forwarding them (Refusal): a relaunch, a new turn or a new
-// session id does not reset the spend. Only a person lifts it: a manual
+// itself, never forwarding them (Refusal): a relaunch or a new turn resets
+// neither spend; a new session id starts its own --max-tokens at 0 but
+// never resets --max-tokens-total, which counts every answer, a session's
+// no request opened included. Only a person lifts it: a manual
 // resume of the parked session counts its budget again from what it has
 // spent, and, when the state dir's budget is spent, that one's too.
 
@@ -140,10 +142,22 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 		}
 		e.Input, e.Output = max(e.Input, 0), max(e.Output, 0)
 	}
+	// The state dir's spend counts every answer, also one of a session
+	// no request opened (a side request under an id of its own): an agent
+	// that never offers tools, or mints ids, spends nothing uncounted.
+	o.add(Count{Metric: "tokens_input", N: countN(e.Input)}, Count{Metric: "tokens_output", N: countN(e.Output)})
+	wasOver := m.TotalSpent()
+	m.Budget.Spent = record.AddTokens(record.AddTokens(m.Budget.Spent, e.Input), e.Output)
+	if m.Config.MaxTokensTotal > 0 {
+		o.savePolicy()
+	}
+	if m.TotalSpent() != wasOver {
+		m.RefusalsChanged++
+	}
 	sess := m.Sessions[e.Session]
 	if sess == nil {
 		if e.Stored == nil {
-			return // usage of a session no request opened: nothing to add it to
+			return // no session to add it to, nor to park: the total has it
 		}
 		s := *e.Stored
 		sess = &s
@@ -156,15 +170,6 @@ func (m *Machine) usage(o *out, e Traffic, now time.Time) {
 	t.Input, t.Output = record.AddTokens(t.Input, e.Input), record.AddTokens(t.Output, e.Output)
 	sess.Tokens = &t
 	o.save(sess.ID)
-	o.add(Count{Metric: "tokens_input", N: countN(e.Input)}, Count{Metric: "tokens_output", N: countN(e.Output)})
-	wasOver := m.TotalSpent()
-	m.Budget.Spent = record.AddTokens(record.AddTokens(m.Budget.Spent, e.Input), e.Output)
-	if m.Config.MaxTokensTotal > 0 {
-		o.savePolicy()
-	}
-	if m.TotalSpent() != wasOver {
-		m.RefusalsChanged++
-	}
 	wasParked := sess.State == record.Parked
 	if wasParked && sess.ParkedBy == record.ParkedByBudget {
 		return

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -213,5 +214,25 @@ func TestRuleTemplateParkCommitted(t *testing.T) {
 				t.Fatalf("the template's park is not committed before %T: %#v", e, fx)
 			}
 		}
+	}
+}
+
+// Usage of a session no request opened (a side request under an id of
+// its own, an agent that never offers tools) still counts against the
+// state dir's budget: past it every model call is refused.
+func TestRuleBudgetTotalCountsUnopened(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxTokensTotal = 100
+	r := newRig(t, cfg)
+	r.launch()
+	for i := range 3 {
+		r.step(Traffic{Kind: TrafficUsage, Session: fmt.Sprintf("side-%d", i), Input: 30, Output: 10})
+	}
+	if _, refused := r.m.Refusal("any"); !refused || !r.m.TotalSpent() {
+		t.Fatalf("120 tokens of unopened sessions under --max-tokens-total 100: refused %v spent %v (budget %+v)",
+			refused, r.m.TotalSpent(), r.m.Budget)
+	}
+	if len(r.m.Sessions) != 0 {
+		t.Errorf("sessions made for usage alone: %v", r.m.Sessions)
 	}
 }
