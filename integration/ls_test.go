@@ -304,7 +304,7 @@ func TestLsPrintsResumeCommandOfParkedSession(t *testing.T) {
 
 // A state dir this user may not read (a unit-installed agent's, owned by
 // root) is a no-access row that says so; ls still lists the others and
-// exits 0.
+// exits 77 (EX_NOPERM) once it has printed them.
 func TestLsStateDirNotReadable(t *testing.T) {
 	t.Parallel()
 	root, err := os.MkdirTemp("", "ls-access")
@@ -340,8 +340,8 @@ func TestLsStateDirNotReadable(t *testing.T) {
 	cmd.Env = append(os.Environ(), "HOME="+root, "SUPERVISE_STATE_DIR=")
 	out, err := cmd.CombinedOutput()
 	t.Logf("supervise ls:\n%s", out)
-	if err != nil {
-		t.Fatalf("ls: %v\n%s", err, out)
+	if code := cmd.ProcessState.ExitCode(); code != 77 {
+		t.Fatalf("ls: exit %d (%v), want 77: a state dir under the root may not be read\n%s", code, err, out)
 	}
 	for _, want := range []string{"\nclosed           no-access", "\nclosed: no-access: ", "permission denied", "\nopen             stopped"} {
 		if !strings.Contains(string(out), want) {

@@ -582,7 +582,7 @@ func (s *Supervisor) fatal(err error) {
 	s.markVerifyFailed(err.Error())
 	if errors.Is(err, journal.ErrReplaced) || errors.Is(err, errJournalGone) {
 		s.fatalErr = fmt.Errorf("the journal was replaced or removed under supervise: %w", err)
-		s.log.Error("the journal was replaced or removed under supervise: stopping the agent and exiting; the next start checks what is at the journal's name: an intact journal is used, a damaged one moved aside, and a fresh one made if there is none",
+		s.log.Error("the journal was replaced or removed under supervise: stopping the agent and exiting; the file supervise had open is kept in the state dir (journal.db.kept-TIME) and the next start recovers from it: the newer of it and an intact journal at the name is used, the other moved aside, never deleted",
 			"err", err)
 	} else {
 		s.fatalErr = fmt.Errorf("the journal is damaged: %w", err)

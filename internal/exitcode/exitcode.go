@@ -20,6 +20,9 @@ const (
 	// turn and supervise does not wait it out (--limit-wait); stderr and
 	// status give the reset.
 	TempFail = 75
+	// NoAccess (EX_NOPERM): `supervise ls` or `status` may not read a state
+	// dir (or the state root) it was asked about; the message names its owner.
+	NoAccess = 77
 	// CannotExec and NotFound: the agent could not be started (not
 	// executable, not found), as shells, tini and runc report it.
 	CannotExec = 126
@@ -47,6 +50,7 @@ func Table() []Row {
 		{"4", "gave up: --give-up consecutive quick deaths (off by default)"},
 		{"5", "task mode (--resume-exec): a session is parked, or its resume is held; stderr names it, says why, and gives the command that resumes it"},
 		{"75", "task mode: a usage or rate limit ended the turn and --limit-wait says not to wait it out (off, or a reset further away than its maximum); stderr and status give the reset time (EX_TEMPFAIL)"},
+		{"77", "supervise ls or status: this user may not read a state dir (or the state root) it was asked about; the message names its owner (uid and user); ls prints everything it could read first, and the private state dirs of unit-installed agents under /var/lib/supervise, listed by default, do not count (EX_NOPERM)"},
 		{"126,127", "the agent could not be started (not executable, not found)"},
 		{"N", "with --restart never, or on-failure after a clean exit, or at the end of a task whose last turn did not complete: the agent's own exit status, 128+S when it was killed by signal S"},
 		{"128+S", "a second stop signal S forced the agent down during its grace period"},

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/supervise-dev/supervise/internal/exitcode"
+
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -33,7 +35,7 @@ import (
 // exitNoAccess is the exit status of ls and status when this user may not
 // read a state dir: 77, EX_NOPERM of sysexits.h (as 75, EX_TEMPFAIL, is
 // task mode's limit).
-const exitNoAccess = 77
+const exitNoAccess = exitcode.NoAccess
 
 // lsOwner is whose a directory this user may not read is.
 type lsOwner struct {
