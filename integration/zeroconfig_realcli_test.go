@@ -9,7 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/integration/mockapi"
 )
 
 // Issue 44: the real CLIs under supervise with nothing configured: no
@@ -219,5 +223,58 @@ func TestZeroConfigCodexInteractive(t *testing.T) {
 	}
 	zero(t, cli, func(r *realEnv) {
 		interactiveKill(t, r, "", "codex", "? for shortcuts", "exec_command", "/quit")
+	})
+}
+
+// Issue 44 item 5: `supervise -- claude`, killed in the first turn of a
+// new conversation before Claude saved it (its transcript is gone, as
+// when the kill comes before Claude writes it): the resume cannot work, so
+// supervise says so and starts Claude again as a new conversation in the
+// same terminal, never parks, never suggests `claude -r ID`; /exit ends 0.
+func TestZeroConfigClaudeLostFirstTurn(t *testing.T) {
+	t.Parallel()
+	zero(t, zeroClaude(), func(r *realEnv) {
+		claudeOnboarded(r)
+		r.answer(func(q mockapi.Request) mockapi.Reply {
+			switch {
+			case !q.Agent:
+				return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+			case !q.ToolResult:
+				return mockapi.Reply{Kind: mockapi.Tool, Command: "sleep 600"}
+			}
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+		})
+		tt := newTTY(r)
+		w := tt.start("--", "claude")
+		tt.waitScreen(w, "claude's prompt", claudeReady)
+		tt.typeLine(w, realPrompt)
+		session, pid := r.waitSession("in_turn", "tool")
+		m, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", session+".jsonl"))
+		for _, p := range m {
+			os.Remove(p)
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		var st status
+		waitFor(t, 120*time.Second, "the session closed as lost and claude started again", func() bool {
+			var ok bool
+			st, ok = r.tryStatus()
+			s, found := st.session(session)
+			return ok && found && s.State == "closed" && st.Child.PID > 0 && st.Child.PID != pid && len(st.Runs) >= 3
+		})
+		if s, _ := st.session(session); !strings.Contains(s.Reason, "lost") {
+			t.Errorf("session %s's reason %q does not say its conversation was lost", session, s.Reason)
+		}
+		tt.waitScreen(w, "claude's prompt again", claudeReady)
+		raw := tt.written()
+		if strings.Contains(raw, "-r "+session) || strings.Contains(raw, "resume "+session) {
+			t.Errorf("the terminal suggests a resume of %s, which cannot work:\n%s", session, tt.screen(w))
+		}
+		if !strings.Contains(raw, "lost") {
+			t.Errorf("nothing on the terminal says the conversation was lost:\n%s", tt.screen(w))
+		}
+		tt.typeLine(w, "/exit")
+		if code := tt.exitCode("supervise to exit after /exit"); code != "0" {
+			t.Errorf("supervise exit %s after /exit, want 0\nscreen:\n%s\nlog:\n%s", code, tt.screen(w), readLog(r))
+		}
 	})
 }

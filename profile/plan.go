@@ -56,6 +56,9 @@ type Plan struct {
 	Launch func(env []string) error
 	// Done runs when supervise ends: what Launch wrote is removed.
 	Done func()
+	// Saved reports whether the CLI has saved a session's conversation
+	// where its resume looks (Profile.Saved under the user's home).
+	Saved func(session string) (saved, known bool)
 	// Said is what was set up and why, one line each, for the log.
 	Said []string
 	// add is what the profile hands the CLI on its command line, inserted
@@ -98,6 +101,7 @@ func Make(argv []string, o Options) (plan Plan, ok bool, err error) {
 		return Plan{Argv: argv}, false, nil
 	}
 	plan = Plan{Profile: p, Argv: argv}
+	plan.Saved = func(session string) (bool, bool) { return p.Saved(o.Home, session) }
 	where, fromPkg := p.Installed(argv[0])
 	pkg := ""
 	if fromPkg {

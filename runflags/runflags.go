@@ -294,7 +294,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		SilenceTimeout:  f.silenceTimeout,
 		Rerun:           os.Args,
 		Env:             plan.Env,
-		Agent:           supervisor.AgentSetup{Files: plan.Files, Launch: plan.Launch, Done: plan.Done, Said: plan.Said},
+		Agent:           supervisor.AgentSetup{Files: plan.Files, Launch: plan.Launch, Done: plan.Done, Said: plan.Said, Saved: plan.Saved},
 		Report:          stderr,
 		Stdin:           stdin,
 		Log:             log,

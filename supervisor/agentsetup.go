@@ -22,6 +22,10 @@ type AgentSetup struct {
 	Launch func(env []string) error
 	// Done runs when supervise ends (Codex's profile file is removed).
 	Done func()
+	// Saved reports whether the CLI has saved a session's conversation
+	// where its resume looks (known false: a resume of it cannot work,
+	// and the death of that resume is a lost conversation); nil: unknown.
+	Saved func(session string) (saved, known bool)
 	// Said is what the profile set up and why, logged when supervise
 	// starts (after an interactive run's log has moved to the state dir).
 	Said []string
@@ -55,4 +59,18 @@ func writeAgentFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// unsavedResume names the one session a launch hands the CLI by its
+// resume template when the CLI's profile knows it never saved that
+// conversation: the resume cannot work, and its death is a lost
+// conversation (machine.Exited.Lost), not a crash. "" otherwise.
+func (s *Supervisor) unsavedResume(task bool, ids []string) string {
+	if !task || len(ids) != 1 || s.cfg.Agent.Saved == nil {
+		return ""
+	}
+	if saved, known := s.cfg.Agent.Saved(ids[0]); known && !saved {
+		return "no saved conversation " + ids[0] + ": the CLI never saved it (killed before it wrote it down, or it never had that id)"
+	}
+	return ""
 }

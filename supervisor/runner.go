@@ -267,6 +267,9 @@ func childTrace(r *trace.Recorder) func(child.TracePoint) {
 func (s *Supervisor) launch(e machine.Launch) {
 	s.run.reserved = 0
 	argv, env := s.deliver(e)
+	if s.run.unsaved = s.unsavedResume(e.Task, e.IDs); s.run.unsaved != "" {
+		s.log.Warn("resuming a conversation the CLI never saved: its resume cannot work", "run", e.Run, "why", s.run.unsaved)
+	}
 	spec := child.Spec{
 		Args:       argv,
 		Env:        append(s.childEnv(e.Run), env...),
@@ -561,9 +564,17 @@ func (s *Supervisor) reaped() {
 		// killed: the death is the kill, not the wrapper's own error.
 		how += " after its inner process was killed by " + signalName(exit.InnerSignal)
 	}
+	lost := agentsaid.LostConversation(said)
+	if s.run.unsaved != "" {
+		lost = true
+		if said == "" {
+			said = s.run.unsaved
+		}
+		s.run.unsaved = ""
+	}
 	s.step(machine.Exited{PID: exit.PID, Code: exit.Code, Signal: int(exit.Signal), InnerSignal: int(exit.InnerSignal),
 		Started: exit.Started, Ended: exit.Ended, How: how, OOMKills: s.cg.ooms, Said: said, Random: rand.Float64(), Limit: lim,
-		Lost: agentsaid.LostConversation(said)})
+		Lost: lost})
 	s.cs.held = false
 	s.flushAsync() // whatever the death's commit did not take
 }

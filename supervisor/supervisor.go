@@ -252,6 +252,9 @@ type runState struct {
 	grew    time.Time
 	end     *machine.End
 	reply   *machine.Reply
+	// unsaved: the run resumes a session whose conversation the CLI never
+	// saved (unsavedResume): its death is a lost conversation.
+	unsaved string
 }
 
 // New returns a supervisor over an open journal and a reaper, with its
