@@ -330,7 +330,38 @@ func CopyStatus(ctx context.Context, stateDir string, v View, read func(io.Reade
 		}
 		return fmt.Errorf("%w: %s", ErrRefused, strings.TrimSpace(string(body)))
 	}
-	return read(resp.Body)
+	return read(&capped{r: resp.Body, n: MaxStatusAnswer})
+}
+
+// MaxStatusAnswer bounds the status answer a client reads: a status of
+// 100 000 sessions fits; an endless answer from a socket that is not a
+// supervise's (a hostile one in the state dir) ends with errTooLarge, its
+// reader never holding more than a few times this much.
+const MaxStatusAnswer = 32 << 20
+
+// maxControlAnswer bounds the other control answers (a line of JSON).
+const maxControlAnswer = 1 << 20
+
+// errTooLarge is an answer past its bound.
+var errTooLarge = errors.New("the control socket's answer is larger than any supervise sends: not a supervise's, or a damaged one; not read further")
+
+// capped reads at most n bytes of r, then fails with errTooLarge: unlike
+// io.LimitReader, a cut answer is an error, never taken for a whole one.
+type capped struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.n {
+		p = p[:c.n]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	return n, err
 }
 
 // RequestResume asks the supervise running for stateDir to resume session
@@ -377,7 +408,7 @@ func controlStream(ctx context.Context, stateDir, method, target string) (*http.
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
-	}}
+	}, MaxResponseHeaderBytes: 64 << 10}
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
 		return nil, nil, err
@@ -404,7 +435,7 @@ func controlDo(ctx context.Context, stateDir, method, target string) ([]byte, er
 	}
 	defer tr.CloseIdleConnections()
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := io.ReadAll(&capped{r: resp.Body, n: maxControlAnswer})
 	if err != nil {
 		return nil, err
 	}
