@@ -294,6 +294,7 @@ func (f *Flags) Config(set map[string]bool, argv []string, stdin *os.File, stder
 		SilenceTimeout:  f.silenceTimeout,
 		Rerun:           os.Args,
 		Env:             plan.Env,
+		FrameStderr:     f.logFormat, // the agent's stderr lines framed as supervise's log is written
 		Agent:           supervisor.AgentSetup{Files: plan.Files, Launch: plan.Launch, Done: plan.Done, Said: plan.Said, Saved: plan.Saved},
 		Report:          stderr,
 		Stdin:           stdin,

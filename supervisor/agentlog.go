@@ -105,7 +105,7 @@ var streamNames = [2]string{"stdout", "stderr"}
 // open makes the pipe of each stream whose destination (outDst, errDst)
 // is not a terminal, and the copier that passes it through and keeps its
 // lines.
-func (l *agentLog) open(outDst, errDst *os.File) {
+func (l *agentLog) open(outDst, errDst *os.File, frame *framer) {
 	if l == nil {
 		return
 	}
@@ -113,7 +113,11 @@ func (l *agentLog) open(outDst, errDst *os.File) {
 		if isTerminal(dst) {
 			continue
 		}
-		if w, _, err := startTail(dst, &lines{log: l, stream: streamNames[i]}); err == nil {
+		f := frame
+		if i == logStdout {
+			f = nil // the agent's data, never framed
+		}
+		if w, _, err := startTail(dst, &lines{log: l, stream: streamNames[i]}, f); err == nil {
 			l.pipes[i] = w
 		}
 	}

@@ -644,14 +644,15 @@ func signalName(sig syscall.Signal) string { return signame.Of(sig) }
 // for the caller to close once the child has its copies.
 func (s *Supervisor) streams(spec *child.Spec, e machine.Launch) (tailW, outW *os.File) {
 	s.run.agentLog.setRun(e.Run)
+	s.run.frameRun.Store(e.Run)
 	if e.Tail {
 		errDst, outDst := orStd(s.cfg.Stderr, os.Stderr), orStd(s.cfg.Stdout, os.Stdout)
-		if w, t, err := startTail(errDst, s.logged("stderr", errDst)); err != nil {
+		if w, t, err := startTail(errDst, s.logged("stderr", errDst), s.framer()); err != nil {
 			s.log.Warn("cannot keep the agent's last words: its stderr is passed through as it is", "err", err)
 		} else {
 			spec.Stderr, tailW, s.run.tail = w, w, t
 		}
-		if w, t, err := startTail(outDst, s.logged("stdout", outDst)); err != nil {
+		if w, t, err := startTail(outDst, s.logged("stdout", outDst), nil); err != nil {
 			s.log.Warn("cannot keep the agent's last words: its stdout is passed through as it is", "err", err)
 		} else {
 			spec.Stdout, outW, s.run.outTail = w, w, t

@@ -29,6 +29,7 @@ const tailSettle = 2 * time.Second
 // stderrTail copies one run's stderr pipe through and keeps its tail.
 type stderrTail struct {
 	lines *lines // the lines kept in the state dir (agentlog.go); nil: none
+	frame *framer // frames the lines written to dst (frame.go); nil: raw
 	mu    sync.Mutex
 	buf   []byte
 	n     int64         // bytes seen in all
@@ -37,7 +38,7 @@ type stderrTail struct {
 
 // startTail returns the write end to hand to the child, and the tail
 // reading the other end into dst (nil: os.Stderr).
-func startTail(dst *os.File, keep *lines) (*os.File, *stderrTail, error) {
+func startTail(dst *os.File, keep *lines, frame *framer) (*os.File, *stderrTail, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -45,7 +46,7 @@ func startTail(dst *os.File, keep *lines) (*os.File, *stderrTail, error) {
 	if dst == nil {
 		dst = os.Stderr
 	}
-	t := &stderrTail{done: make(chan struct{}), lines: keep}
+	t := &stderrTail{done: make(chan struct{}), lines: keep, frame: frame}
 	go t.copy(r, dst)
 	return w, t, nil
 }
@@ -54,11 +55,20 @@ func (t *stderrTail) copy(r, dst *os.File) {
 	defer close(t.done)
 	defer r.Close()
 	defer t.lines.end()
+	if t.frame != nil {
+		defer t.frame.flush(dst)
+	}
 	b := make([]byte, 16<<10)
 	for {
 		n, err := r.Read(b)
 		if n > 0 {
-			dst.Write(b[:n]) // best effort: the agent's output is not supervise's to lose sleep over
+			// Best effort: the agent's output is not supervise's to lose
+			// sleep over.
+			if t.frame != nil {
+				t.frame.write(dst, b[:n])
+			} else {
+				dst.Write(b[:n])
+			}
 			t.lines.add(b[:n])
 			t.mu.Lock()
 			t.buf = append(t.buf, b[:n]...)

@@ -42,7 +42,7 @@ func TestStderrTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, tail, err := startTail(out, nil)
+	w, tail, err := startTail(out, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestStderrTailFixtures(t *testing.T) {
 		{"gemini-limit-5h", "Error when talking to Gemini API Full report available at:", agentsaid.Gemini, true},
 	} {
 		path := filepath.Join("..", "internal", "agentsaid", "testdata", c.fixture, "stderr")
-		w, tail, err := startTail(devNull(t), nil)
+		w, tail, err := startTail(devNull(t), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestStderrTailFixtures(t *testing.T) {
 // itself (Codex's recorded 5 h wait) from one that went quiet.
 func TestStderrTailRetrying(t *testing.T) {
 	path := filepath.Join("..", "internal", "agentsaid", "testdata", "codex-limit-5h", "stderr")
-	w, tail, err := startTail(devNull(t), nil)
+	w, tail, err := startTail(devNull(t), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,13 @@ type Config struct {
 	// Env is the base environment of the child; nil means supervise's own.
 	Env []string
 	// Agent is what the agent CLI's profile prepares (package profile).
-	Agent  AgentSetup
-	Policy crashloop.Policy
-	Guard  crashloop.Guard
+	Agent AgentSetup
+	// FrameStderr frames the agent's stderr lines that supervise copies
+	// into its own stderr, where its log goes (frame.go): FrameText,
+	// FrameJSON (as --log-format), or FrameNone (as is).
+	FrameStderr string
+	Policy      crashloop.Policy
+	Guard       crashloop.Guard
 	// StopSignal asks the child to stop; StopTimeout is the grace period
 	// before SIGKILL.
 	StopSignal  syscall.Signal
@@ -252,6 +256,8 @@ type runState struct {
 	grew    time.Time
 	end     *machine.End
 	reply   *machine.Reply
+	// frameRun is the run whose stderr lines the framer is writing.
+	frameRun atomic.Uint64
 	// unsaved: the run resumes a session whose conversation the CLI never
 	// saved (unsavedResume): its death is a lost conversation.
 	unsaved string
@@ -373,7 +379,7 @@ func (s *Supervisor) Shutdown() { s.ch.quitOnce.Do(func() { close(s.ch.quit) }) 
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	defer close(s.ch.done)
 	defer s.met.events.close(2 * time.Second) // what is queued is written; a command still running is killed
-	s.run.agentLog.open(orStd(s.cfg.Stdout, os.Stdout), orStd(s.cfg.Stderr, os.Stderr))
+	s.run.agentLog.open(orStd(s.cfg.Stdout, os.Stdout), orStd(s.cfg.Stderr, os.Stderr), s.framer())
 	defer s.run.agentLog.close()
 	s.cfg.Trace.Mark(trace.RunStart)
 	defer s.cfg.Trace.Close()
