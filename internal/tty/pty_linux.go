@@ -15,11 +15,20 @@ func OpenPTY() (master, slave *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		return nil, nil, err
+	// Through SyscallConn, not Fd: Fd would put the master in blocking
+	// mode, where a read deadline no longer works.
+	var n uint32
+	rc, err := m.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) {
+			if err = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); err == nil {
+				n, err = unix.IoctlGetUint32(int(fd), unix.TIOCGPTN)
+			}
+		})
+		if err == nil {
+			err = cerr
+		}
 	}
-	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
 	if err != nil {
 		m.Close()
 		return nil, nil, err
