@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/integration/mockapi"
 	"github.com/supervise-dev/supervise/internal/tty"
 )
 
@@ -204,4 +205,105 @@ termios.tcflow(fd, termios.TCOOFF)
 	// The terminal is read again: the line between the runs arrives.
 	p.read()
 	p.waitRaw("the line between the runs", "supervise: testagent was killed (SIGKILL) mid-turn; continuing session s1")
+}
+
+// The real CLIs in a real terminal (tmux), kill -9 mid-tool under the
+// documented interactive setup: the screen is cleared before the relaunched
+// CLI draws (the clear, then supervise's line, in the raw stream, before
+// any byte of the next run), and once the CLI answered the continuation
+// what happened is still on the screen. What stays there differs by CLI
+// (measured with Claude Code 2.1, Codex 0.17x and Gemini CLI 0.61):
+//   - Claude Code draws inline below the line: the line stays on the
+//     visible screen.
+//   - Codex draws its whole session in the alternate screen: the line is on
+//     the main screen under it (back once Codex exits), never erased.
+//   - Gemini CLI, resuming, clears the screen and the scrollback
+//     (ESC[2J ESC[3J) after its first frame: no byte written before the
+//     relaunch survives that.
+// For all three the CLI's own transcript then shows the continuation
+// supervise sent ("[supervise: automatic continuation] ... the agent was
+// killed by signal 9 (SIGKILL), while the tool ... was running"), which
+// says what happened inside the CLI's screen.
+func TestTerminalRealCLILineAfterRelaunch(t *testing.T) {
+	for _, c := range []struct {
+		name, agent, template, ready, tool string
+		env                                func(*testing.T) *realEnv
+	}{
+		{"claude", "claude", interactiveClaude, claudeReady, "Bash", interactiveClaudeEnv},
+		{"codex", "codex", interactiveCodex, "? for shortcuts", "Bash", func(t *testing.T) *realEnv {
+			r := newRealEnv(t, codexCLI())
+			p := filepath.Join(r.home, ".codex", "config.toml")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n"+string(b))
+			return r
+		}},
+		{"gemini", "gemini", interactiveGemini, "Type your message", "run_shell_command", func(t *testing.T) *realEnv { return newRealEnv(t, geminiCLI()) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := c.env(t)
+			const answer = "Checked: the parser is renamed."
+			r.answer(func(q mockapi.Request) mockapi.Reply {
+				switch {
+				case !q.Agent:
+					return mockapi.Reply{Kind: mockapi.Text, Text: "Title"}
+				case continuation(q):
+					return mockapi.Reply{Kind: mockapi.Text, Text: answer}
+				case !q.ToolResult:
+					return mockapi.Reply{Kind: mockapi.Tool, Command: "sleep 600"}
+				}
+				return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+			})
+			tt := newTTY(r)
+			w := tt.start("--resume-exec", c.template, "--", c.agent)
+			tt.waitScreen(w, c.agent+"'s prompt", c.ready)
+			tt.typeLine(w, realPrompt)
+			session, pid := r.waitSession("in_turn", "tool")
+			if r.cli.transcript != nil {
+				waitFor(t, 60*time.Second, "the tool call in claude's transcript", func() bool {
+					m, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", session+".jsonl"))
+					for _, p := range m {
+						if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "sleep 600") {
+							return true
+						}
+					}
+					return false
+				})
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+			screen := tt.waitScreen(w, c.agent+"'s answer to the continuation", answer)
+			line := "supervise: " + c.agent + " was killed (SIGKILL) mid-tool (" + c.tool + "); continuing session " + session
+			raw := tt.written()
+			if d := os.Getenv("SUPERVISE_TEST_RAW_DIR"); d != "" { // to measure a new CLI version: its raw stream kept
+				os.WriteFile(filepath.Join(d, c.agent+".raw"), []byte(raw), 0o600)
+			}
+			if !strings.Contains(raw, tty.ClearSeq+line) {
+				t.Errorf("the raw stream lacks the clear and then the line %q", line)
+			}
+			visible := tt.tmux("capture-pane", "-p", "-J", "-t", w)
+			after := raw[strings.Index(raw, line):]
+			t.Logf("%s: the line on the visible screen after the answer: %v; in the pane or its scrollback: %v; after the line the CLI entered the alternate screen: %v, cleared the scrollback: %v",
+				c.agent, strings.Contains(visible, line), strings.Contains(screen, line),
+				strings.Contains(after, "\x1b[?1049h"), strings.Contains(after, "\x1b[3J"))
+			const said = "[supervise: automatic continuation] Your previous turn in this session was interrupted: the agent was killed by signal 9 (SIGKILL)"
+			if !strings.Contains(screen, said) {
+				t.Errorf("after %s answered, its screen does not show the continuation %q:\n%s", c.agent, said, screen)
+			}
+			switch c.agent {
+			case "claude":
+				if !strings.Contains(visible, line) {
+					t.Errorf("after claude answered the continuation, the line between the runs is not on the screen:\n%s", visible)
+				}
+			case "codex":
+				// Codex draws in the alternate screen: the line must be on the
+				// main screen before Codex switches, and nothing clears it.
+				if alt := strings.Index(after, "\x1b[?1049h"); alt < 0 || strings.Contains(after[:alt], "\x1b[2J") || strings.Contains(after, "\x1b[3J") {
+					t.Errorf("codex no longer keeps the main screen (alternate screen at %d): the measurement in docs/interactive.md is stale", alt)
+				}
+			}
+		})
+	}
 }
