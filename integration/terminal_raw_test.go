@@ -220,6 +220,7 @@ termios.tcflow(fd, termios.TCOOFF)
 //   - Gemini CLI, resuming, clears the screen and the scrollback
 //     (ESC[2J ESC[3J) after its first frame: no byte written before the
 //     relaunch survives that.
+//
 // For all three the CLI's own transcript then shows the continuation
 // supervise sent ("[supervise: automatic continuation] ... the agent was
 // killed by signal 9 (SIGKILL), while the tool ... was running"), which
