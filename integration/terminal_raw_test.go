@@ -212,7 +212,7 @@ termios.tcflow(fd, termios.TCOOFF)
 // CLI draws (the clear, then supervise's line, in the raw stream, before
 // any byte of the next run), and once the CLI answered the continuation
 // what happened is still on the screen. What stays there differs by CLI
-// (measured with Claude Code 2.1, Codex 0.17x and Gemini CLI 0.61):
+// (measured with Claude Code 2.1.197, Codex 0.171.0 and Gemini CLI 0.61.0):
 //   - Claude Code draws inline below the line: the line stays on the
 //     visible screen.
 //   - Codex draws its whole session in the alternate screen: the line is on
