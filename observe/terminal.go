@@ -24,6 +24,10 @@ type Term struct {
 	Restore func()
 	// Rows is its height now, 0 if unknown.
 	Rows func() int
+	// Flush waits, for a bounded time, until what was written reached the
+	// terminal: the line must be there before the next run draws; nil:
+	// W writes synchronously.
+	Flush func()
 }
 
 // Terminal returns an Observer that, at each death of the agent, puts the
@@ -61,6 +65,9 @@ func Terminal(term Term, agent string, inPlace bool, next supervisor.Observer) s
 				out += tty.Clear(rows) + l + "\r\n"
 			}
 			io.WriteString(term.W, out) // one write: never split by another line
+			if term.Flush != nil {
+				term.Flush()
+			}
 		}
 		if next != nil {
 			next(ev)

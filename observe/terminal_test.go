@@ -48,8 +48,8 @@ func TestDeathLineWithoutTemplate(t *testing.T) {
 func TestTerminalWritesOnlyAtDeath(t *testing.T) {
 	var w bytes.Buffer
 	var seen []string
-	restored := 0
-	term := Term{W: &w, Restore: func() { restored++ }, Rows: func() int { return 2 }}
+	restored, flushedAt := 0, -1
+	term := Term{W: &w, Restore: func() { restored++ }, Rows: func() int { return 2 }, Flush: func() { flushedAt = w.Len() }}
 	obs := Terminal(term, "claude", true, func(ev supervisor.Event) { seen = append(seen, ev.Kind) })
 	obs(supervisor.Event{Kind: supervisor.EventStart})
 	obs(supervisor.Event{Kind: supervisor.EventMarkers})
@@ -64,6 +64,9 @@ func TestTerminalWritesOnlyAtDeath(t *testing.T) {
 	}
 	if restored != 1 {
 		t.Errorf("the terminal's settings were restored %d times at a death, want 1", restored)
+	}
+	if flushedAt != w.Len() {
+		t.Errorf("flushed after %d of %d bytes: the line must be on the terminal before the next run", flushedAt, w.Len())
 	}
 	if strings.Join(seen, ",") != "start,markers,death" {
 		t.Errorf("the next observer saw %v", seen)

@@ -74,7 +74,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		// An interactive agent holds the terminal: supervise says
 		// nothing on it while a child runs, one line between runs, after
 		// it put the terminal back as it found it.
-		it = &interactive{dest: dest, stderr: crlf{stderr}}
+		it = &interactive{dest: dest, stderr: crlf{stderr}, flush: term.flush}
 		cfg.Report = it.stderr
 		obs = observe.Terminal(term.observed(), observe.AgentName(argv), cfg.ResumeExec != nil, obs)
 	}
@@ -88,6 +88,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 type interactive struct {
 	dest   *runflags.LogDest
 	stderr io.Writer
+	flush  func() // waits, a bounded time, for stderr to reach the terminal
 }
 
 // crlf ends each line with "\r\n": a CLI killed in raw mode leaves the
@@ -134,6 +135,7 @@ func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
 			fmt.Fprintln(t.stderr, l)
 		}
 	}
+	t.flush() // on the screen before the agent draws
 }
 
 // supervise opens the state dir and runs the actors until the loop ends.

@@ -10,6 +10,11 @@ import (
 	"github.com/supervise-dev/supervise/runflags"
 )
 
+// flushWait bounds how long supervise waits, before it launches the next
+// run, for its lines to reach the terminal: they must be on the screen
+// before the agent draws, but a stopped output must not hold the launch.
+const flushWait = time.Second
+
 // closeWait bounds how long supervise waits at its exit for its last lines
 // to reach a terminal whose output is stopped.
 const closeWait = 2 * time.Second
@@ -52,6 +57,15 @@ func (t *terminal) observed() observe.Term {
 		W:       t.w,
 		Restore: func() { t.saved.Restore() }, // best effort: a terminal gone (hung up) has nothing to restore
 		Rows:    func() int { return tty.Rows(int(t.f.Fd())) },
+		Flush:   t.flush,
+	}
+}
+
+// flush waits at most flushWait for what supervise wrote to reach the
+// terminal.
+func (t *terminal) flush() {
+	if t != nil {
+		t.w.Flush(flushWait)
 	}
 }
 

@@ -145,3 +145,25 @@ func lastBytes(s string, n int) string {
 	}
 	return s
 }
+
+// Flush returns once the queue reached the terminal, and gives up after
+// its bound while output is stopped.
+func TestWriterFlush(t *testing.T) {
+	m, s := openPTY(t)
+	w := NewWriter(s)
+	go io.Copy(io.Discard, m)
+	io.WriteString(w, "one\r\n")
+	if !w.Flush(30 * time.Second) {
+		t.Error("Flush: the queue did not reach a terminal whose output flows")
+	}
+	unix.IoctlSetInt(int(s.Fd()), unix.TCXONC, unix.TCOOFF)
+	io.WriteString(w, "two\r\n")
+	if w.Flush(50 * time.Millisecond) {
+		t.Error("Flush reported the queue written on a stopped terminal")
+	}
+	unix.IoctlSetInt(int(s.Fd()), unix.TCXONC, unix.TCOON)
+	if !w.Flush(30 * time.Second) {
+		t.Error("Flush: the queue did not reach the terminal once output flowed again")
+	}
+	w.Close(time.Second)
+}

@@ -28,13 +28,16 @@ type Writer struct {
 	buf     []byte
 	dropped int           // writes dropped since the last note
 	wake    chan struct{} // 1: there is something to write
+	queued  uint64        // bytes taken into the queue, ever
+	sent    uint64        // of those, bytes the drain has written (or lost to an error)
+	moved   chan struct{} // closed, and replaced, each time sent grows
 	closed  bool
 	done    chan struct{} // closed when the drain goroutine returned
 }
 
 // NewWriter starts the Writer's drain into w (the terminal).
 func NewWriter(w io.Writer) *Writer {
-	t := &Writer{w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	t := &Writer{w: w, wake: make(chan struct{}, 1), done: make(chan struct{}), moved: make(chan struct{})}
 	go t.drain()
 	return t
 }
@@ -49,6 +52,7 @@ func (t *Writer) Write(p []byte) (int, error) {
 		t.dropped++
 	default:
 		t.buf = append(t.buf, p...)
+		t.queued += uint64(len(p))
 		select {
 		case t.wake <- struct{}{}:
 		default:
@@ -83,12 +87,43 @@ func (t *Writer) drain() {
 			t.mu.Unlock()
 			t.w.Write(p) // a write error (the terminal went away) loses p: nothing better to do with it
 			t.mu.Lock()
+			t.sent += uint64(len(p))
+			close(t.moved)
+			t.moved = make(chan struct{})
 			if n := t.dropped; n > 0 && len(t.buf)+128 <= QueueMax {
 				// Output flows again: say what it missed.
 				t.dropped = 0
-				t.buf = append(t.buf, fmt.Sprintf("\r\nsupervise: %d lines were not shown: the terminal's output was stopped\r\n", n)...)
+				note := fmt.Sprintf("\r\nsupervise: %d lines were not shown: the terminal's output was stopped\r\n", n)
+				t.buf = append(t.buf, note...)
+				t.queued += uint64(len(note))
 			}
 			t.mu.Unlock()
+		}
+	}
+}
+
+// Flush waits until what was queued before it reached the terminal, or
+// at most timeout (output stopped); it reports whether it did. A caller
+// that must have its lines on the screen before something else draws
+// there (the next run of an agent) waits this long at most.
+func (t *Writer) Flush(timeout time.Duration) bool {
+	t.mu.Lock()
+	want := t.queued
+	t.mu.Unlock()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		if t.sent >= want {
+			t.mu.Unlock()
+			return true
+		}
+		moved := t.moved
+		t.mu.Unlock()
+		select {
+		case <-moved:
+		case <-timer.C:
+			return false
 		}
 	}
 }
