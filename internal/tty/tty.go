@@ -52,14 +52,18 @@ func (s *State) Termios() unix.Termios { return s.termios }
 // Reset undoes, in any terminal, the modes a full-screen CLI sets and
 // leaves set when it is killed: the alternate screen is left, the cursor
 // shown, the colours and attributes reset, mouse reporting (every
-// protocol), focus reporting and bracketed paste turned off. Each is a
-// no-op where the mode was not set.
+// protocol), focus reporting and bracketed paste turned off, and the
+// keyboard's enhanced reporting (the kitty protocol's pushed flags, as
+// Codex sets them; xterm's modifyOtherKeys) undone. Each is a no-op where
+// the mode was not set.
 const Reset = "\x1b[?1049l" + // the main screen (after the alternate one)
 	"\x1b[?25h" + // cursor shown
 	"\x1b[0m" + // attributes off
 	"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l" + // mouse reporting off
 	"\x1b[?1004l" + // focus reporting off
-	"\x1b[?2004l" // bracketed paste off
+	"\x1b[?2004l" + // bracketed paste off
+	"\x1b[<u" + // the kitty keyboard protocol's flags popped
+	"\x1b[>4;0m" // modifyOtherKeys off
 
 // Clear moves what the screen shows into the terminal's scrollback (rows
 // newlines from the bottom row, so a person can still scroll back to the
