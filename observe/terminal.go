@@ -8,15 +8,36 @@ import (
 	"unicode"
 
 	"github.com/supervise-dev/supervise/internal/signame"
+	"github.com/supervise-dev/supervise/internal/tty"
 	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/supervisor"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
-// Terminal returns an Observer that, at each death of the agent, writes one
-// short line on w (the terminal the agent had), then calls next (nil: none).
-// The death event comes once the child is gone and before the next one is
-// launched, so the line is never drawn over the agent's screen.
+// Term is the terminal an interactive agent shares with supervise.
+type Term struct {
+	// W writes to it and never blocks (a tty.Writer): a terminal whose
+	// output is stopped must not hold the loop.
+	W io.Writer
+	// Restore puts back the settings the terminal had when supervise
+	// started and restarts its output (tty.State.Restore); nil: none saved.
+	Restore func()
+	// Rows is its height now, 0 if unknown.
+	Rows func() int
+	// Flush waits, for a bounded time, until what was written reached the
+	// terminal: the line must be there before the next run draws; nil:
+	// W writes synchronously.
+	Flush func()
+}
+
+// Terminal returns an Observer that, at each death of the agent, puts the
+// terminal back as supervise found it (its settings, output flowing, the
+// modes a CLI sets turned off), and for a death worth a word clears the
+// screen (the dead frame scrolled into the scrollback) and writes one
+// short line at its top, where the next run draws below it; then calls
+// next (nil: none). The death event comes once the child is gone and
+// before the next one is launched, so nothing is drawn over the agent's
+// screen.
 //
 // What it reads of the event: Reason, Signal, ExitCode and Dirty (how the
 // child ended), and per session of Decisions: ID, State (resume_pending:
@@ -27,13 +48,25 @@ import (
 // (--resume-exec), which reopens the session itself; without one the
 // resume is only handed to the next start of the agent, which may not
 // take it, and the line says so.
-func Terminal(w io.Writer, agent string, inPlace bool, next supervisor.Observer) supervisor.Observer {
+func Terminal(term Term, agent string, inPlace bool, next supervisor.Observer) supervisor.Observer {
 	return func(ev supervisor.Event) {
 		if ev.Kind == supervisor.EventDeath {
+			if term.Restore != nil {
+				term.Restore()
+			}
+			out := tty.Reset
 			if l := DeathLine(agent, inPlace, ev); l != "" {
-				// "\r" first and "\r\n" last: a CLI killed in raw mode
-				// leaves the terminal without output processing.
-				io.WriteString(w, "\r"+l+"\r\n")
+				rows := 0
+				if term.Rows != nil {
+					rows = term.Rows()
+				}
+				// "\r\n" at the end: the settings restored may still lack
+				// output processing (a terminal supervise was given raw).
+				out += tty.Clear(rows) + l + "\r\n"
+			}
+			io.WriteString(term.W, out) // one write: never split by another line
+			if term.Flush != nil {
+				term.Flush()
 			}
 		}
 		if next != nil {

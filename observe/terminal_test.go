@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/supervise-dev/supervise/internal/tty"
 	"github.com/supervise-dev/supervise/supervisor"
 )
 
@@ -47,18 +48,35 @@ func TestDeathLineWithoutTemplate(t *testing.T) {
 func TestTerminalWritesOnlyAtDeath(t *testing.T) {
 	var w bytes.Buffer
 	var seen []string
-	obs := Terminal(&w, "claude", true, func(ev supervisor.Event) { seen = append(seen, ev.Kind) })
+	restored, flushedAt := 0, -1
+	term := Term{W: &w, Restore: func() { restored++ }, Rows: func() int { return 2 }, Flush: func() { flushedAt = w.Len() }}
+	obs := Terminal(term, "claude", true, func(ev supervisor.Event) { seen = append(seen, ev.Kind) })
 	obs(supervisor.Event{Kind: supervisor.EventStart})
 	obs(supervisor.Event{Kind: supervisor.EventMarkers})
-	if w.Len() != 0 {
-		t.Errorf("wrote %q while the child runs", w.String())
+	if w.Len() != 0 || restored != 0 {
+		t.Errorf("wrote %q (restored %d times) while the child runs", w.String(), restored)
 	}
 	obs(supervisor.Event{Kind: supervisor.EventDeath, Reason: "signal", Signal: 9, Dirty: true})
-	if got := w.String(); got != "\rsupervise: claude was killed (SIGKILL)\r\n" {
-		t.Errorf("at the death wrote %q", got)
+	// The modes off, the dead frame scrolled up, the screen cleared, then
+	// the line at its top.
+	if got, want := w.String(), tty.Reset+"\x1b[9999;1H\r\n\r\n"+tty.ClearSeq+"supervise: claude was killed (SIGKILL)\r\n"; got != want {
+		t.Errorf("at the death wrote\n%q\nwant\n%q", got, want)
+	}
+	if restored != 1 {
+		t.Errorf("the terminal's settings were restored %d times at a death, want 1", restored)
+	}
+	if flushedAt != w.Len() {
+		t.Errorf("flushed after %d of %d bytes: the line must be on the terminal before the next run", flushedAt, w.Len())
 	}
 	if strings.Join(seen, ",") != "start,markers,death" {
 		t.Errorf("the next observer saw %v", seen)
+	}
+	// A clean exit needs no word: the modes are turned off, the screen the
+	// person left stays.
+	w.Reset()
+	obs(supervisor.Event{Kind: supervisor.EventDeath, Reason: "exit"})
+	if got := w.String(); got != tty.Reset || restored != 2 {
+		t.Errorf("at a clean exit wrote %q (restored %d), want only the modes off", got, restored)
 	}
 }
 

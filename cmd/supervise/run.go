@@ -45,6 +45,12 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		fmt.Fprintln(stderr, "supervise: no agent to run: supervise [flags] -- AGENT [ARGS...]")
 		return exitUsage
 	}
+	// A terminal on stderr is written only through a queue that never
+	// blocks supervise (a stopped output, ^S, must not hold a decision);
+	// its settings are kept to be put back between runs.
+	term := openTerminal(stderr)
+	defer term.close()
+	stderr = term.writer(stderr)
 	// The log goes to stderr, or (interactive, below) to a file in the
 	// state dir once that is prepared.
 	dest := runflags.NewLogDest(stderr)
@@ -63,16 +69,17 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		return exitUsage
 	}
 	defer closeObs()
-	var tty *interactive
-	if cfg.Foreground && runflags.IsTerminal(stderr) {
+	var it *interactive
+	if cfg.Foreground && term.isTerminal() {
 		// An interactive agent holds the terminal: supervise says
-		// nothing on it while a child runs, one line between runs.
-		tty = &interactive{dest: dest, stderr: crlf{stderr}}
-		cfg.Report = tty.stderr
-		obs = observe.Terminal(stderr, observe.AgentName(argv), cfg.ResumeExec != nil, obs)
+		// nothing on it while a child runs, one line between runs, after
+		// it put the terminal back as it found it.
+		it = &interactive{dest: dest, stderr: crlf{stderr}, flush: term.flush}
+		cfg.Report = it.stderr
+		obs = observe.Terminal(term.observed(), observe.AgentName(argv), cfg.ResumeExec != nil, obs)
 	}
 	cfg.Observe = obs
-	return supervise(ctx, cfg, f.MetricsAddr, log, stderr, tty)
+	return supervise(ctx, cfg, f.MetricsAddr, log, stderr, it)
 }
 
 // interactive is a run whose agent holds the terminal (stdin is the
@@ -81,6 +88,7 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 type interactive struct {
 	dest   *runflags.LogDest
 	stderr io.Writer
+	flush  func() // waits, a bounded time, for stderr to reach the terminal
 }
 
 // crlf ends each line with "\r\n": a CLI killed in raw mode leaves the
@@ -127,10 +135,11 @@ func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
 			fmt.Fprintln(t.stderr, l)
 		}
 	}
+	t.flush() // on the screen before the agent draws
 }
 
 // supervise opens the state dir and runs the actors until the loop ends.
-func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, tty *interactive) int {
+func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, it *interactive) int {
 	// Go's default GC target until the first collection, 50 from then on.
 	gctarget.Tune()
 	fp := failpoint.FromEnv() // test failpoints, read once; all off in production
@@ -178,14 +187,14 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		// failed before the agent ever ran (`supervise -- no-such-agent`,
 		// exit 127) leaves no state dir behind for ls and status to list.
 		if unused {
-			tty.dropLog()
+			it.dropLog()
 			if err := statedir.RemoveUnused(dir, created); err != nil {
 				log.Warn("could not remove the unused state dir", "state_dir", dir, "err", err)
 			}
 		}
 	}()
 	defer db.Close()
-	tty.start(cfg, db)
+	it.start(cfg, db)
 
 	reaper, err := child.NewReaper(log.With("component", "child"))
 	if err != nil {
