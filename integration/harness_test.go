@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,15 +39,6 @@ func TestMain(m *testing.M) {
 		// -tags supervise_portable (docs/macos.md).
 		fmt.Println("integration: skipped on " + runtime.GOOS + ": the harness reads /proc; run it on Linux, with -tags supervise_portable for the macOS backend")
 		os.Exit(0)
-	}
-	// The long and root-only cases (SUPERVISE_LONG) with the real CLIs
-	// take more than go test's default 10 minutes on 2 shared cores: that
-	// default becomes 30 (an explicit -timeout is kept).
-	flag.Parse()
-	if os.Getenv("SUPERVISE_LONG") != "" {
-		if f := flag.Lookup("test.timeout"); f != nil && f.Value.String() == "10m0s" {
-			flag.Set("test.timeout", "30m")
-		}
 	}
 	dir, err := os.MkdirTemp("", "supervise-integration-")
 	if err != nil {

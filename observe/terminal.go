@@ -115,6 +115,10 @@ func DeathLine(agent string, inPlace bool, ev supervisor.Event) string {
 				p += "; to continue it: " + d.ResumeCommand
 			}
 			parts = append(parts, p)
+		case string(record.Closed):
+			if machine.LostReason(d.Reason) {
+				parts = append(parts, "session "+id+"'s conversation was lost before "+agent+" saved it, so it cannot be resumed: starting "+agent+" again as a new conversation")
+			}
 		case string(record.Stopped):
 			p := "session " + id + " stopped"
 			if d.ResumeCommand != "" {

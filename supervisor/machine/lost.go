@@ -32,8 +32,12 @@ const lostAnewWords = "it was lost before the CLI saved it: the CLI was started 
 // work: what tells a person of it (a start notice, a park line) must not
 // offer one (a task's parked lost session offers --rerun-task first).
 func KnownLost(sess record.Session) bool {
-	return (sess.State == record.Closed || sess.State == record.Parked) && strings.HasPrefix(sess.Reason, lostReason)
+	return (sess.State == record.Closed || sess.State == record.Parked) && LostReason(sess.Reason)
 }
+
+// LostReason reports whether a session's reason says its conversation is
+// lost (for a view that holds the reason, not the session).
+func LostReason(reason string) bool { return strings.HasPrefix(reason, lostReason) }
 
 // inheritRerun gives the first session that begins a turn after the task
 // was started again for a lost conversation that conversation's crash
