@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -275,6 +276,69 @@ func TestZeroConfigClaudeLostFirstTurn(t *testing.T) {
 		tt.typeLine(w, "/exit")
 		if code := tt.exitCode("supervise to exit after /exit"); code != "0" {
 			t.Errorf("supervise exit %s after /exit, want 0\nscreen:\n%s\nlog:\n%s", code, tt.screen(w), readLog(r))
+		}
+	})
+}
+
+// Issue 44 item 6: Gemini CLI in a project with an earlier session, its
+// task killed while the model thinks (no tool ran) before it saved the
+// conversation (the chat file is gone, as when the kill comes first): the
+// resume cannot work (Gemini 0.61 answers "Invalid session identifier",
+// exit 42), so the task starts again once as a new session and ends 0;
+// nothing suggests `gemini -r ID`.
+func TestZeroConfigGeminiLostRerun(t *testing.T) {
+	t.Parallel()
+	zero(t, zeroGemini(), func(r *realEnv) {
+		r.answer(func(q mockapi.Request) mockapi.Reply { return mockapi.Reply{Kind: mockapi.Text, Text: "Done."} })
+		if code := r.wait(r.run(), 150*time.Second); code != 0 {
+			t.Fatalf("the earlier task: exit %d", code)
+		}
+		var mu sync.Mutex
+		stalled := false
+		r.answer(func(q mockapi.Request) mockapi.Reply {
+			mu.Lock()
+			defer mu.Unlock()
+			if q.Agent && !stalled {
+				stalled = true
+				return mockapi.Reply{Kind: mockapi.Stall}
+			}
+			return mockapi.Reply{Kind: mockapi.Text, Text: "Done."}
+		})
+		sv := r.run()
+		var session string
+		var pid int
+		waitFor(t, 120*time.Second, "the second task's session in its turn", func() bool {
+			st, ok := r.tryStatus()
+			for _, s := range st.Sessions {
+				if ok && s.State == "in_turn" && st.Child.PID > 0 {
+					session, pid = s.ID, st.Child.PID
+					return true
+				}
+			}
+			return false
+		})
+		m, _ := filepath.Glob(filepath.Join(r.home, ".gemini", "tmp", "*", "chats", "session-*-"+session[:8]+".json*"))
+		for _, p := range m {
+			os.Remove(p)
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		if code := r.wait(sv, 150*time.Second); code != 0 {
+			t.Fatalf("supervise exit %d after the lost conversation, want 0 (the task started again once)\n%s", code, sv.stderr())
+		}
+		for _, l := range strings.Split(sv.stderr(), "\n") {
+			if strings.Contains(l, "session identifier") || strings.Contains(l, "never saved") || strings.Contains(l, "previous sessions") {
+				t.Logf("supervise: %.400s", l)
+			}
+		}
+		if !strings.Contains(sv.stderr(), "lost") {
+			t.Errorf("supervise's stderr does not say the conversation was lost:\n%s", sv.stderr())
+		}
+		if strings.Contains(sv.stderr(), "gemini -r "+session) {
+			t.Errorf("supervise suggests a resume of %s, which cannot work", session)
+		}
+		s, ok := r.statusAllJSON().session(session)
+		if !ok || s.State == "parked" {
+			t.Errorf("the lost session %+v (found %v): want it not parked", s, ok)
 		}
 	})
 }
