@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +33,9 @@ type death struct {
 	restart bool
 	decs    []resume.Decision
 	dec     crashloop.Decision
+	// lostID is the session the lost stage decided (its conversation is
+	// lost): changed by the death as the decisions' sessions are.
+	lostID string
 }
 
 // deathStages are a death's stages, in order.
@@ -179,6 +183,7 @@ func (d *death) lost() {
 	}
 	said := strconv.Quote(e.Said) + " (exit status " + strconv.Itoa(r.ExitCode) + ")"
 	sess.Resume = nil
+	d.lostID = sess.ID
 	lostWhy := lostReason + said
 	if d.Policy.LostAnew {
 		d.lostAnew(sess, lostWhy)
@@ -393,9 +398,12 @@ func (d *death) say() {
 	o := d.o
 	d.logDeath()
 	logDecisions(o, d.decs, d.Hold(), d.Config.StateDir)
-	changed := make([]string, len(d.decs))
-	for i, dec := range d.decs {
-		changed[i] = dec.Session.ID
+	changed := make([]string, 0, len(d.decs)+1)
+	for _, dec := range d.decs {
+		changed = append(changed, dec.Session.ID)
+	}
+	if d.lostID != "" && !slices.Contains(changed, d.lostID) {
+		changed = append(changed, d.lostID) // the observer words it (a lost conversation)
 	}
 	o.add(ObserveDeath{Run: d.r, Changed: changed})
 	if d.Guard.Open {
