@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,6 +30,7 @@ type lifeSample struct {
 	mem     memParts  // PSS by mapping, RSS (KiB)
 	status  memStatus // VmHWM and the RSS split (KiB)
 	journal int64     // journal.db size, bytes
+	pages   int64     // bytes of the pages bbolt has used in it (its high-water mark)
 	commits uint64
 	cpu     time.Duration // supervise's CPU time so far
 }
@@ -84,7 +86,7 @@ func (b *bench) lifeSampleOf(sv svBin, a *agentRun) (lifeSample, error) {
 	if err != nil {
 		return s, err
 	}
-	s.journal = fi.Size()
+	s.journal, s.pages = fi.Size(), journalPages(statedir.JournalPath(a.state))
 	st, _, err := b.status(a.state)
 	if err != nil {
 		return s, err
@@ -147,11 +149,11 @@ func (b *bench) lifeOne(sv svBin, what string) (lifeOutcome, error) {
 	if !r.Phases {
 		phase = "turn-begin, turn-end"
 	}
-	detail := fmt.Sprintf("RSS %s at 10%% → %s at the end (peak %s; anon %s → %s); PSS %s → %s; journal.db %s at 10%% → %s at the end; "+
+	detail := fmt.Sprintf("RSS %s at 10%% → %s at the end (peak %s; anon %s → %s); PSS %s → %s; journal.db %s (pages used %s) at 10%% → %s (%s) at the end; "+
 		"%d turns (%s, each confirmed by a barrier) over %d session ids from %d workers in %s (%s turns, %s markers); %d commits; "+
 		"supervise CPU per 1 000 turns %s; load %s",
 		mib(o.tenth.mem.rss), mib(o.end.mem.rss), mib(o.end.status.hwm), mib(o.tenth.mem.anonRSS), mib(o.end.mem.anonRSS),
-		mib(o.tenth.mem.pss), mib(o.end.mem.pss), mibBytes(o.tenth.journal), mibBytes(o.end.journal),
+		mib(o.tenth.mem.pss), mib(o.end.mem.pss), mibBytes(o.tenth.journal), mibBytes(o.tenth.pages), mibBytes(o.end.journal), mibBytes(o.end.pages),
 		r.Turns, phase, r.Sessions, r.Workers, el.Round(time.Second), rate(float64(r.Turns)/el.Seconds()), rate(float64(r.Markers)/el.Seconds()),
 		o.end.commits, ms(o.cpuPerKTurns), loadavg())
 	b.add(row{what, sv.name, fmt.Sprintf("%s at the end, %.2fx the %s at 10%%; journal.db %s", mib(o.end.mem.rss), o.ratio, mib(o.tenth.mem.rss), mibBytes(o.end.journal)),
@@ -160,3 +162,35 @@ func (b *bench) lifeOne(sv svBin, what string) (lifeOutcome, error) {
 }
 
 func mibBytes(n int64) string { return mib(n / 1024) }
+
+// journalPages reads the high-water mark of a bbolt file from its newer
+// meta page: the pages in use or free inside the file (the rest of the
+// file is what bbolt grew it by in advance: it grows to its map size,
+// which doubles, 8 MiB then 16 then 32, and by 16 MiB steps beyond).
+// It returns the bytes those pages take, or 0 if the file does not read
+// as bbolt's.
+func journalPages(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	// A meta page: the page header (16 bytes), then magic, version,
+	// pageSize, flags (uint32 each), the root bucket (16), the freelist's
+	// page id, the high-water page id, the transaction id (uint64 each).
+	meta := func(off int64) (pageSize uint32, pgid, txid uint64, ok bool) {
+		var m [80]byte
+		if _, err := f.ReadAt(m[:], off); err != nil || binary.LittleEndian.Uint32(m[16:]) != 0xED0CDAED {
+			return 0, 0, 0, false
+		}
+		return binary.LittleEndian.Uint32(m[24:]), binary.LittleEndian.Uint64(m[56:]), binary.LittleEndian.Uint64(m[64:]), true
+	}
+	ps, pgid, txid, ok := meta(0)
+	if !ok {
+		return 0
+	}
+	if _, pgid1, txid1, ok := meta(int64(ps)); ok && txid1 > txid {
+		pgid = pgid1
+	}
+	return int64(pgid) * int64(ps)
+}

@@ -45,8 +45,8 @@ func TestLife(t *testing.T) {
 		t.Errorf("result %+v, want 2000 turns, 6000 markers over 100 sessions from 5 workers, no error", r)
 	}
 	for name, s := range map[string]lifeSample{"tenth": o.tenth, "end": o.end} {
-		if s.mem.rss <= 0 || s.mem.pss <= 0 || s.journal <= 0 || s.commits == 0 {
-			t.Errorf("%s sample %+v: RSS, PSS, journal size and commits must all be read", name, s)
+		if s.mem.rss <= 0 || s.mem.pss <= 0 || s.journal <= 0 || s.pages <= 0 || s.pages > s.journal || s.commits == 0 {
+			t.Errorf("%s sample %+v: RSS, PSS, journal size, its pages in use (at most its size) and commits must all be read", name, s)
 		}
 	}
 	if o.end.commits <= o.tenth.commits {
