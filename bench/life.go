@@ -164,9 +164,11 @@ func (b *bench) lifeOne(sv svBin, what string) (lifeOutcome, error) {
 func mibBytes(n int64) string { return mib(n / 1024) }
 
 // journalPages reads the high-water mark of a bbolt file from its newer
-// meta page: the pages in use or free inside the file (the rest of the
-// file is what bbolt grew it by in advance: it grows to its map size,
-// which doubles, 8 MiB then 16 then 32, and by 16 MiB steps beyond).
+// meta page: the pages in use or free inside the file. The rest of the
+// file is what bbolt grew it by in advance: up to 16 MiB (its AllocSize)
+// it grows the file to its map size, which doubles (8 MiB, 16 MiB); past
+// that to the pages needed plus 16 MiB, so pages beyond 16 MiB make a
+// file over 32 MiB.
 // It returns the bytes those pages take, or 0 if the file does not read
 // as bbolt's.
 func journalPages(path string) int64 {
