@@ -1,7 +1,8 @@
 // Command bench measures supervise on the paths it sits on: restart after a
 // kill -9, its memory, heartbeat intake, durable turn markers, the hook
 // round trip of `supervise notify`, start-up
-// with a large journal, and what the model-API proxy adds to a model call. Every row of the table it prints is measured in the
+// with a large journal, what the model-API proxy adds to a model call, and
+// a long life (400 000 turns over 10 000 sessions: memory and journal flat). Every row of the table it prints is measured in the
 // same run on the same machine, beside a floor (a minimal fork/exec/wait
 // loop, the disk's raw fsync rate) and, where installed, the peers runit
 // (runsv), s6 (s6-supervise) and supervisor (supervisord). It installs
@@ -9,8 +10,9 @@
 //
 // Usage, from the module root:
 //
-//	go run ./bench            # the full run (about 3 minutes)
-//	go run ./bench -quick     # a smoke run (about 40 seconds)
+//	go run ./bench            # the full run (about 3 minutes, and the long life's few)
+//	go run ./bench -quick     # a smoke run (about 40 seconds; the long life 10x smaller)
+//	go run ./bench -only life # the long-life row alone
 //	go run ./bench -h         # flags
 //
 // It builds supervise and its helpers (bench/reporter, bench/respawn,
@@ -52,6 +54,8 @@ type config struct {
 	altName     string
 	scaleEnv    string
 	smallStarts int
+	// The long-life row: turns over sessions from workers goroutines.
+	lifeTurns, lifeSessions, lifeWorkers int
 }
 
 func main() {
@@ -69,11 +73,14 @@ func main() {
 	fs.IntVar(&c.smallStarts, "small-starts", 30, "start-ups timed on the small journal, each binary in turn (interleaved with -alt)")
 	fs.IntVar(&c.hooks, "hooks", 200, "rounds of `supervise notify turn-begin` + `turn-end` for the hook round trip")
 	fs.IntVar(&c.sessionsHi, "concurrency", 64, "concurrent sessions for the group-commit row")
+	fs.IntVar(&c.lifeTurns, "life-turns", 400_000, "turns of the long-life row (issue 46: 400 000)")
+	fs.IntVar(&c.lifeSessions, "life-sessions", 10_000, "session ids the long-life row's turns are spread over, round robin (issue 46: 10 000)")
+	fs.IntVar(&c.lifeWorkers, "life-workers", 200, "concurrent senders of the long-life row (lowered to a divisor of -life-sessions; each owns its sessions)")
 	fs.StringVar(&c.supervise, "supervise", "", "use this supervise binary instead of building ./cmd/supervise")
 	fs.StringVar(&c.alt, "alt", "", "also measure this supervise binary, side by side in the same run (for example one built with a proposed patch)")
 	fs.StringVar(&c.altName, "alt-name", "supervise-alt", "row label of the -alt binary")
 	fs.StringVar(&c.scaleEnv, "scale-env", "", "comma-separated K=V added to the environment of every supervise of the scale rows (for example GOGC=100), to measure a runtime setting")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,scale,proxy,powerloss (default all)")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run: restart,intake,markers,hooks,node,startup,scale,proxy,life,powerloss (default all)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "skip runsv, s6-supervise and supervisord even if installed")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, journals) and print its path")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
@@ -91,6 +98,8 @@ func main() {
 			"starts":           func() { c.starts = 3 },
 			"hooks":            func() { c.hooks = 40 },
 			"small-starts":     func() { c.smallStarts = 5 },
+			"life-turns":       func() { c.lifeTurns = 40_000 },
+			"life-sessions":    func() { c.lifeSessions = 1_000 },
 		} {
 			if !set[name] {
 				apply()
@@ -120,7 +129,7 @@ func run(c config, args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		return 1
 	}
-	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true, "scale": true}
+	sections := map[string]bool{"restart": true, "intake": true, "markers": true, "hooks": true, "node": true, "startup": true, "proxy": true, "scale": true, "life": true}
 	if c.only != "" {
 		clear(sections)
 		for _, s := range strings.Split(c.only, ",") {
@@ -139,6 +148,7 @@ func run(c config, args []string) int {
 		{"startup", b.startup},
 		{"scale", b.scale},
 		{"proxy", b.proxy},
+		{"life", b.life},
 	}
 	for _, st := range steps {
 		if !sections[st.name] {

@@ -19,6 +19,12 @@
 //	BENCH_MODE=sessions open $BENCH_SESSIONS sessions (a turn-begin each,
 //	                    then one barrier), write "ready <pid>" and idle: the
 //	                    memory-at-scale row's agent
+//	BENCH_MODE=life     on SIGUSR1 run $BENCH_TURNS turns over $BENCH_SESSIONS
+//	                    session ids from $BENCH_WORKERS goroutines (turn-begin,
+//	                    a tool phase unless BENCH_PHASE=none, turn-end, each
+//	                    confirmed by a barrier); after a tenth write "tenth
+//	                    turns=N" and wait for SIGUSR1 again; JSON to
+//	                    $BENCH_OUT.json and "done turns=N": the long-life row
 //
 // All write "ready <pid>" when set up and keep running until killed.
 package main
@@ -66,6 +72,11 @@ func main() {
 	case "sessions":
 		n, _ := strconv.Atoi(os.Getenv("BENCH_SESSIONS"))
 		sessions(report, max(n, 1))
+	case "life":
+		turns, _ := strconv.Atoi(os.Getenv("BENCH_TURNS"))
+		n, _ := strconv.Atoi(os.Getenv("BENCH_SESSIONS"))
+		workers, _ := strconv.Atoi(os.Getenv("BENCH_WORKERS"))
+		life(out, report, max(turns, 1), max(n, 1), max(workers, 1), os.Getenv("BENCH_PHASE") != "none")
 	default:
 		report("error unknown BENCH_MODE %q", os.Getenv("BENCH_MODE"))
 	}
