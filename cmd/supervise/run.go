@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +14,7 @@ import (
 	oklog "github.com/oklog/run"
 
 	"github.com/supervise-dev/supervise/child"
+	"github.com/supervise-dev/supervise/cmd/supervise/internal/console"
 	"github.com/supervise-dev/supervise/internal/exitcode"
 	"github.com/supervise-dev/supervise/internal/failpoint"
 	"github.com/supervise-dev/supervise/internal/gctarget"
@@ -48,9 +48,9 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 	// A terminal on stderr is written only through a queue that never
 	// blocks supervise (a stopped output, ^S, must not hold a decision);
 	// its settings are kept to be put back between runs.
-	term := openTerminal(stderr)
-	defer term.close()
-	stderr = term.writer(stderr)
+	term := console.Open(stderr)
+	defer term.Close()
+	stderr = term.Writer(stderr)
 	// The log goes to stderr, or (interactive, below) to a file in the
 	// state dir once that is prepared.
 	dest := runflags.NewLogDest(stderr)
@@ -69,77 +69,21 @@ func runCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr i
 		return exitUsage
 	}
 	defer closeObs()
-	var it *interactive
-	if cfg.Foreground && term.isTerminal() {
+	var it *console.Interactive
+	if cfg.Foreground && term.IsTerminal() {
 		// An interactive agent holds the terminal: supervise says
 		// nothing on it while a child runs, one line between runs, after
 		// it put the terminal back as it found it.
-		it = &interactive{dest: dest, stderr: crlf{stderr}, flush: term.flush}
-		cfg.Report = it.stderr
-		obs = observe.Terminal(term.observed(), observe.AgentName(argv), cfg.ResumeExec != nil, obs)
+		it = console.NewInteractive(dest, term)
+		cfg.Report = it.Stderr()
+		obs = observe.Terminal(term.Observed(), observe.AgentName(argv), cfg.ResumeExec != nil, obs)
 	}
 	cfg.Observe = obs
 	return supervise(ctx, cfg, f.MetricsAddr, log, stderr, it)
 }
 
-// interactive is a run whose agent holds the terminal (stdin is the
-// controlling terminal, the agent in its foreground group, and stderr the
-// terminal too): supervise's log goes to a file in the state dir.
-type interactive struct {
-	dest   *runflags.LogDest
-	stderr io.Writer
-	flush  func() // waits, a bounded time, for stderr to reach the terminal
-}
-
-// crlf ends each line with "\r\n": a CLI killed in raw mode leaves the
-// terminal without output processing, where a bare "\n" would not return
-// the cursor to the start of the line.
-type crlf struct{ w io.Writer }
-
-func (c crlf) Write(p []byte) (int, error) {
-	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// dropLog removes the log file of a state dir that is removed as unused.
-func (t *interactive) dropLog() {
-	if t == nil {
-		return
-	}
-	if p := t.dest.Path(); p != "" {
-		t.dest.ToStderr()
-		os.Remove(p)
-		os.Remove(p + ".1")
-	}
-}
-
-// maxNotice bounds the lines of the start notice.
-const maxNotice = 5
-
-// start moves the log into the state dir and names, before the agent
-// takes the terminal, the sessions a person stopped mid-turn (a hangup, a
-// Ctrl-C) or that are parked, with the command that continues each: they
-// are never resumed silently, and never forgotten silently either.
-func (t *interactive) start(cfg supervisor.Config, db *journal.DB) {
-	if t == nil {
-		return
-	}
-	if err := t.dest.ToFile(cfg.StateDir); err != nil {
-		// Fail towards being heard: the log stays on the terminal.
-		fmt.Fprintf(t.stderr, "supervise: cannot write the log to the state dir (%v): it goes to the terminal\n", err)
-	}
-	if st, err := supervisor.ReadStatus(db, cfg.Name, cfg.StateDir, false); err == nil {
-		for _, l := range observe.StartNotice(st, cfg.ResumeExec, maxNotice) {
-			fmt.Fprintln(t.stderr, l)
-		}
-	}
-	t.flush() // on the screen before the agent draws
-}
-
 // supervise opens the state dir and runs the actors until the loop ends.
-func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, it *interactive) int {
+func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, log *slog.Logger, stderr io.Writer, it *console.Interactive) int {
 	// Go's default GC target until the first collection, 50 from then on.
 	gctarget.Tune()
 	fp := failpoint.FromEnv() // test failpoints, read once; all off in production
@@ -187,14 +131,14 @@ func supervise(ctx context.Context, cfg supervisor.Config, metricsAddr string, l
 		// failed before the agent ever ran (`supervise -- no-such-agent`,
 		// exit 127) leaves no state dir behind for ls and status to list.
 		if unused {
-			it.dropLog()
+			it.DropLog()
 			if err := statedir.RemoveUnused(dir, created); err != nil {
 				log.Warn("could not remove the unused state dir", "state_dir", dir, "err", err)
 			}
 		}
 	}()
 	defer db.Close()
-	it.start(cfg, db)
+	it.Start(cfg, db)
 
 	reaper, err := child.NewReaper(log.With("component", "child"))
 	if err != nil {
