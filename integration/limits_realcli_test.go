@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/integration/mockapi"
-	"github.com/supervise-dev/supervise/internal/agentsaid"
+	"github.com/supervise-dev/supervise/profile"
 )
 
 // TestRealLimitWords runs each pinned CLI headless, set up as its example
 // says, against its provider's usage-limit answer with the reset 90 s
 // ahead (mockapi.UsageLimit), and a plain rate limit far ahead where the CLI
 // gives up on one, and checks what docs/limits.md records: the
-// CLI gives up after its one request, exits 1, and agentsaid reads its
+// CLI gives up after its one request, exits 1, and the profile's words read its
 // words as a limit, with the reset where the CLI names one (Codex's "try
 // again at" to the minute, Gemini's "Please retry in"; Claude Code with an
 // API key names none). Claude Code writes its words on stdout, the others
@@ -84,10 +84,10 @@ func TestRealLimitWords(t *testing.T) {
 			if len(words) > 4096 {
 				words = words[len(words)-4096:] // what supervise's tail keeps
 			}
-			cli := agentsaid.CLIOf(argv[0])
-			lim, ok := agentsaid.LimitOf(words, cli, end)
+			cli := profile.CLIOf(argv[0])
+			lim, ok := profile.LimitOf(words, cli, end)
 			if !ok {
-				t.Fatalf("agentsaid reads no limit in %q", words)
+				t.Fatalf("the profile's words read no limit in %q", words)
 			}
 			switch {
 			case c.within == 0 && !lim.Reset.IsZero():
@@ -95,7 +95,7 @@ func TestRealLimitWords(t *testing.T) {
 			case c.within != 0 && (lim.Reset.Sub(reset) > c.within || reset.Sub(lim.Reset) > c.within):
 				t.Errorf("reset %v read from %q, the limit lifts at %v", lim.Reset, lim.Line, reset)
 			}
-			line := agentsaid.TellingLine(words, cli, nil)
+			line := profile.TellingLine(words, cli, nil)
 			if line != lim.Line || strings.Contains(line, "WARN") || strings.Contains(line, "[STARTUP]") {
 				t.Errorf("telling line %q, the limit's line %q", line, lim.Line)
 			}
@@ -135,7 +135,7 @@ func TestRealLimitRetrying(t *testing.T) {
 	var until time.Time
 	waitFor(t, 120*time.Second, "Codex to say it waits", func() bool {
 		var ok bool
-		until, ok = agentsaid.Retrying(out.Bytes(), agentsaid.Codex, time.Now())
+		until, ok = profile.Retrying(out.Bytes(), profile.Codex, time.Now())
 		return ok
 	})
 	if until.Sub(reset) > 5*time.Second || reset.Sub(until) > 5*time.Second {

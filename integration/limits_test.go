@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/agentsaid"
+	"github.com/supervise-dev/supervise/profile"
 )
 
 // The stand-in CLIs' limit mode ends the turn with the pinned CLIs' own
-// words and a reset ahead, which agentsaid reads back to the second (to
+// words and a reset ahead, which the profile's words read back to the second (to
 // the minute for Codex, whose words name a clock time).
 func TestFakeCLILimitWords(t *testing.T) {
 	t.Parallel()
@@ -46,7 +46,7 @@ func TestFakeCLILimitWords(t *testing.T) {
 			if c.stdout {
 				words = stdout.Bytes()
 			}
-			lim, ok := agentsaid.LimitOf(words, agentsaid.CLIOf(c.bin), end)
+			lim, ok := profile.LimitOf(words, profile.CLIOf(c.bin), end)
 			if !ok || lim.Reset.Sub(reset) > c.within || reset.Sub(lim.Reset) > c.within {
 				t.Errorf("read %+v, %v from %q; the fake's reset %v", lim, ok, words, reset)
 			}

@@ -3,8 +3,6 @@ package profile
 import (
 	"os"
 	"path/filepath"
-
-	"github.com/supervise-dev/supervise/internal/agentsaid"
 )
 
 // claude is Claude Code (verified with 2.1.197). Its hooks are handed to
@@ -17,7 +15,7 @@ var claude = Profile{
 	Name:    "claude",
 	Title:   "Claude Code",
 	Package: "@anthropic-ai/claude-code",
-	Words:   agentsaid.Claude,
+	Words:   Claude,
 	Seen:    SettingsFlag,
 	events: []hookEvent{{"SessionStart", ""}, {"UserPromptSubmit", ""}, {"PreToolUse", "*"}, {"PostToolUse", "*"},
 		{"PostToolUseFailure", "*"}, {"PermissionRequest", "*"}, {"Notification", ""}, {"Stop", ""},

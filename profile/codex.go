@@ -2,8 +2,6 @@ package profile
 
 import (
 	"path/filepath"
-
-	"github.com/supervise-dev/supervise/internal/agentsaid"
 )
 
 // codex is Codex CLI (verified with 0.171.0). Its hooks run only after a
@@ -21,7 +19,7 @@ var codex = Profile{
 	Name:    "codex",
 	Title:   "Codex",
 	Package: "@openai/codex",
-	Words:   agentsaid.Codex,
+	Words:   Codex,
 	Seen:    Proxy,
 	valueOpts: []string{"-m", "--model", "-c", "--config", "-p", "--profile", "-s", "--sandbox", "-C", "--cd",
 		"-a", "--ask-for-approval", "--color", "-o", "--output-last-message", "--output-schema", "--add-dir",

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/supervise-dev/supervise/internal/agentsaid"
 )
 
 // gemini is Gemini CLI (verified with 0.61.0). Its hooks go into a system
@@ -21,7 +19,7 @@ var gemini = Profile{
 	Name:    "gemini",
 	Title:   "Gemini CLI",
 	Package: "@google/gemini-cli",
-	Words:   agentsaid.Gemini,
+	Words:   Gemini,
 	Seen:    SystemSettings,
 	events: []hookEvent{{"SessionStart", ""}, {"BeforeAgent", ""}, {"BeforeTool", "*"}, {"AfterTool", "*"},
 		{"Notification", ""}, {"AfterAgent", ""}, {"SessionEnd", ""}},

@@ -21,7 +21,8 @@
 // An agent no profile knows runs as it always has. Explicit flags win: a
 // --resume-exec is the user's, --api-proxy off is honoured, and
 // --profiles off turns all of it off. What the CLIs print (limit words,
-// lost conversations) is read by internal/agentsaid, named by Profile.Words.
+// retries, lost conversations) is read here too (words.go and its
+// neighbours), by the table Profile.Words names.
 package profile
 
 import (
@@ -30,16 +31,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/supervise-dev/supervise/internal/agentsaid"
 )
 
 // Profile is one agent CLI.
 type Profile struct {
-	Name    string        // the program's base name: "claude"
-	Title   string        // "Claude Code"
-	Package string        // its npm package, as installed
-	Words   agentsaid.CLI // the table its output is read by
+	Name    string // the program's base name: "claude"
+	Title   string // "Claude Code"
+	Package string // its npm package, as installed
+	Words   CLI    // the table its output is read by
 	// Seen is how its turns are seen with nothing installed by the user.
 	Seen Seeing
 	// events are the hook events injected, in the CLI's own names.
@@ -86,13 +85,13 @@ type hookEvent struct {
 // profiles is every CLI supervise knows, one row each.
 var profiles = []*Profile{&claude, &codex, &gemini}
 
-// Of is the profile of argv[0] (by its base name, as agentsaid.CLIOf reads
+// Of is the profile of argv[0] (by its base name, as CLIOf reads
 // it: "claude", "/usr/local/bin/codex", "gemini.js"), nil for any other
 // agent.
 func Of(argv0 string) *Profile {
-	cli := agentsaid.CLIOf(argv0)
+	cli := CLIOf(argv0)
 	for _, p := range profiles {
-		if p.Words == cli && cli != agentsaid.Unknown {
+		if p.Words == cli && cli != Unknown {
 			return p
 		}
 	}

@@ -240,3 +240,36 @@ func TestSaved(t *testing.T) {
 		t.Error("gemini: an id it never had")
 	}
 }
+
+// The hooks a profile hands a CLI are the events its example wires by
+// hand (examples/*/settings.json): one list, two ways to install it.
+func TestHooksMatchExamples(t *testing.T) {
+	for p, file := range map[*Profile]string{&claude: "claude-code/settings.json", &gemini: "gemini/settings.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "examples", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ex struct {
+			Hooks map[string][]struct{ Matcher string }
+		}
+		if err := json.Unmarshal(b, &ex); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, ev := range p.events {
+			got[ev.name] = ev.matcher
+		}
+		want := map[string]string{}
+		for name, groups := range ex.Hooks {
+			want[name] = groups[0].Matcher
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: profile hooks %v, example %v", p.Name, got, want)
+		}
+		for name, m := range want {
+			if g, ok := got[name]; !ok || g != m {
+				t.Errorf("%s: event %s: profile matcher %q (has %v), example %q", p.Name, name, g, ok, m)
+			}
+		}
+	}
+}

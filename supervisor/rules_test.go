@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"github.com/supervise-dev/supervise/marker"
 	"io"
 	"os"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/marker"
 
 	"github.com/supervise-dev/supervise/crashloop"
 	"github.com/supervise-dev/supervise/journal"

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/child"
-	"github.com/supervise-dev/supervise/internal/agentsaid"
 	"github.com/supervise-dev/supervise/internal/signame"
 	"github.com/supervise-dev/supervise/internal/trace"
 	"github.com/supervise-dev/supervise/journal"
+	"github.com/supervise-dev/supervise/profile"
 	"github.com/supervise-dev/supervise/record"
 	"github.com/supervise-dev/supervise/resume"
 	"github.com/supervise-dev/supervise/supervisor/machine"
@@ -564,7 +564,7 @@ func (s *Supervisor) reaped() {
 		// killed: the death is the kill, not the wrapper's own error.
 		how += " after its inner process was killed by " + signalName(exit.InnerSignal)
 	}
-	lost := agentsaid.LostConversation(said)
+	lost := profile.LostConversation(said)
 	if s.run.unsaved != "" {
 		lost = true
 		if said == "" {

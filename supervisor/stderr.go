@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/agentsaid"
+	"github.com/supervise-dev/supervise/profile"
 	"github.com/supervise-dev/supervise/supervisor/machine"
 )
 
@@ -28,7 +28,7 @@ const tailSettle = 2 * time.Second
 
 // stderrTail copies one run's stderr pipe through and keeps its tail.
 type stderrTail struct {
-	lines *lines // the lines kept in the state dir (agentlog.go); nil: none
+	lines *lines  // the lines kept in the state dir (agentlog.go); nil: none
 	frame *framer // frames the lines written to dst (frame.go); nil: raw
 	mu    sync.Mutex
 	buf   []byte
@@ -98,28 +98,28 @@ func (t *stderrTail) settle() {
 // of the tail: one that says a conversation is lost, else the headline of
 // a limit that ended the run, else the last that reads as an error, else
 // the last non-empty one; never a log record that is not an error, nor a
-// CLI's known chatter (agentsaid.TellingLine).
-func (t *stderrTail) said(cli agentsaid.CLI) string {
+// CLI's known chatter (profile.TellingLine).
+func (t *stderrTail) said(cli profile.CLI) string {
 	if t == nil {
 		return ""
 	}
 	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return agentsaid.TellingLine(t.buf, cli, agentsaid.LostConversation)
+	return profile.TellingLine(t.buf, cli, profile.LostConversation)
 }
 
 // limit waits (bounded) for the pipe to end and reports whether the tail
 // says a usage or rate limit ended the run, and its reset if it names one
-// (agentsaid.LimitOf; cli from the agent's argv[0], now the death's time).
-func (t *stderrTail) limit(cli agentsaid.CLI, now time.Time) (agentsaid.Limit, bool) {
+// (profile.LimitOf; cli from the agent's argv[0], now the death's time).
+func (t *stderrTail) limit(cli profile.CLI, now time.Time) (profile.Limit, bool) {
 	if t == nil {
-		return agentsaid.Limit{}, false
+		return profile.Limit{}, false
 	}
 	t.settle()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return agentsaid.LimitOf(t.buf, cli, now)
+	return profile.LimitOf(t.buf, cli, now)
 }
 
 // lastLimit reads the limit a run ended on from its stdout and stderr
@@ -153,16 +153,16 @@ func (s *Supervisor) outputSigns(now time.Time) (int64, time.Time) {
 
 // retrying reports, without waiting, whether the agent's stderr so far
 // ends with the CLI waiting to retry a refused request itself, and until
-// when (agentsaid.Retrying; since: when the tail last grew, or now). For
+// when (profile.Retrying; since: when the tail last grew, or now). For
 // the start and silence deadlines: such a CLI is waiting out a limit, not
 // hung.
-func (t *stderrTail) retrying(cli agentsaid.CLI, since time.Time) (time.Time, bool) {
+func (t *stderrTail) retrying(cli profile.CLI, since time.Time) (time.Time, bool) {
 	if t == nil {
 		return time.Time{}, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return agentsaid.Retrying(t.buf, cli, since)
+	return profile.Retrying(t.buf, cli, since)
 }
 
 // written is how many bytes the agent has written to stderr so far: the
@@ -177,11 +177,11 @@ func (t *stderrTail) written() int64 {
 	return t.n
 }
 
-// agentCLI is the CLI the current run's argv[0] names (agentsaid.Unknown
+// agentCLI is the CLI the current run's argv[0] names (profile.Unknown
 // for another agent): its words and chatter are read by its table.
-func (s *Supervisor) agentCLI() agentsaid.CLI {
+func (s *Supervisor) agentCLI() profile.CLI {
 	if argv := s.m.Run.Argv; len(argv) > 0 {
-		return agentsaid.CLIOf(argv[0])
+		return profile.CLIOf(argv[0])
 	}
-	return agentsaid.Unknown
+	return profile.Unknown
 }

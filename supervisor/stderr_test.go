@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/internal/agentsaid"
+	"github.com/supervise-dev/supervise/profile"
 )
 
 // The line a death quotes is the one that says most: what each pinned CLI
@@ -53,7 +53,7 @@ func TestStderrTail(t *testing.T) {
 	}
 	w.Close()
 	cmd.Wait()
-	if got := tail.said(agentsaid.Unknown); got != "No conversation found with session ID: x" {
+	if got := tail.said(profile.Unknown); got != "No conversation found with session ID: x" {
 		t.Errorf("said %q", got)
 	}
 	b, _ := os.ReadFile(out.Name())
@@ -65,21 +65,21 @@ func TestStderrTail(t *testing.T) {
 	}
 }
 
-// What the pinned CLIs really printed (internal/agentsaid's fixtures),
+// What the pinned CLIs really printed (profile's fixtures),
 // through a real pipe: the quoted line is the error that ended the run,
 // never Gemini's startup records or Codex's WARN records, and a usage
 // limit is read with the reset the CLI named.
 func TestStderrTailFixtures(t *testing.T) {
 	for _, c := range []struct {
 		fixture, said string
-		cli           agentsaid.CLI
+		cli           profile.CLI
 		reset         bool
 	}{
-		{"codex-usage-90s", "ERROR: You’ve hit your usage limit. Upgrade to Pro", agentsaid.Codex, true},
-		{"gemini-usage-90s", "Error when talking to Gemini API Full report available at:", agentsaid.Gemini, true},
-		{"gemini-limit-5h", "Error when talking to Gemini API Full report available at:", agentsaid.Gemini, true},
+		{"codex-usage-90s", "ERROR: You’ve hit your usage limit. Upgrade to Pro", profile.Codex, true},
+		{"gemini-usage-90s", "Error when talking to Gemini API Full report available at:", profile.Gemini, true},
+		{"gemini-limit-5h", "Error when talking to Gemini API Full report available at:", profile.Gemini, true},
 	} {
-		path := filepath.Join("..", "internal", "agentsaid", "testdata", c.fixture, "stderr")
+		path := filepath.Join("..", "profile", "testdata", c.fixture, "stderr")
 		w, tail, err := startTail(devNull(t), nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ func TestStderrTailFixtures(t *testing.T) {
 		}
 		w.Close()
 		cmd.Wait()
-		if got := tail.said(agentsaid.Unknown); !strings.HasPrefix(got, c.said) {
+		if got := tail.said(profile.Unknown); !strings.HasPrefix(got, c.said) {
 			t.Errorf("%s: said %q, want it to begin %q", c.fixture, got, c.said)
 		}
 		now := time.Now()
@@ -101,10 +101,10 @@ func TestStderrTailFixtures(t *testing.T) {
 		}
 	}
 	var none *stderrTail
-	if _, ok := none.limit(agentsaid.Codex, time.Now()); ok {
+	if _, ok := none.limit(profile.Codex, time.Now()); ok {
 		t.Error("a nil tail says a limit")
 	}
-	if _, ok := none.retrying(agentsaid.Codex, time.Now()); ok {
+	if _, ok := none.retrying(profile.Codex, time.Now()); ok {
 		t.Error("a nil tail says it retries")
 	}
 }
@@ -112,7 +112,7 @@ func TestStderrTailFixtures(t *testing.T) {
 // While the agent runs, the tail tells a CLI that waits out a limit
 // itself (Codex's recorded 5 h wait) from one that went quiet.
 func TestStderrTailRetrying(t *testing.T) {
-	path := filepath.Join("..", "internal", "agentsaid", "testdata", "codex-limit-5h", "stderr")
+	path := filepath.Join("..", "profile", "testdata", "codex-limit-5h", "stderr")
 	w, tail, err := startTail(devNull(t), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestStderrTailRetrying(t *testing.T) {
 	}
 	now := time.Date(2026, 12, 1, 23, 50, 0, 0, time.UTC) // the recorded run's hour
 	for {
-		until, ok := tail.retrying(agentsaid.Codex, now)
+		until, ok := tail.retrying(profile.Codex, now)
 		if ok {
 			if want := time.Date(2026, 12, 2, 4, 43, 50, 0, time.UTC); until.Sub(want) > 5*time.Second || want.Sub(until) > 5*time.Second {
 				t.Errorf("retrying until %v, want about %v", until, want)
@@ -164,5 +164,5 @@ func devNull(t *testing.T) *os.File {
 // cleaned to one bounded line of printable text, as the runner does for an
 // agent it does not know.
 func tellingLine(tail []byte) string {
-	return agentsaid.TellingLine(tail, agentsaid.Unknown, agentsaid.LostConversation)
+	return profile.TellingLine(tail, profile.Unknown, profile.LostConversation)
 }

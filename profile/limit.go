@@ -1,4 +1,4 @@
-package agentsaid
+package profile
 
 import (
 	"strconv"

@@ -1,4 +1,5 @@
-// Package agentsaid reads what an agent CLI said as it ended: the tail of
+// The words (words.go, limit.go, retrying.go, record.go, lost.go): what an
+// agent CLI said as it ended, read by its profile's table: the tail of
 // its output, as bytes, and where known which CLI it is. It answers three
 // questions, all pure (no clock: the caller passes now; no I/O but the
 // system's time zone database, read for a zone a limit's words name):
@@ -26,7 +27,8 @@
 // Usage, Reset and Line with the exit; TellingLine is the quoted line in
 // any case. While a turn is open and the start or silence deadline is
 // due, Retrying says whether the CLI is waiting out a limit itself.
-package agentsaid
+
+package profile
 
 import (
 	"bytes"
