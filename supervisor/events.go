@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -68,6 +69,7 @@ type eventSink struct {
 	dropped, failures atomic.Uint64
 	f                 *os.File
 	size              int64
+	closed            sync.Once
 }
 
 func newEventSink(dir, cmd string, log *slog.Logger) *eventSink {
@@ -95,6 +97,10 @@ func (k *eventSink) tell(n machine.Notice, name string, now time.Time) {
 // close lets the worker finish what is queued, for at most wait; a
 // command still running then is killed.
 func (k *eventSink) close(wait time.Duration) {
+	k.closed.Do(func() { k.finish(wait) })
+}
+
+func (k *eventSink) finish(wait time.Duration) {
 	close(k.q)
 	t := time.NewTimer(wait)
 	defer t.Stop()

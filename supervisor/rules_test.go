@@ -69,6 +69,10 @@ func newTestSupervisorWith(t *testing.T, cfg Config) *Supervisor {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.CloseNotify)
+	// The event sink writes events.jsonl on a goroutine of its own: done
+	// before the state dir is removed (else its cleanup may meet a file
+	// written after the test).
+	t.Cleanup(func() { s.met.events.close(2 * time.Second) })
 	t.Cleanup(func() { s.cs.answers.Close() })
 	s.cs = commitState{w: startWriter(db, 0), dirty: map[string]bool{}}
 	t.Cleanup(s.stopWriter)
